@@ -1,0 +1,360 @@
+//! Election timings and options, with validation that implies the safety promise.
+
+use alloc::sync::Arc;
+use core::time::Duration;
+
+/// What a higher-priority candidate does when a lower one leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Preemption {
+    /// Ask the leader to hand over (a request stored in the record); the leader
+    /// drains and releases on its next renew, naming the asker, and for one lease
+    /// duration only the asker may take the lock. Never overlaps.
+    #[default]
+    Handover,
+    /// Istio's behaviour: take an unexpired lease at once by compare-and-swap. The
+    /// old leader learns of it at its next renew or watch event, so two nodes may
+    /// both believe they lead for up to one renew interval (bounded by its deadline).
+    Steal,
+}
+
+/// What a node does when it finds the lock absent after having seen it held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LockDelay {
+    /// Create the lock, then wait one lease duration before leading: whoever held
+    /// the deleted lock may still believe it leads. The default.
+    #[default]
+    Strict,
+    /// Create and lead at once, as client-go does.
+    Immediate,
+}
+
+/// The election's timings and options.
+///
+/// Build one from a preset ([`Config::client_go`], [`Config::openshift`],
+/// [`Config::fast`]) and adjust fields; [`Config::validate`] (also run by
+/// `Elector::new`) checks the rules of DESIGN §3.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Config {
+    /// This candidate's identity; unique among candidates.
+    pub identity: Arc<str>,
+    /// How long a lease lasts after its last observed change. Whole seconds, at least 1.
+    pub lease_duration: Duration,
+    /// How long a leader may go without a successful renew, measured from when the
+    /// renew was sent, before it stops leading.
+    pub renew_deadline: Duration,
+    /// The interval between a leader's renews and a polling candidate's attempts.
+    pub retry_period: Duration,
+    /// Candidates retry every `retry_period × [1, 1 + jitter)` (client-go: 1.2).
+    pub jitter: f64,
+    /// How long one lock call may take before it counts as failed with an unknown
+    /// outcome (client-go: `max(renew_deadline / 2, 1 s)`).
+    pub request_timeout: Duration,
+    /// Release the lock (empty holder) on shutdown and step-down.
+    pub release_on_shutdown: bool,
+    /// This candidate's priority; higher wins. `None` never preempts and is
+    /// preempted by any candidate with a priority.
+    pub priority: Option<i64>,
+    /// How a higher priority takes over.
+    pub preemption: Preemption,
+    /// What to do about an absent lock that was seen held.
+    pub lock_delay: LockDelay,
+    /// The largest lease duration honoured from a record; longer ones are capped
+    /// and reported.
+    pub max_lease_duration: Duration,
+    /// Seed of the retry jitter. Give each candidate its own.
+    pub seed: u64,
+}
+
+/// A configuration rule that a [`Config`] breaks.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The identity is empty.
+    #[error("identity must not be empty")]
+    EmptyIdentity,
+    /// A duration is zero.
+    #[error("{0} must be positive")]
+    NotPositive(&'static str),
+    /// `lease_duration` is not a whole number of seconds, or is under 1 s (the
+    /// record stores integer seconds; client-go silently truncates).
+    #[error("lease_duration must be a whole number of seconds, at least 1 s (got {0:?})")]
+    LeaseNotWholeSeconds(Duration),
+    /// `lease_duration <= renew_deadline`.
+    #[error("lease_duration ({lease:?}) must be greater than renew_deadline ({renew:?})")]
+    LeaseNotAboveRenewDeadline {
+        /// The lease duration.
+        lease: Duration,
+        /// The renew deadline.
+        renew: Duration,
+    },
+    /// `renew_deadline <= retry_period × max(jitter, 1)`.
+    #[error("renew_deadline ({renew:?}) must be greater than retry_period × jitter ({jittered:?})")]
+    RenewDeadlineNotAboveJitteredRetry {
+        /// The renew deadline.
+        renew: Duration,
+        /// `retry_period × max(jitter, 1)`.
+        jittered: Duration,
+    },
+    /// `retry_period + request_timeout >= renew_deadline`: a healthy leader whose
+    /// one request hangs could not renew in time.
+    #[error(
+        "retry_period + request_timeout ({sum:?}) must be less than renew_deadline ({renew:?})"
+    )]
+    RetryPlusTimeoutNotBelowRenewDeadline {
+        /// `retry_period + request_timeout`.
+        sum: Duration,
+        /// The renew deadline.
+        renew: Duration,
+    },
+    /// `jitter` is negative, NaN or infinite.
+    #[error("jitter must be a finite number >= 0 (got {0})")]
+    InvalidJitter(f64),
+    /// `max_lease_duration < lease_duration`.
+    #[error("max_lease_duration must be at least lease_duration")]
+    MaxLeaseBelowLease,
+}
+
+impl Config {
+    /// client-go's and controller-runtime's defaults: 15 s / 10 s / 2 s, jitter 1.2,
+    /// request timeout 5 s.
+    pub fn client_go(identity: impl Into<Arc<str>>) -> Self {
+        Self::with_timings(identity, 15_000, 10_000, 2_000)
+    }
+
+    /// OpenShift's (and Pinniped's) 137 s / 107 s / 26 s: tolerates about a minute
+    /// of API downtime.
+    pub fn openshift(identity: impl Into<Arc<str>>) -> Self {
+        Self::with_timings(identity, 137_000, 107_000, 26_000)
+    }
+
+    /// A fast profile for tests and demos: 2 s / 1.5 s / 250 ms, request timeout 500 ms.
+    pub fn fast(identity: impl Into<Arc<str>>) -> Self {
+        let mut c = Self::with_timings(identity, 2_000, 1_500, 250);
+        c.request_timeout = Duration::from_millis(500);
+        c
+    }
+
+    /// Timings in milliseconds; the request timeout is client-go's
+    /// `max(renew_deadline / 2, 1 s)`.
+    fn with_timings(identity: impl Into<Arc<str>>, lease: u64, renew: u64, retry: u64) -> Self {
+        Config {
+            identity: identity.into(),
+            lease_duration: Duration::from_millis(lease),
+            renew_deadline: Duration::from_millis(renew),
+            retry_period: Duration::from_millis(retry),
+            jitter: 1.2,
+            request_timeout: Duration::from_millis((renew / 2).max(1_000)),
+            release_on_shutdown: true,
+            priority: None,
+            preemption: Preemption::Handover,
+            lock_delay: LockDelay::Strict,
+            max_lease_duration: Duration::from_secs(3_600),
+            seed: 0,
+        }
+    }
+
+    /// Sets the identity.
+    #[must_use]
+    pub fn identity(mut self, identity: impl Into<Arc<str>>) -> Self {
+        self.identity = identity.into();
+        self
+    }
+
+    /// Sets the jitter seed.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets the priority.
+    #[must_use]
+    pub fn priority(mut self, priority: i64) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// Checks the rules of DESIGN §3, returning the first one broken.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.identity.is_empty() {
+            return Err(ConfigError::EmptyIdentity);
+        }
+        for (name, d) in [
+            ("lease_duration", self.lease_duration),
+            ("renew_deadline", self.renew_deadline),
+            ("retry_period", self.retry_period),
+            ("request_timeout", self.request_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::NotPositive(name));
+            }
+        }
+        if !self.jitter.is_finite() || self.jitter < 0.0 {
+            return Err(ConfigError::InvalidJitter(self.jitter));
+        }
+        if self.lease_duration.subsec_nanos() != 0 {
+            return Err(ConfigError::LeaseNotWholeSeconds(self.lease_duration));
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return Err(ConfigError::LeaseNotAboveRenewDeadline {
+                lease: self.lease_duration,
+                renew: self.renew_deadline,
+            });
+        }
+        let jittered = self.retry_period.mul_f64(self.jitter.max(1.0));
+        if self.renew_deadline <= jittered {
+            return Err(ConfigError::RenewDeadlineNotAboveJitteredRetry {
+                renew: self.renew_deadline,
+                jittered,
+            });
+        }
+        let sum = self.retry_period.saturating_add(self.request_timeout);
+        if sum >= self.renew_deadline {
+            return Err(ConfigError::RetryPlusTimeoutNotBelowRenewDeadline {
+                sum,
+                renew: self.renew_deadline,
+            });
+        }
+        if self.max_lease_duration < self.lease_duration {
+            return Err(ConfigError::MaxLeaseBelowLease);
+        }
+        Ok(())
+    }
+
+    /// The clock-rate ratio this configuration tolerates: safety holds while the
+    /// fastest candidate's clock runs faster than the slowest's by less than
+    /// `lease_duration / renew_deadline` (1.5 for client-go's timings).
+    pub fn tolerated_clock_ratio(&self) -> f64 {
+        self.lease_duration.as_secs_f64() / self.renew_deadline.as_secs_f64()
+    }
+
+    /// The lease duration written into records, in whole seconds (validation
+    /// guarantees at least 1).
+    pub fn lease_duration_secs(&self) -> i64 {
+        i64::try_from(self.lease_duration.as_secs())
+            .unwrap_or(i64::MAX)
+            .max(1)
+    }
+
+    /// `retry_period × (1 + jitter)`: the longest interval between a polling
+    /// candidate's attempts.
+    pub fn max_retry_interval(&self) -> Duration {
+        self.retry_period.mul_f64(1.0 + self.jitter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn presets_are_valid_and_report_their_tolerance() {
+        for c in [
+            Config::client_go("a"),
+            Config::openshift("a"),
+            Config::fast("a"),
+        ] {
+            assert_eq!(c.validate(), Ok(()), "{c:?}");
+        }
+        assert_eq!(Config::client_go("a").tolerated_clock_ratio(), 1.5);
+        assert_eq!(Config::client_go("a").request_timeout, ms(5_000));
+        assert_eq!(Config::openshift("a").request_timeout, ms(53_500));
+    }
+
+    /// Each broken rule is its own error, named.
+    #[test]
+    fn each_rule_has_its_error() {
+        let base = Config::client_go("a");
+        let cases: &[(fn(&mut Config), ConfigError)] = &[
+            (|c| c.identity = "".into(), ConfigError::EmptyIdentity),
+            (
+                |c| c.retry_period = Duration::ZERO,
+                ConfigError::NotPositive("retry_period"),
+            ),
+            (
+                |c| c.request_timeout = Duration::ZERO,
+                ConfigError::NotPositive("request_timeout"),
+            ),
+            (
+                |c| c.lease_duration = ms(15_500),
+                ConfigError::LeaseNotWholeSeconds(ms(15_500)),
+            ),
+            (
+                |c| c.lease_duration = ms(500),
+                ConfigError::LeaseNotWholeSeconds(ms(500)),
+            ),
+            (
+                |c| c.lease_duration = ms(10_000),
+                ConfigError::LeaseNotAboveRenewDeadline {
+                    lease: ms(10_000),
+                    renew: ms(10_000),
+                },
+            ),
+            (
+                |c| c.renew_deadline = ms(2_400),
+                ConfigError::RenewDeadlineNotAboveJitteredRetry {
+                    renew: ms(2_400),
+                    jittered: ms(2_400),
+                },
+            ),
+            (
+                |c| c.request_timeout = ms(8_000),
+                ConfigError::RetryPlusTimeoutNotBelowRenewDeadline {
+                    sum: ms(10_000),
+                    renew: ms(10_000),
+                },
+            ),
+            (
+                |c| c.jitter = f64::NAN,
+                ConfigError::InvalidJitter(f64::NAN),
+            ),
+            (
+                |c| c.max_lease_duration = ms(1_000),
+                ConfigError::MaxLeaseBelowLease,
+            ),
+        ];
+        for (edit, want) in cases {
+            let mut c = base.clone();
+            edit(&mut c);
+            match (c.validate(), want) {
+                (Err(ConfigError::InvalidJitter(j)), ConfigError::InvalidJitter(_)) => {
+                    assert!(j.is_nan())
+                }
+                (got, want) => assert_eq!(got, Err(want.clone())),
+            }
+        }
+    }
+
+    /// FAULTS H8: configurations at the edge are rejected with the rule named, or
+    /// accepted with the (small) clock tolerance they really have.
+    #[test]
+    fn h8_edge_configurations() {
+        // lease = renew + ε: accepted, but it tolerates almost no clock-rate difference.
+        let mut c = Config::client_go("a");
+        c.lease_duration = ms(11_000);
+        c.renew_deadline = ms(10_999);
+        assert_eq!(c.validate(), Ok(()));
+        assert!(c.tolerated_clock_ratio() < 1.001);
+        // renew = 1.2 × retry exactly: rejected, as client-go does.
+        let mut c = Config::client_go("a");
+        c.renew_deadline = ms(2_400);
+        c.request_timeout = ms(100);
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::RenewDeadlineNotAboveJitteredRetry { .. })
+        ));
+        // renew just above 1.2 × retry, but a request timeout that cannot fit: rejected.
+        c.renew_deadline = ms(2_401);
+        c.request_timeout = ms(1_000);
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::RetryPlusTimeoutNotBelowRenewDeadline { .. })
+        ));
+        c.request_timeout = ms(400);
+        assert_eq!(c.validate(), Ok(()));
+    }
+}

@@ -1,0 +1,223 @@
+//! Campaigning: when a follower creates, takes, or asks for the lock.
+//!
+//! - absent lock: create it (transitions 0, or one more than the largest count seen
+//!   if it was seen before); with the strict lock delay, a node that had seen the
+//!   lock held waits one lease duration after creating it before it leads;
+//! - empty holder: take it at once, by compare-and-swap on the version seen,
+//!   unless a handover names another candidate and one lease has not passed;
+//! - held by another: take it once expired by local observation, after a read at
+//!   or past the expiry shows the same version (re-read before any takeover);
+//! - a higher priority: ask for a handover (default) or steal.
+
+use alloc::sync::Arc;
+
+use super::{Elector, Holding, Lead, Phase, Purpose};
+use crate::action::Action;
+use crate::config::{LockDelay, Preemption};
+use crate::event::{Event, Term};
+use crate::lock::LockError;
+use crate::record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp};
+use crate::time::Instant;
+use crate::timer::Timer;
+
+/// Whether priority `a` outranks `b`: higher wins, equal never preempts, and no
+/// priority is outranked by any priority.
+pub(super) fn outranks(a: Option<i64>, b: Option<i64>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a > b,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+impl Elector {
+    /// A follower's attempt: read, create, acquire, ask, or wait.
+    pub(super) fn campaign(&mut self, now: Instant) {
+        if now < self.no_acquire_until {
+            self.timers.set(Timer::Attempt, self.no_acquire_until);
+            return;
+        }
+        if self.absent {
+            let record = self.leading_record(None, self.create_transitions());
+            self.send(Purpose::Create, |op| Action::Create { op, record }, now);
+            return;
+        }
+        let Some(seen) = &self.seen else {
+            self.send_read(now);
+            return;
+        };
+        let rec = &seen.obs.record;
+        let version = seen.obs.version.clone();
+        let me = self.identity().clone();
+        let expiry = self.expiry();
+
+        if rec.holder == me && (self.wrote(&version) || self.unknown_write_sent.is_some()) {
+            // Our own record (a late write of ours, or one whose outcome we did not
+            // learn): take it back by compare-and-swap, as a new term.
+            let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
+            self.send_update(Purpose::Acquire, version, record, now);
+            return;
+        }
+        if !rec.is_held() && now >= expiry {
+            let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
+            self.send_update(Purpose::Acquire, version, record, now);
+            return;
+        }
+        if rec.is_held() && rec.holder != me && outranks(self.config.priority, rec.priority) {
+            match self.config.preemption {
+                Preemption::Steal => {
+                    let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
+                    self.send_update(Purpose::Acquire, version, record, now);
+                    return;
+                }
+                Preemption::Handover if self.should_ask(rec) => {
+                    let mut record = rec.clone();
+                    record.handover = Some(Handover {
+                        to: me,
+                        priority: self.config.priority,
+                    });
+                    self.send_update(Purpose::AskHandover, version, record, now);
+                    return;
+                }
+                Preemption::Handover => {}
+            }
+        }
+        if now >= expiry {
+            if seen.read_at.is_some_and(|r| r >= expiry) {
+                let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
+                self.send_update(Purpose::Acquire, version, record, now);
+            } else {
+                self.send_read(now);
+            }
+            return;
+        }
+        let next = if self.watching {
+            expiry
+        } else {
+            expiry.min(now + self.jittered_retry())
+        };
+        self.timers.set(Timer::Attempt, next);
+    }
+
+    /// Whether to write a handover request into `rec`: none is pending for us, and
+    /// any pending one is from a lower priority (an external one is never overridden).
+    fn should_ask(&self, rec: &LockRecord) -> bool {
+        match &rec.handover {
+            None => true,
+            Some(h) if h.to == *self.identity() => false,
+            Some(h) => h.priority.is_some() && outranks(self.config.priority, h.priority),
+        }
+    }
+
+    /// The transition count of a create: 0 for a lock never seen held, else one
+    /// more than the largest count seen, so that terms keep growing.
+    fn create_transitions(&self) -> u32 {
+        if self.seen_held {
+            self.max_transitions.saturating_add(1).min(MAX_TRANSITIONS)
+        } else {
+            0
+        }
+    }
+
+    /// The record of a leader: our identity, our duration, both times stamped now.
+    pub(super) fn leading_record(&self, base: Option<&LockRecord>, transitions: u32) -> LockRecord {
+        LockRecord {
+            holder: self.identity().clone(),
+            lease_duration_secs: Some(self.config.lease_duration_secs()),
+            acquire_time: Stamp::Now,
+            renew_time: Stamp::Now,
+            transitions: transitions.min(MAX_TRANSITIONS),
+            priority: self.config.priority,
+            handover: None,
+            strategy: base.and_then(|b| b.strategy.clone()),
+        }
+    }
+
+    /// The answer to a create, an acquisition or a handover request.
+    pub(super) fn on_acquire_answer(
+        &mut self,
+        call: super::InFlight,
+        result: Result<Observation, LockError>,
+        now: Instant,
+    ) {
+        match result {
+            Ok(obs) => {
+                self.remember_written(&obs.version);
+                let delayed_create = call.purpose == Purpose::Create
+                    && self.seen_held
+                    && self.config.lock_delay == LockDelay::Strict;
+                let term = Term {
+                    transitions: obs.record.transitions,
+                    version: obs.version.clone(),
+                };
+                self.observe(obs, true, now);
+                if call.purpose == Purpose::AskHandover {
+                    self.timers.set(Timer::Attempt, now);
+                    return;
+                }
+                self.stats.acquisitions += 1;
+                self.unknown_write_sent = None;
+                self.foreign_self_versions = 0;
+                self.take_holding(term, call.sent_at, delayed_create, now);
+            }
+            Err(LockError::AlreadyExists | LockError::Conflict | LockError::Unknown { .. }) => {
+                // Lost a race, or do not know: read the lock, then wait as it says.
+                self.read_wanted = true;
+            }
+            Err(LockError::NotFound) => {
+                self.absent = true;
+                self.timers.set(Timer::Attempt, now);
+            }
+            Err(e) => {
+                let wait = self.follower_backoff(&e);
+                self.timers.set(Timer::Attempt, now + wait);
+            }
+        }
+    }
+
+    /// Holds the lock from a write sent at `sent`: lead now, after the lock delay,
+    /// or (shutting down) only release it.
+    fn take_holding(&mut self, term: Term, sent: Instant, delayed: bool, now: Instant) {
+        let deadline = sent + self.config.renew_deadline;
+        let state = if self.phase == Phase::ShuttingDown {
+            Lead::Releasing
+        } else if delayed {
+            self.timers
+                .set(Timer::LockDelay, sent + self.config.lease_duration);
+            Lead::Delayed
+        } else {
+            Lead::Leading
+        };
+        if state == Lead::Leading {
+            self.emit(Event::StartedLeading { term: term.clone() });
+        }
+        self.holding = Some(Holding {
+            term,
+            deadline,
+            renewed_sent: sent,
+            state,
+        });
+        self.timers.set(Timer::Deadline, deadline);
+        let next_renew = (sent + self.config.retry_period).max(now);
+        self.timers.set(Timer::Attempt, next_renew);
+    }
+
+    /// The strict lock delay ended: lead, if still holding within the deadline.
+    pub(super) fn on_lock_delay_end(&mut self, now: Instant) {
+        let Some(h) = &mut self.holding else { return };
+        if h.state != Lead::Delayed || now >= h.deadline {
+            return;
+        }
+        h.state = Lead::Leading;
+        let term = h.term.clone();
+        self.emit(Event::StartedLeading { term });
+    }
+
+    /// The identity of a pending handover target, if the record seen names one.
+    pub(super) fn handover_target(&self) -> Option<Arc<str>> {
+        self.seen
+            .as_ref()
+            .and_then(|s| s.obs.record.handover.as_ref())
+            .map(|h| h.to.clone())
+    }
+}

@@ -1,0 +1,625 @@
+//! The [`Elector`]: one candidate's view of the election, as a state machine.
+
+mod acquire;
+mod observe;
+mod release;
+mod renew;
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+
+use crate::action::{Action, OpId, OpKind};
+use crate::config::{Config, ConfigError};
+use crate::event::{Event, StopReason, Term, Warning};
+use crate::input::Input;
+use crate::lock::{LockError, WatchEvent};
+use crate::record::{LockRecord, Observation, Version};
+use crate::rng::Rng;
+use crate::time::Instant;
+use crate::timer::{Timer, TimerTable};
+
+/// One candidate in a leader election, as a sans-IO state machine.
+///
+/// The elector never reads a clock, sleeps or does I/O. Its host (a driver, a test,
+/// a simulator) feeds it and drains it:
+///
+/// - **handlers**: [`handle`](Self::handle) for the answers to its lock calls and
+///   for changes a watch pushes; [`handle_timeout`](Self::handle_timeout) when
+///   [`poll_timeout`](Self::poll_timeout) has passed (idempotent, safe to call early);
+/// - **commands**: [`step_down`](Self::step_down), [`shutdown`](Self::shutdown), and
+///   [`work_stopped`](Self::work_stopped) once the leader work ended after
+///   [`Event::Draining`];
+/// - **polls**, after every handler or command: [`poll_action`](Self::poll_action)
+///   until `None` (start each call, at most one is ever outstanding),
+///   [`poll_event`](Self::poll_event) until `None` (deliver each), then
+///   [`poll_timeout`](Self::poll_timeout) (wake up then);
+/// - **getters**: [`role`](Self::role), [`leader`](Self::leader),
+///   [`is_leader`](Self::is_leader), [`deadline`](Self::deadline),
+///   [`term`](Self::term).
+///
+/// Every call that needs time takes `now` from one monotonic clock; an instant
+/// earlier than one already seen is clamped to it.
+///
+/// The guarantee: [`is_leader`](Self::is_leader) is true only between
+/// [`Event::StartedLeading`] and the leadership deadline, which is the send time of
+/// the last successful write plus the renew deadline; it turns false by itself
+/// then, even if the host stops feeding the elector. With clock rates within
+/// [`Config::tolerated_clock_ratio`] and compare-and-swap writes, no two electors
+/// report leadership at the same real instant.
+#[derive(Debug)]
+pub struct Elector {
+    config: Config,
+    /// The latest `now` seen.
+    now: Instant,
+    rng: Rng,
+    timers: TimerTable,
+    next_op: u64,
+    in_flight: Option<InFlight>,
+    actions: VecDeque<Action>,
+    events: VecDeque<Event>,
+    /// The lock as last seen, and when (local time) its version was first seen.
+    seen: Option<Seen>,
+    /// The last read found no lock.
+    absent: bool,
+    /// The lock was seen held at some point (strict lock delay applies to a create).
+    seen_held: bool,
+    /// The largest transition count seen (a re-created lock continues from it).
+    max_transitions: u32,
+    /// The holder last reported through [`Event::LeaderChanged`].
+    reported_leader: Option<Arc<str>>,
+    /// A watch is delivering changes.
+    watching: bool,
+    /// The last versions this elector wrote, newest at `written_at`.
+    written: [Option<Version>; WRITTEN],
+    written_at: usize,
+    /// The send time of the earliest write whose outcome is unknown since the last
+    /// known version: if a read later shows it landed, leadership counts from it.
+    unknown_write_sent: Option<Instant>,
+    /// A read is wanted as soon as no call is in flight.
+    read_wanted: bool,
+    /// The wanted read follows a lost compare-and-swap.
+    conflict_read: bool,
+    /// Versions seen naming us that we did not write; a second one proves a twin.
+    foreign_self_versions: u32,
+    /// We hold the lock (our write is the current version, as far as we know).
+    holding: Option<Holding>,
+    /// Do not try to acquire before this instant (after a step-down).
+    no_acquire_until: Instant,
+    /// Consecutive failed calls, for backoff.
+    failures: u32,
+    phase: Phase,
+    stats: Stats,
+}
+
+const WRITTEN: usize = 8;
+
+/// What this node has seen of the lock.
+#[derive(Clone, Debug)]
+struct Seen {
+    obs: Observation,
+    /// Local instant at which this version was first seen.
+    at: Instant,
+    /// Local instant of the last read answer (not a watch event) showing this version.
+    read_at: Option<Instant>,
+}
+
+#[derive(Clone, Debug)]
+struct InFlight {
+    op: OpId,
+    purpose: Purpose,
+    sent_at: Instant,
+}
+
+/// Why a call was made, which decides what its answer means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    Read,
+    Create,
+    Acquire,
+    AskHandover,
+    Renew,
+    Release,
+}
+
+impl Purpose {
+    fn is_write(self) -> bool {
+        self != Purpose::Read
+    }
+}
+
+/// While this node holds the lock.
+#[derive(Clone, Debug)]
+struct Holding {
+    term: Term,
+    /// Send time of the last successful write + renew deadline.
+    deadline: Instant,
+    /// Send time of the last successful write.
+    renewed_sent: Instant,
+    state: Lead,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Lead {
+    /// Holding, but not leading yet: the strict lock delay runs.
+    Delayed,
+    /// Leading: [`Event::StartedLeading`] was emitted.
+    Leading,
+    /// Leading, giving up gracefully: [`Event::Draining`] was emitted and the host
+    /// has not yet called `work_stopped`.
+    Draining(StopReason),
+    /// Not leading any more ([`Event::StoppedLeading`] emitted, or never started):
+    /// the release write is due.
+    Releasing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// Releasing after `step_down`, then back to following.
+    SteppingDown,
+    /// Shutting down: release if due, then terminate.
+    ShuttingDown,
+    Terminated,
+}
+
+/// The elector's role, as [`Elector::role`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Another node holds the lock, or nobody; this node campaigns.
+    Follower,
+    /// This node holds the lock but waits out the strict lock delay before leading.
+    Acquiring,
+    /// This node leads.
+    Leader,
+    /// This node leads, and is giving up: the leader work is being drained.
+    Draining,
+    /// This node stopped leading and is releasing the lock.
+    Releasing,
+    /// Shut down.
+    Terminated,
+}
+
+/// Counters, for metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Successful renews.
+    pub renews: u64,
+    /// Successful acquisitions (creates included).
+    pub acquisitions: u64,
+    /// Renews that fell back to a read (client-go's `slowpath`).
+    pub slow_path: u64,
+    /// Failed lock calls (timeouts included).
+    pub lock_errors: u64,
+}
+
+impl Elector {
+    /// A candidate with this configuration, campaigning from `now` (its first
+    /// action is a read of the lock).
+    pub fn new(config: Config, now: Instant) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let mut e = Elector {
+            rng: Rng::new(config.seed),
+            config,
+            now,
+            timers: TimerTable::default(),
+            next_op: 0,
+            in_flight: None,
+            actions: VecDeque::with_capacity(2),
+            events: VecDeque::with_capacity(8),
+            seen: None,
+            absent: false,
+            seen_held: false,
+            max_transitions: 0,
+            reported_leader: None,
+            watching: false,
+            written: Default::default(),
+            written_at: 0,
+            unknown_write_sent: None,
+            read_wanted: true,
+            conflict_read: false,
+            foreign_self_versions: 0,
+            holding: None,
+            no_acquire_until: Instant::ZERO,
+            failures: 0,
+            phase: Phase::Running,
+            stats: Stats::default(),
+        };
+        e.timers.set(Timer::Attempt, now);
+        e.drive(now);
+        Ok(e)
+    }
+
+    // ---- handlers ----
+
+    /// Feeds an answer to a lock call or a change seen by a watch.
+    pub fn handle(&mut self, input: Input, now: Instant) {
+        let now = self.clock(now);
+        self.check_deadline(now);
+        if self.phase == Phase::Terminated {
+            return;
+        }
+        match input {
+            Input::Answer { op, result } => {
+                let Some(call) = self.in_flight.take_if(|c| c.op == op) else {
+                    return; // an answer we no longer wait for
+                };
+                self.timers.stop(Timer::Request);
+                self.on_answer(call, result, now);
+            }
+            Input::Watch(WatchEvent::Changed(obs)) => self.on_watch(obs, now),
+            Input::Watch(WatchEvent::Deleted) => self.on_watch_deleted(now),
+            Input::WatchActive(active) => {
+                self.watching = active;
+                if self.holding.is_none() {
+                    // Re-plan: polling resumes at once when the watch breaks; with a
+                    // watch the next attempt is at expiry.
+                    self.timers.set(Timer::Attempt, now);
+                }
+            }
+        }
+        self.drive(now);
+    }
+
+    /// Fires the timers that expired at `now`. Idempotent; safe to call early.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock(now);
+        while let Some(timer) = self.timers.take_expired(now) {
+            match timer {
+                Timer::Deadline => self.check_deadline(now),
+                Timer::Request => self.on_request_timeout(now),
+                Timer::LockDelay => self.on_lock_delay_end(now),
+                Timer::ReleaseBudget => self.on_release_budget_spent(now),
+                Timer::Attempt => self.read_or_attempt_due(now),
+            }
+        }
+        self.drive(now);
+    }
+
+    // ---- commands ----
+
+    /// Gives up leadership gracefully: the leader work is drained
+    /// ([`Event::Draining`]), then the lock is released, and this node stays a
+    /// follower for one lease duration so that another can take over. Does nothing
+    /// unless this node holds the lock.
+    pub fn step_down(&mut self, now: Instant) {
+        let now = self.clock(now);
+        self.check_deadline(now);
+        if self.phase == Phase::Running && self.holding.is_some() {
+            self.phase = Phase::SteppingDown;
+            self.begin_giving_up(StopReason::SteppedDown, now);
+        }
+        self.drive(now);
+    }
+
+    /// Shuts down: drains and releases if this node leads (when
+    /// [`Config::release_on_shutdown`]), then emits [`Event::Terminated`]. Without
+    /// leadership and without a write in flight it terminates at once.
+    pub fn shutdown(&mut self, now: Instant) {
+        let now = self.clock(now);
+        self.check_deadline(now);
+        if matches!(self.phase, Phase::ShuttingDown | Phase::Terminated) {
+            return;
+        }
+        self.phase = Phase::ShuttingDown;
+        self.timers
+            .set(Timer::ReleaseBudget, now + self.config.renew_deadline);
+        if self.holding.is_some() {
+            self.begin_giving_up(StopReason::ShutDown, now);
+        }
+        self.drive(now);
+    }
+
+    /// Tells the elector that the leader work has ended after [`Event::Draining`]:
+    /// it reports [`Event::StoppedLeading`] and releases the lock.
+    pub fn work_stopped(&mut self, now: Instant) {
+        let now = self.clock(now);
+        self.check_deadline(now);
+        self.on_work_stopped(now);
+        self.drive(now);
+    }
+
+    // ---- polls ----
+
+    /// The next lock call to start. At most one is outstanding at any time.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The next event to deliver.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next (`None`: only
+    /// after an input or a command).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next_timeout()
+    }
+
+    // ---- getters ----
+
+    /// This node's role.
+    pub fn role(&self) -> Role {
+        if self.phase == Phase::Terminated {
+            return Role::Terminated;
+        }
+        match self.holding.as_ref().map(|h| &h.state) {
+            None => Role::Follower,
+            Some(Lead::Delayed) => Role::Acquiring,
+            Some(Lead::Leading) => Role::Leader,
+            Some(Lead::Draining(_)) => Role::Draining,
+            Some(Lead::Releasing) => Role::Releasing,
+        }
+    }
+
+    /// The holder of the lock as last seen (`None`: nobody, or not read yet).
+    pub fn leader(&self) -> Option<&Arc<str>> {
+        self.reported_leader.as_ref()
+    }
+
+    /// Whether this node leads at `now`: it started leading and its deadline has
+    /// not passed. Turns false by itself at the deadline.
+    pub fn is_leader(&self, now: Instant) -> bool {
+        self.holding.as_ref().is_some_and(|h| {
+            matches!(h.state, Lead::Leading | Lead::Draining(_)) && now < h.deadline
+        })
+    }
+
+    /// The leadership deadline, while this node leads or holds the lock.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.holding.as_ref().map(|h| h.deadline)
+    }
+
+    /// The current term (fencing token), while this node leads.
+    pub fn term(&self) -> Option<&Term> {
+        self.holding
+            .as_ref()
+            .filter(|h| matches!(h.state, Lead::Leading | Lead::Draining(_)))
+            .map(|h| &h.term)
+    }
+
+    /// The send time of the last successful acquire or renew, while holding.
+    pub fn last_renew(&self) -> Option<Instant> {
+        self.holding.as_ref().map(|h| h.renewed_sent)
+    }
+
+    /// The lock as last seen, if read.
+    pub fn observed(&self) -> Option<&Observation> {
+        self.seen.as_ref().map(|s| &s.obs)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Whether shutdown finished.
+    pub fn is_terminated(&self) -> bool {
+        self.phase == Phase::Terminated
+    }
+
+    // ---- internals shared by the rule files ----
+
+    fn clock(&mut self, now: Instant) -> Instant {
+        self.now = self.now.max(now);
+        self.now
+    }
+
+    /// Starts a lock call.
+    fn send(&mut self, purpose: Purpose, action: impl FnOnce(OpId) -> Action, now: Instant) {
+        debug_assert!(self.in_flight.is_none(), "one call at a time");
+        let op = OpId(self.next_op);
+        self.next_op += 1;
+        self.actions.push_back(action(op));
+        self.in_flight = Some(InFlight {
+            op,
+            purpose,
+            sent_at: now,
+        });
+        self.timers
+            .set(Timer::Request, now + self.config.request_timeout);
+        self.timers.stop(Timer::Attempt);
+    }
+
+    fn send_read(&mut self, now: Instant) {
+        self.read_wanted = false;
+        self.send(Purpose::Read, |op| Action::Get { op }, now);
+    }
+
+    fn send_update(
+        &mut self,
+        purpose: Purpose,
+        expected: Version,
+        record: LockRecord,
+        now: Instant,
+    ) {
+        self.send(
+            purpose,
+            |op| Action::Update {
+                op,
+                expected,
+                record,
+            },
+            now,
+        );
+    }
+
+    fn emit(&mut self, event: Event) {
+        self.events.push_back(event);
+    }
+
+    fn warn(&mut self, warning: Warning) {
+        self.events.push_back(Event::Warning(warning));
+    }
+
+    fn remember_written(&mut self, v: &Version) {
+        self.written_at = (self.written_at + 1) % WRITTEN;
+        self.written[self.written_at] = Some(v.clone());
+    }
+
+    fn wrote(&self, v: &Version) -> bool {
+        self.written.iter().flatten().any(|w| w == v)
+    }
+
+    fn last_written(&self) -> Option<&Version> {
+        self.written[self.written_at].as_ref()
+    }
+
+    fn identity(&self) -> &Arc<str> {
+        &self.config.identity
+    }
+
+    /// Dispatches an answer by the call's purpose.
+    fn on_answer(&mut self, call: InFlight, result: Result<Observation, LockError>, now: Instant) {
+        match &result {
+            Ok(_) => self.failures = 0,
+            Err(LockError::Conflict | LockError::AlreadyExists | LockError::NotFound) => {}
+            Err(e) => {
+                self.failures = self.failures.saturating_add(1);
+                self.stats.lock_errors += 1;
+                let op = match call.purpose {
+                    Purpose::Read => OpKind::Get,
+                    Purpose::Create => OpKind::Create,
+                    _ => OpKind::Update,
+                };
+                self.warn(Warning::LockFailed {
+                    op,
+                    error: e.clone(),
+                });
+            }
+        }
+        if let Err(e) = &result {
+            if call.purpose.is_write() && e.outcome_unknown() {
+                let first = self
+                    .unknown_write_sent
+                    .map_or(call.sent_at, |t| t.min(call.sent_at));
+                self.unknown_write_sent = Some(first);
+            }
+        }
+        match call.purpose {
+            Purpose::Read => self.on_read_answer(result, now),
+            Purpose::Create | Purpose::Acquire | Purpose::AskHandover => {
+                self.on_acquire_answer(call, result, now)
+            }
+            Purpose::Renew => self.on_renew_answer(call, result, now),
+            Purpose::Release => self.on_release_answer(result, now),
+        }
+    }
+
+    /// The in-flight call got no answer in time: it failed with an unknown outcome.
+    fn on_request_timeout(&mut self, now: Instant) {
+        let Some(call) = self.in_flight.take() else {
+            return;
+        };
+        let op = match call.purpose {
+            Purpose::Read => OpKind::Get,
+            Purpose::Create => OpKind::Create,
+            _ => OpKind::Update,
+        };
+        self.stats.lock_errors += 1;
+        self.warn(Warning::RequestTimedOut {
+            op,
+            timeout: self.config.request_timeout,
+        });
+        let error = LockError::unknown("request timed out");
+        // Report through the same path as an answer, without a second warning.
+        self.failures = self.failures.saturating_add(1);
+        if call.purpose.is_write() {
+            let first = self
+                .unknown_write_sent
+                .map_or(call.sent_at, |t| t.min(call.sent_at));
+            self.unknown_write_sent = Some(first);
+        }
+        match call.purpose {
+            Purpose::Read => self.on_read_answer(Err(error), now),
+            Purpose::Create | Purpose::Acquire | Purpose::AskHandover => {
+                self.on_acquire_answer(call, Err(error), now)
+            }
+            Purpose::Renew => self.on_renew_answer(call, Err(error), now),
+            Purpose::Release => self.on_release_answer(Err(error), now),
+        }
+    }
+
+    /// After every handler: start the next call if one is due and none is in flight.
+    fn drive(&mut self, now: Instant) {
+        if self.phase == Phase::Terminated {
+            return;
+        }
+        if self.phase == Phase::ShuttingDown && self.holding.is_none() {
+            // Nothing held: end now, unless a write of ours is in flight or its
+            // outcome is unknown (it may have taken the lock, which must then be
+            // released: never a silently held lease).
+            let write_in_flight = self
+                .in_flight
+                .as_ref()
+                .is_some_and(|c| c.purpose.is_write());
+            if !write_in_flight && (self.unknown_write_sent.is_none() || !self.read_wanted) {
+                self.terminate();
+                return;
+            }
+        }
+        if self.in_flight.is_some() {
+            return;
+        }
+        if self.read_wanted {
+            self.send_read(now);
+            return;
+        }
+        if self.timers.get(Timer::Attempt).is_some_and(|t| t <= now) {
+            self.timers.stop(Timer::Attempt);
+            self.attempt(now);
+        }
+    }
+
+    /// The attempt timer fired: act now if no call is in flight (else `drive` acts
+    /// when the answer comes, since the timer stays due).
+    fn read_or_attempt_due(&mut self, now: Instant) {
+        if self.in_flight.is_some() {
+            self.timers.set(Timer::Attempt, now);
+        } else {
+            self.attempt(now);
+        }
+    }
+
+    /// The next call, by role: renew while holding, else campaign.
+    fn attempt(&mut self, now: Instant) {
+        if self.phase == Phase::Terminated || self.in_flight.is_some() {
+            return;
+        }
+        if self.holding.is_some() {
+            self.renew(now);
+        } else if self.phase != Phase::ShuttingDown {
+            self.campaign(now);
+        }
+    }
+
+    fn terminate(&mut self) {
+        self.phase = Phase::Terminated;
+        self.timers = TimerTable::default();
+        self.actions.clear();
+        self.in_flight = None;
+        self.emit(Event::Terminated);
+    }
+
+    /// A jittered retry interval: `retry_period × [1, 1 + jitter)`, longer after
+    /// repeated failures (doubling, up to one lease duration).
+    fn jittered_retry(&mut self) -> core::time::Duration {
+        let base = self
+            .config
+            .retry_period
+            .mul_f64(1.0 + self.config.jitter * self.rng.unit());
+        let backoff = 1u32 << self.failures.saturating_sub(1).min(5);
+        if self.failures > 1 {
+            base.saturating_mul(backoff)
+                .min(self.config.lease_duration.max(base))
+        } else {
+            base
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Taking in what the lock looks like: versions, local observation times, expiry.
+//!
+//! Expiry is judged on the local clock only: a lease held by another expires at the
+//! local instant its version was first seen plus the record's lease duration.
+//! Remote timestamps are never compared with any clock, and change is detected by
+//! version alone (a holder with a frozen wall clock still makes new versions).
+
+use core::time::Duration;
+
+use super::{Elector, Lead, Seen};
+use crate::event::{Event, StopReason, Warning};
+use crate::lock::LockError;
+use crate::record::Observation;
+use crate::time::Instant;
+
+/// What an observation turned out to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Novelty {
+    /// The version already seen.
+    Same,
+    /// An older write of our own, delivered late: ignored.
+    StaleEcho,
+    /// A version not seen before.
+    New,
+}
+
+impl Elector {
+    /// Records an observation; the local observation time resets only on a new
+    /// version.
+    pub(super) fn observe(&mut self, obs: Observation, from_read: bool, now: Instant) -> Novelty {
+        self.absent = false;
+        if let Some(seen) = &mut self.seen {
+            if seen.obs.version == obs.version {
+                if from_read {
+                    seen.read_at = Some(now);
+                }
+                return Novelty::Same;
+            }
+        }
+        if self.wrote(&obs.version) && self.last_written() != Some(&obs.version) {
+            return Novelty::StaleEcho;
+        }
+        let rec = &obs.record;
+        match rec.lease_duration_secs {
+            Some(s) if s > 0 => {
+                if Duration::from_secs(s.unsigned_abs()) > self.config.max_lease_duration {
+                    let cap = self.config.max_lease_duration;
+                    self.warn(Warning::LeaseDurationCapped { secs: s, cap });
+                }
+            }
+            other if rec.is_held() => self.warn(Warning::LeaseDurationMissing(other)),
+            _ => {}
+        }
+        self.seen_held |= rec.is_held();
+        self.max_transitions = self.max_transitions.max(rec.transitions);
+        let leader = rec.is_held().then(|| rec.holder.clone());
+        if leader != self.reported_leader {
+            self.reported_leader = leader.clone();
+            self.emit(Event::LeaderChanged { leader });
+        }
+        self.seen = Some(Seen {
+            obs,
+            at: now,
+            read_at: from_read.then_some(now),
+        });
+        Novelty::New
+    }
+
+    /// The lease duration that applies to the record seen: the record's own when
+    /// usable, capped; the configured one otherwise.
+    pub(super) fn effective_duration(&self) -> Duration {
+        let rec = self.seen.as_ref().map(|s| &s.obs.record);
+        rec.and_then(|r| r.lease_duration())
+            .unwrap_or(self.config.lease_duration)
+            .min(self.config.max_lease_duration)
+    }
+
+    /// When the lease as seen expires for this node (local clock). A released
+    /// record naming a handover target counts as held, for one configured lease
+    /// duration, by anyone but the target.
+    pub(super) fn expiry(&self) -> Instant {
+        let Some(seen) = &self.seen else {
+            return Instant::ZERO;
+        };
+        let rec = &seen.obs.record;
+        if rec.is_held() {
+            seen.at + self.effective_duration()
+        } else if rec
+            .handover
+            .as_ref()
+            .is_some_and(|h| h.to != *self.identity())
+        {
+            seen.at + self.config.lease_duration
+        } else {
+            Instant::ZERO
+        }
+    }
+
+    /// A change pushed by the watch.
+    pub(super) fn on_watch(&mut self, obs: Observation, now: Instant) {
+        if self.holding.is_some() {
+            // While holding, the cache is our own last write: a watch event that
+            // is not ours (a human edit, a steal, a handover request, or a lagging
+            // watch) is confirmed by a read before anything is decided.
+            if !self.wrote(&obs.version) {
+                self.read_wanted = true;
+            }
+            return;
+        }
+        if self.observe(obs, false, now) == Novelty::New {
+            self.note_foreign_self_record();
+            self.timers.set(crate::timer::Timer::Attempt, now);
+        }
+    }
+
+    /// The watch saw the lock deleted.
+    pub(super) fn on_watch_deleted(&mut self, now: Instant) {
+        if self.holding.is_some() {
+            self.read_wanted = true;
+        } else {
+            self.absent = true;
+            self.timers.set(crate::timer::Timer::Attempt, now);
+        }
+    }
+
+    /// A follower sees a version it did not write that names it: either it
+    /// restarted (its previous life wrote it), or a twin uses its identity. It is
+    /// treated as held by another; a second such version proves a twin.
+    pub(super) fn note_foreign_self_record(&mut self) {
+        let Some(seen) = &self.seen else { return };
+        if seen.obs.record.holder == *self.identity() && !self.wrote(&seen.obs.version) {
+            if self.foreign_self_versions > 0 {
+                let id = self.identity().clone();
+                self.warn(Warning::IdentityCollision(id));
+            }
+            self.foreign_self_versions = self.foreign_self_versions.saturating_add(1);
+        }
+    }
+
+    /// The answer to a read.
+    pub(super) fn on_read_answer(&mut self, result: Result<Observation, LockError>, now: Instant) {
+        match result {
+            Ok(obs) => {
+                if self.holding.is_some() {
+                    self.confirm_holding(obs, now);
+                } else {
+                    if self.observe(obs, true, now) == Novelty::New {
+                        self.note_foreign_self_record();
+                    }
+                    if self.phase == super::Phase::ShuttingDown {
+                        self.hold_for_release(now);
+                    }
+                    self.timers.set(crate::timer::Timer::Attempt, now);
+                }
+            }
+            Err(LockError::NotFound) => {
+                if self.holding.is_some() {
+                    self.lose(StopReason::LockDeleted, now);
+                }
+                self.absent = true;
+                self.timers.set(crate::timer::Timer::Attempt, now);
+            }
+            Err(e) => {
+                let retry = self.follower_backoff(&e);
+                if self.holding.is_some() {
+                    // Keep trying within the deadline; the renew decides.
+                    self.read_wanted = true;
+                    let next = now + retry.min(self.config.retry_period);
+                    self.timers.set(crate::timer::Timer::Attempt, next);
+                } else {
+                    self.timers.set(crate::timer::Timer::Attempt, now + retry);
+                }
+            }
+        }
+    }
+
+    /// How long a follower waits after a failed call: the jittered retry period,
+    /// doubled on repeated failures, and not less than a server's `Retry-After`
+    /// (capped at one lease duration).
+    pub(super) fn follower_backoff(&mut self, e: &LockError) -> Duration {
+        let jittered = self.jittered_retry();
+        match e {
+            LockError::Transient {
+                retry_after: Some(after),
+                ..
+            } => jittered.max((*after).min(self.config.lease_duration)),
+            _ => jittered,
+        }
+    }
+
+    /// Ends leadership at once for a reason other than the host's wish.
+    pub(super) fn lose(&mut self, reason: StopReason, now: Instant) {
+        let Some(h) = &self.holding else { return };
+        if matches!(h.state, Lead::Leading | Lead::Draining(_)) {
+            let term = h.term.clone();
+            self.emit(Event::StoppedLeading { term, reason });
+        }
+        self.let_go(now);
+    }
+}

@@ -1,0 +1,190 @@
+//! Giving the lock up: drain, report, then release by compare-and-swap.
+//!
+//! The order is the point (Pinniped's): first the leader work is cancelled and has
+//! ended ([`Event::Draining`], then the host's `work_stopped`), renewals going on
+//! meanwhile; then the node reports [`Event::StoppedLeading`] (and `is_leader`
+//! turns false); then one compare-and-swap writes an empty holder with
+//! `leaseDurationSeconds: 1`, transitions kept. On a conflict it re-reads, and
+//! releases only if the fresh record still names it, so a release never evicts a
+//! newer holder.
+
+use super::{Elector, Lead, Phase, Purpose};
+use crate::event::{Event, StopReason};
+use crate::lock::LockError;
+use crate::record::{LockRecord, Observation, Stamp};
+use crate::time::Instant;
+use crate::timer::Timer;
+
+impl Elector {
+    /// Starts giving up the lock for `reason`.
+    pub(super) fn begin_giving_up(&mut self, reason: StopReason, now: Instant) {
+        let Some(h) = &mut self.holding else { return };
+        self.timers
+            .set(Timer::ReleaseBudget, now + self.config.renew_deadline);
+        match h.state {
+            Lead::Delayed => {
+                // Never started leading: nothing to drain or report.
+                h.state = Lead::Releasing;
+                self.after_stop(&reason, now);
+            }
+            Lead::Leading => {
+                h.state = Lead::Draining(reason.clone());
+                self.emit(Event::Draining { reason });
+            }
+            Lead::Draining(_) | Lead::Releasing => {}
+        }
+    }
+
+    /// The host's leader work ended.
+    pub(super) fn on_work_stopped(&mut self, now: Instant) {
+        let Some(h) = &mut self.holding else { return };
+        let Lead::Draining(reason) = &h.state else {
+            return;
+        };
+        let reason = reason.clone();
+        h.state = Lead::Releasing;
+        let term = h.term.clone();
+        self.emit(Event::StoppedLeading {
+            term,
+            reason: reason.clone(),
+        });
+        self.after_stop(&reason, now);
+    }
+
+    /// After leadership stopped for `reason`: release if due, else let go.
+    fn after_stop(&mut self, reason: &StopReason, now: Instant) {
+        let release = match reason {
+            StopReason::ShutDown => self.config.release_on_shutdown,
+            _ => true,
+        };
+        if release {
+            self.timers.set(Timer::Attempt, now);
+        } else {
+            self.holding = None;
+            self.timers.stop(Timer::Deadline);
+        }
+    }
+
+    /// Sends the release write, at the version last seen naming us.
+    pub(super) fn send_release(&mut self, now: Instant) {
+        let Some(seen) = &self.seen else {
+            self.let_go(now);
+            return;
+        };
+        if seen.obs.record.holder != *self.identity() {
+            self.let_go(now); // another holds it: no write (FAULTS H4)
+            return;
+        }
+        let expected = seen.obs.version.clone();
+        let record = self.released_record(&seen.obs.record);
+        self.send_update(Purpose::Release, expected, record, now);
+    }
+
+    /// An empty holder, `leaseDurationSeconds: 1` (never 0, which the API rejects),
+    /// transitions kept, a pending handover kept so that only its target may take
+    /// the lock for one lease duration.
+    fn released_record(&self, held: &LockRecord) -> LockRecord {
+        let mut rec = held.clone();
+        rec.holder = "".into();
+        rec.lease_duration_secs = Some(1);
+        rec.acquire_time = Stamp::Now;
+        rec.renew_time = Stamp::Now;
+        rec.priority = None;
+        rec
+    }
+
+    /// The answer to the release write.
+    pub(super) fn on_release_answer(
+        &mut self,
+        result: Result<Observation, LockError>,
+        now: Instant,
+    ) {
+        match result {
+            Ok(obs) => {
+                self.remember_written(&obs.version);
+                self.observe(obs, true, now);
+                self.let_go(now);
+            }
+            Err(LockError::Conflict | LockError::Unknown { .. }) => {
+                // Re-read: release again only if the fresh record still names us.
+                self.conflict_read = true;
+                self.read_wanted = true;
+            }
+            Err(LockError::NotFound) => {
+                self.absent = true;
+                self.let_go(now);
+            }
+            Err(_) => self
+                .timers
+                .set(Timer::Attempt, now + self.config.retry_period),
+        }
+    }
+
+    /// No longer holding: follow again (after a step-down, not before one lease
+    /// duration), or finish a shutdown.
+    pub(super) fn let_go(&mut self, now: Instant) {
+        self.holding = None;
+        self.timers.stop(Timer::Deadline);
+        self.timers.stop(Timer::LockDelay);
+        match self.phase {
+            Phase::SteppingDown => {
+                self.phase = Phase::Running;
+                self.no_acquire_until = now + self.config.lease_duration;
+                self.timers.stop(Timer::ReleaseBudget);
+                self.timers.set(Timer::Attempt, now);
+            }
+            Phase::Running => {
+                self.timers.stop(Timer::ReleaseBudget);
+                self.timers.set(Timer::Attempt, now);
+            }
+            Phase::ShuttingDown | Phase::Terminated => {}
+        }
+    }
+
+    /// Shutting down without holding, a read shows the lock still names us at a
+    /// version we wrote (or one whose write's outcome we never learned): release it.
+    pub(super) fn hold_for_release(&mut self, now: Instant) {
+        let Some(seen) = &self.seen else { return };
+        let ours = seen.obs.record.holder == *self.identity()
+            && (self.wrote(&seen.obs.version) || self.unknown_write_sent.is_some());
+        self.unknown_write_sent = None;
+        if !ours || !self.config.release_on_shutdown {
+            return;
+        }
+        let term = crate::event::Term {
+            transitions: seen.obs.record.transitions,
+            version: seen.obs.version.clone(),
+        };
+        self.holding = Some(super::Holding {
+            term,
+            deadline: now,
+            renewed_sent: now,
+            state: Lead::Releasing,
+        });
+        self.timers.set(Timer::Attempt, now);
+    }
+
+    /// The release budget (one renew deadline from the start of giving up) is
+    /// spent: stop leading if the work never drained, and stop trying to release
+    /// (the lease then expires by itself).
+    pub(super) fn on_release_budget_spent(&mut self, now: Instant) {
+        if let Some(h) = self.holding.take() {
+            self.timers.stop(Timer::Deadline);
+            if let Lead::Draining(reason) = h.state {
+                self.emit(Event::StoppedLeading {
+                    term: h.term,
+                    reason,
+                });
+            }
+        }
+        match self.phase {
+            Phase::ShuttingDown => self.terminate(),
+            Phase::SteppingDown => {
+                self.phase = Phase::Running;
+                self.no_acquire_until = now + self.config.lease_duration;
+                self.timers.set(Timer::Attempt, now);
+            }
+            Phase::Running | Phase::Terminated => {}
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Renewing: how a holder keeps the lock, and when it stops.
+//!
+//! - renew every retry period from the cached record, with no read first
+//!   (client-go's fast path), by compare-and-swap on the version we wrote;
+//! - a conflict is followed by a read (the slow path): another holder ends
+//!   leadership at once, our own identity at a version we did not write is a
+//!   handover request, our unknown-outcome write landing, or a twin;
+//! - leadership ends at its deadline, whatever is in flight: the send time of the
+//!   last successful write plus the renew deadline.
+
+use super::acquire::outranks;
+use super::observe::Novelty;
+use super::{Elector, Lead, Phase, Purpose};
+use crate::event::{StopReason, Warning};
+use crate::lock::LockError;
+use crate::record::{Observation, Stamp};
+use crate::time::Instant;
+use crate::timer::Timer;
+
+impl Elector {
+    /// Sends a renew from the cached record.
+    pub(super) fn renew(&mut self, now: Instant) {
+        let Some(h) = &self.holding else { return };
+        if h.state == Lead::Releasing {
+            self.send_release(now);
+            return;
+        }
+        let Some(seen) = &self.seen else { return };
+        let expected = seen.obs.version.clone();
+        let mut record = seen.obs.record.clone();
+        record.renew_time = Stamp::Now;
+        record.lease_duration_secs = Some(self.config.lease_duration_secs());
+        record.priority = self.config.priority;
+        if !self.honoured_handover(&record) {
+            record.handover = None;
+        }
+        self.send_update(Purpose::Renew, expected, record, now);
+    }
+
+    /// Whether the record's handover request is one this holder gives way to.
+    fn honoured_handover(&self, rec: &crate::record::LockRecord) -> bool {
+        rec.handover.as_ref().is_some_and(|h| {
+            h.to != *self.identity()
+                && (h.priority.is_none() || outranks(h.priority, self.config.priority))
+        })
+    }
+
+    /// The answer to a renew.
+    pub(super) fn on_renew_answer(
+        &mut self,
+        call: super::InFlight,
+        result: Result<Observation, LockError>,
+        now: Instant,
+    ) {
+        if self.holding.is_none() {
+            // Leadership ended (deadline) while the renew was in flight; a late
+            // success never revives the term: it is only an observation of our write.
+            match result {
+                Ok(obs) => {
+                    self.remember_written(&obs.version);
+                    self.observe(obs, true, now);
+                    self.timers.set(Timer::Attempt, now);
+                }
+                Err(_) => self.read_wanted = true,
+            }
+            return;
+        }
+        match result {
+            Ok(obs) => {
+                self.remember_written(&obs.version);
+                self.observe(obs, true, now);
+                self.unknown_write_sent = None;
+                self.stats.renews += 1;
+                self.extend(call.sent_at);
+                self.schedule_renew(call.sent_at, now);
+            }
+            Err(LockError::Conflict) => {
+                self.stats.slow_path += 1;
+                self.conflict_read = true;
+                self.read_wanted = true;
+            }
+            Err(LockError::NotFound) => {
+                self.lose(StopReason::LockDeleted, now);
+                self.absent = true;
+                self.timers.set(Timer::Attempt, now);
+            }
+            Err(LockError::Unknown { .. }) => {
+                // The write may have landed: find out (leadership is not extended).
+                self.stats.slow_path += 1;
+                self.read_wanted = true;
+            }
+            Err(LockError::Transient { retry_after, .. }) => {
+                let wait = retry_after.unwrap_or(self.config.retry_period);
+                self.retry_within_deadline(now + wait);
+            }
+            Err(_) => self.retry_within_deadline(now + self.config.retry_period),
+        }
+    }
+
+    /// Schedules the next renew attempt, no later than the deadline allows.
+    fn retry_within_deadline(&mut self, at: Instant) {
+        let cap = self.holding.as_ref().map_or(at, |h| h.deadline);
+        self.timers.set(Timer::Attempt, at.min(cap));
+    }
+
+    /// The next renew: one retry period after the last one was sent.
+    fn schedule_renew(&mut self, sent: Instant, now: Instant) {
+        self.timers
+            .set(Timer::Attempt, (sent + self.config.retry_period).max(now));
+    }
+
+    /// A successful write sent at `sent` moves the deadline.
+    fn extend(&mut self, sent: Instant) {
+        let Some(h) = &mut self.holding else { return };
+        let deadline = sent + self.config.renew_deadline;
+        if deadline > h.deadline {
+            h.deadline = deadline;
+            h.renewed_sent = sent;
+        }
+        let deadline = h.deadline;
+        self.timers.set(Timer::Deadline, deadline);
+    }
+
+    /// A read while holding: is the lock still ours?
+    pub(super) fn confirm_holding(&mut self, obs: Observation, now: Instant) {
+        let after_conflict = core::mem::take(&mut self.conflict_read);
+        let ours_now = self
+            .seen
+            .as_ref()
+            .is_some_and(|s| s.obs.version == obs.version);
+        if ours_now {
+            self.observe(obs, true, now);
+            self.timers.set(Timer::Attempt, now);
+            return;
+        }
+        let me = self.identity().clone();
+        if obs.record.holder != me {
+            let holder = obs.record.holder.clone();
+            let reason = if after_conflict {
+                StopReason::LostConflict { holder }
+            } else {
+                StopReason::ObservedOtherHolder { holder }
+            };
+            self.lose(reason, now);
+            self.observe(obs, true, now);
+            self.timers.set(Timer::Attempt, now);
+            return;
+        }
+        // Our identity, at a version we did not write (or an older echo of ours).
+        if self.wrote(&obs.version) {
+            // A stale read of an older write of ours: the lock moved on since. Read again.
+            self.read_wanted = true;
+            return;
+        }
+        let is_request = self.is_handover_request(&obs);
+        if is_request {
+            self.remember_written(&obs.version);
+            if self.observe(obs, true, now) == Novelty::New && self.honoured_handover_seen() {
+                let by = self.handover_target().unwrap_or_default();
+                self.begin_giving_up(StopReason::Preempted { by }, now);
+            }
+            self.timers.set(Timer::Attempt, now);
+        } else if let Some(sent) = self.unknown_write_sent.take() {
+            // A write of ours whose outcome we did not learn landed: it counts from
+            // the earliest such send time.
+            self.remember_written(&obs.version);
+            self.observe(obs, true, now);
+            self.extend(sent);
+            self.schedule_renew(sent, now);
+        } else {
+            let id = me.clone();
+            self.warn(Warning::IdentityCollision(id));
+            self.lose(StopReason::IdentityCollision, now);
+            self.observe(obs, true, now);
+            self.foreign_self_versions = self.foreign_self_versions.saturating_add(1);
+            self.timers.set(Timer::Attempt, now);
+        }
+        if self.phase == Phase::Terminated {
+            self.timers.stop(Timer::Attempt);
+        }
+    }
+
+    fn honoured_handover_seen(&self) -> bool {
+        self.seen
+            .as_ref()
+            .is_some_and(|s| self.honoured_handover(&s.obs.record))
+    }
+
+    /// A handover request is our last record with only `handover` changed (the
+    /// asker keeps every other field, timestamps included); a twin's renew would
+    /// have stamped a new renew time.
+    fn is_handover_request(&self, obs: &Observation) -> bool {
+        let Some(seen) = &self.seen else { return false };
+        let (old, new) = (&seen.obs.record, &obs.record);
+        new.handover.is_some()
+            && new.handover != old.handover
+            && new.holder == old.holder
+            && new.renew_time == old.renew_time
+            && new.acquire_time == old.acquire_time
+            && new.transitions == old.transitions
+    }
+
+    /// Ends leadership if its deadline passed.
+    pub(super) fn check_deadline(&mut self, now: Instant) {
+        let Some(h) = &self.holding else { return };
+        if now < h.deadline || h.state == Lead::Releasing {
+            return;
+        }
+        self.lose(StopReason::DeadlineExceeded, now);
+    }
+}

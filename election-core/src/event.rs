@@ -1,0 +1,167 @@
+//! What the elector tells its host: leadership changes, leaders seen, problems.
+
+use alloc::sync::Arc;
+use core::cmp::Ordering;
+use core::fmt;
+use core::time::Duration;
+
+use crate::action::OpKind;
+use crate::lock::LockError;
+use crate::record::Version;
+
+/// A leadership term, usable as a fencing token: `(leaderTransitions, version)` of
+/// the write that acquired the lock.
+///
+/// Terms order by transitions, then by version read as a number (etcd revisions
+/// grow). Each acquisition increments the transitions, so a later term compares
+/// greater, also after the counter saturated. A lock that is deleted and created
+/// anew starts its count again: from the largest count its creator had seen, plus one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Term {
+    /// `leaderTransitions` written by the acquiring write.
+    pub transitions: u32,
+    /// The lock version that write produced.
+    pub version: Version,
+}
+
+impl Ord for Term {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.transitions
+            .cmp(&other.transitions)
+            .then_with(|| self.version.cmp_numeric(&other.version))
+    }
+}
+
+impl PartialOrd for Term {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.transitions, self.version)
+    }
+}
+
+/// Why leadership ended, or why it is being given up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// No renew succeeded within the renew deadline (measured from the send time
+    /// of the last successful write).
+    DeadlineExceeded,
+    /// A renew lost its compare-and-swap, and a read showed another holder.
+    LostConflict {
+        /// The holder the read showed (`""` if released).
+        holder: Arc<str>,
+    },
+    /// A read or a watch showed another holder (a human edit, a steal).
+    ObservedOtherHolder {
+        /// The holder seen (`""` if released).
+        holder: Arc<str>,
+    },
+    /// The lock was deleted while we held it.
+    LockDeleted,
+    /// A higher-priority candidate asked for the lock; it is being handed over.
+    Preempted {
+        /// The candidate that asked.
+        by: Arc<str>,
+    },
+    /// The host asked to step down.
+    SteppedDown,
+    /// The host is shutting down.
+    ShutDown,
+    /// Another process uses our identity: a version we did not write names us.
+    IdentityCollision,
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopReason::DeadlineExceeded => f.write_str("renew deadline exceeded"),
+            StopReason::LostConflict { holder } => {
+                write!(f, "lost a compare-and-swap to {holder:?}")
+            }
+            StopReason::ObservedOtherHolder { holder } => {
+                write!(f, "observed another holder {holder:?}")
+            }
+            StopReason::LockDeleted => f.write_str("lock deleted"),
+            StopReason::Preempted { by } => write!(f, "preempted by {by:?}"),
+            StopReason::SteppedDown => f.write_str("stepped down"),
+            StopReason::ShutDown => f.write_str("shut down"),
+            StopReason::IdentityCollision => f.write_str("identity collision"),
+        }
+    }
+}
+
+/// Something worth reporting that did not (by itself) change leadership.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Warning {
+    /// A lock call failed.
+    #[error("lock {op} failed: {error}")]
+    LockFailed {
+        /// The call.
+        op: OpKind,
+        /// Why.
+        error: LockError,
+    },
+    /// A lock call got no answer within the request timeout.
+    #[error("lock {op} timed out after {timeout:?} (outcome unknown)")]
+    RequestTimedOut {
+        /// The call.
+        op: OpKind,
+        /// The configured request timeout.
+        timeout: Duration,
+    },
+    /// A record's lease duration is absent, zero or negative: the configured
+    /// duration applies.
+    #[error("record has no usable leaseDurationSeconds ({0:?}); using the configured duration")]
+    LeaseDurationMissing(Option<i64>),
+    /// A record's lease duration exceeds the configured maximum and was capped.
+    #[error("record's leaseDurationSeconds {secs} exceeds the maximum; capped to {cap:?}")]
+    LeaseDurationCapped {
+        /// The record's value.
+        secs: i64,
+        /// The cap applied.
+        cap: Duration,
+    },
+    /// A version we did not write names our identity: another live process uses it.
+    /// Give every process its own identity.
+    #[error("another process uses identity {0:?}: a version we did not write names it")]
+    IdentityCollision(Arc<str>),
+}
+
+/// A change for the host to act on, from [`crate::Elector::poll_event`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// This node leads from now until [`crate::Elector::deadline`] unless renewed.
+    /// Start the leader work.
+    StartedLeading {
+        /// The fencing token of this leadership.
+        term: Term,
+    },
+    /// Leadership is being given up gracefully: cancel the leader work, wait for it
+    /// to end, then call [`crate::Elector::work_stopped`]. The node keeps renewing
+    /// (and leading) meanwhile, until its deadline at the latest.
+    Draining {
+        /// Why.
+        reason: StopReason,
+    },
+    /// This node no longer leads. Always follows a [`Event::StartedLeading`] of the
+    /// same term, exactly once.
+    StoppedLeading {
+        /// The term that ended.
+        term: Term,
+        /// Why.
+        reason: StopReason,
+    },
+    /// The holder of the lock as this node sees it changed (`None`: nobody holds it).
+    LeaderChanged {
+        /// The new holder.
+        leader: Option<Arc<str>>,
+    },
+    /// A problem worth reporting.
+    Warning(Warning),
+    /// The elector finished shutting down; it will emit nothing more.
+    Terminated,
+}

@@ -1,0 +1,99 @@
+//! Leader election as a sans-IO state machine, with client-go's semantics and the
+//! corrections that make it safe.
+//!
+//! This crate decides; it does no I/O. An [`Elector`] takes the answers of lock
+//! calls and the local monotonic time, and hands back [`Action`]s (read, create,
+//! compare-and-swap update of the lock record) and [`Event`]s (started leading,
+//! draining, stopped leading with a reason, leader changed, warnings). Lock
+//! backends implement [`Lock`]; runtime adapters drive the loop. The crate is
+//! `#![no_std]` with `alloc`; the `std` feature (on by default) adds
+//! `std::error::Error` impls and wall-clock conversions.
+//!
+//! # What it promises
+//! - **Safety**: at no real instant do two electors report [`Elector::is_leader`],
+//!   provided clock rates differ by less than [`Config::tolerated_clock_ratio`],
+//!   identities are unique and the lock's writes are compare-and-swap.
+//!   Leadership is time-bounded: `is_leader(now)` turns false at the deadline by
+//!   itself.
+//! - **Liveness**: a leader exists within one lease duration plus a retry after
+//!   the old one crashed, and within one watch delivery plus one write after it
+//!   released.
+//! - **No lost work**: the leader work is drained before the lock is released, and
+//!   a release never evicts a newer holder.
+//! - **Clear failures**: invalid configuration is a [`ConfigError`] naming the
+//!   rule; malformed records and lock errors become [`Warning`]s, never panics.
+//!
+//! # The run loop
+//! A driver repeats these steps; a test or a simulator does the same with a
+//! virtual clock. Here the lock is a plain variable:
+//!
+//! ```
+//! use election_core::{Action, Config, Elector, Event, Input, Instant, LockError, Observation};
+//!
+//! let mut now = Instant::ZERO;
+//! let mut elector = Elector::new(Config::fast("node-a"), now).unwrap();
+//! let mut lock: Option<Observation> = None; // the "lock backend"
+//! let mut version = 0u64;
+//! let mut leading = false;
+//!
+//! for _ in 0..20 {
+//!     // 1. Run the one lock call the elector asked for, and hand back its answer.
+//!     while let Some(action) = elector.poll_action() {
+//!         let result = match action.clone() {
+//!             Action::Get { .. } => lock.clone().ok_or(LockError::NotFound),
+//!             Action::Create { record, .. } | Action::Update { record, .. } => {
+//!                 version += 1;
+//!                 let obs = Observation::new(version.to_string().as_str(), record);
+//!                 lock = Some(obs.clone());
+//!                 Ok(obs)
+//!             }
+//!         };
+//!         elector.handle(Input::Answer { op: action.op(), result }, now);
+//!     }
+//!     // 2. Deliver the events.
+//!     while let Some(event) = elector.poll_event() {
+//!         if let Event::StartedLeading { term } = event {
+//!             println!("leading in term {term}");
+//!             leading = true;
+//!         }
+//!     }
+//!     // 3. Sleep until the next timeout, then handle it.
+//!     now = elector.poll_timeout().unwrap_or(now).max(now);
+//!     elector.handle_timeout(now);
+//! }
+//! assert!(leading && elector.is_leader(now));
+//! ```
+//!
+//! # Panics and errors
+//! Nothing in this crate panics on any input: bad records, bad answers, absurd
+//! durations and out-of-order time are handled and reported. Arithmetic on time
+//! saturates.
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod action;
+mod config;
+mod elector;
+mod event;
+mod input;
+mod lock;
+mod record;
+mod rng;
+mod time;
+mod timer;
+
+pub use action::{Action, OpId, OpKind};
+pub use config::{Config, ConfigError, LockDelay, Preemption};
+pub use elector::{Elector, Role, Stats};
+pub use event::{Event, StopReason, Term, Warning};
+pub use input::Input;
+pub use lock::{Lock, LockError, WatchEvent, WatchStream};
+pub use record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version};
+pub use time::{Instant, WallTime};
+
+/// Re-exported so that lock crates can name the watch stream's trait.
+pub use futures_core::Stream;

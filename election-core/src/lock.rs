@@ -1,0 +1,139 @@
+//! The [`Lock`] trait that backends implement, and the error classes the core acts on.
+//!
+//! A lock is a single record with a version, read and written only by
+//! compare-and-swap. Backends live in their own crates (`lock-memory`,
+//! `lock-lease`, `lock-configmap`) and depend on this crate alone.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use core::future::Future;
+use core::pin::Pin;
+use core::time::Duration;
+
+use futures_core::Stream;
+
+use crate::record::{LockRecord, Observation, Version};
+
+/// What a watch yields: the lock as it now is, or the news that it was deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchEvent {
+    /// The lock has this record at this version.
+    Changed(Observation),
+    /// The lock no longer exists.
+    Deleted,
+}
+
+/// A stream of changes to the lock. It ends when the watch breaks; the caller then
+/// resumes it from the last version it saw, and polls meanwhile (silence never
+/// means "unchanged").
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, LockError>> + Send + 'static>>;
+
+/// A lock backend: one record, read and written by compare-and-swap.
+///
+/// Every method is a single attempt; timeouts and retries are the elector's
+/// business (the driver bounds each call with the configured request timeout, and
+/// an attempt cut off that way counts as [`LockError::Unknown`]). Successful writes
+/// return the record as stored, with the timestamps the backend stamped and the new
+/// version.
+///
+/// Implementations should pass the conformance suite in `lock-memory`.
+pub trait Lock: Send + Sync + 'static {
+    /// Reads the record. A missing lock is [`LockError::NotFound`].
+    fn get(&self) -> impl Future<Output = Result<Observation, LockError>> + Send;
+
+    /// Creates the lock with `record`; [`LockError::AlreadyExists`] if it exists.
+    fn create(
+        &self,
+        record: &LockRecord,
+    ) -> impl Future<Output = Result<Observation, LockError>> + Send;
+
+    /// Replaces the record if the lock is still at `expected`; [`LockError::Conflict`]
+    /// if it moved on, [`LockError::NotFound`] if it is gone.
+    fn update(
+        &self,
+        expected: &Version,
+        record: &LockRecord,
+    ) -> impl Future<Output = Result<Observation, LockError>> + Send;
+
+    /// Starts a watch that yields every change after `from` (or the current state
+    /// first, when `from` is `None`). `None` if the backend cannot watch; the
+    /// elector then polls.
+    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
+        let _ = from;
+        None
+    }
+
+    /// A human-readable name of the lock, such as `leases/kube-system/my-controller`.
+    fn describe(&self) -> String;
+}
+
+/// Why a lock call failed, classified by what the elector must do about it.
+///
+/// The messages read "…: {0}" with the backend's own words; the variant docs say
+/// how the elector reacts.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LockError {
+    /// The lock does not exist. A read that finds none leads to a create.
+    #[error("lock not found")]
+    NotFound,
+    /// A create lost the race: someone else created the lock first. The elector
+    /// reads the winner's record and times it like any other.
+    #[error("lock already exists")]
+    AlreadyExists,
+    /// The version given to a compare-and-swap is stale. The elector reads afresh.
+    #[error("lock changed since it was read (conflict)")]
+    Conflict,
+    /// The attempt did not happen (connection refused, 503, 429): retry later,
+    /// not before `retry_after` if the server said so.
+    #[error("transient failure: {message}")]
+    Transient {
+        /// What the backend said.
+        message: String,
+        /// The server's `Retry-After`, if any.
+        retry_after: Option<Duration>,
+    },
+    /// Not allowed (401, 403): reported, retried with backoff in case it is granted.
+    #[error("forbidden: {message}")]
+    Forbidden {
+        /// What the backend said, naming the verb and resource where it can.
+        message: String,
+    },
+    /// The request was rejected as invalid (422), or the lock's place is missing
+    /// (a namespace that does not exist): a configuration problem, reported, never
+    /// retried with the same payload in a tight loop.
+    #[error("invalid: {message}")]
+    Invalid {
+        /// What the backend said.
+        message: String,
+    },
+    /// The outcome is unknown (a timeout, a 500 or 504 after sending, a connection
+    /// reset): a write may have happened. The elector does not extend its
+    /// leadership on it and re-reads before acting.
+    #[error("outcome unknown: {message}")]
+    Unknown {
+        /// What the backend said.
+        message: String,
+    },
+}
+
+impl LockError {
+    /// A [`LockError::Transient`] without `Retry-After`.
+    pub fn transient(message: impl Into<String>) -> Self {
+        LockError::Transient {
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// A [`LockError::Unknown`].
+    pub fn unknown(message: impl Into<String>) -> Self {
+        LockError::Unknown {
+            message: message.into(),
+        }
+    }
+
+    /// Whether a write that failed this way may nevertheless have been applied.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, LockError::Unknown { .. })
+    }
+}

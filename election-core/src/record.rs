@@ -1,0 +1,188 @@
+//! The lock record: what a lock stores, as the core reads and writes it.
+//!
+//! One type serves both directions. A backend turns whatever it stores (a Lease's
+//! spec, a ConfigMap annotation, a row) into a [`LockRecord`] plus the lock's
+//! opaque [`Version`]; the core answers with records to write, whose timestamps
+//! say whether the backend stamps them with its own clock ([`Stamp::Now`]) or
+//! keeps a value ([`Stamp::At`]).
+//!
+//! Reading is tolerant: a foreign record may lack any field. Backends map an
+//! absent, null or empty holder to `""`, an absent `leaseTransitions` to 0, and an
+//! absent duration to `None` (the configured duration then applies).
+
+use alloc::sync::Arc;
+use core::cmp::Ordering;
+use core::fmt;
+use core::time::Duration;
+
+use crate::time::WallTime;
+
+/// The lock's version (Kubernetes' `resourceVersion`): every write is a
+/// compare-and-swap on it, and a new version is how change is detected.
+///
+/// Opaque to the core except for one thing: [`Version::cmp_numeric`] orders two
+/// versions that both look like decimal integers (etcd revisions do), which only
+/// breaks ties between terms whose transition counters saturated.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Version(Arc<str>);
+
+impl Version {
+    /// Wraps a backend's version string.
+    pub fn new(v: impl Into<Arc<str>>) -> Self {
+        Version(v.into())
+    }
+
+    /// The version as the backend gave it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Orders versions as unsigned decimal integers when both are (shorter is
+    /// smaller, then bytewise), and bytewise otherwise.
+    pub fn cmp_numeric(&self, other: &Version) -> Ordering {
+        let (a, b) = (self.as_str(), other.as_str());
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+        if digits(a) && digits(b) {
+            let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
+            a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+        } else {
+            a.cmp(b)
+        }
+    }
+}
+
+impl From<&str> for Version {
+    fn from(s: &str) -> Self {
+        Version::new(s)
+    }
+}
+
+impl From<alloc::string::String> for Version {
+    fn from(s: alloc::string::String) -> Self {
+        Version::new(s)
+    }
+}
+
+impl fmt::Debug for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}", self.0)
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A timestamp field of a record: as read, or what a write asks the backend to store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Stamp {
+    /// Absent, null, or unparseable.
+    #[default]
+    Unset,
+    /// Read as, or to be kept as, this wall time.
+    At(WallTime),
+    /// In a write: the backend stamps the time of the write from its own clock.
+    Now,
+}
+
+/// A higher-priority candidate's request that the holder hand the lock over.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Handover {
+    /// The identity asking to lead.
+    pub to: Arc<str>,
+    /// The asker's priority, so that a still higher candidate can override the request.
+    /// `None` for a request from elsewhere (Kubernetes' `preferredHolder`), always honoured.
+    pub priority: Option<i64>,
+}
+
+/// The content of a lock, in client-go's terms (`LeaderElectionRecord`), plus the
+/// fields of this library's priority handover.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct LockRecord {
+    /// The holder's identity; `""` when nobody holds it (absent and null read as `""`).
+    pub holder: Arc<str>,
+    /// `leaseDurationSeconds` as read (any value: absent, zero, negative, huge), or
+    /// as written (always at least 1).
+    pub lease_duration_secs: Option<i64>,
+    /// `acquireTime`.
+    pub acquire_time: Stamp,
+    /// `renewTime`.
+    pub renew_time: Stamp,
+    /// `leaseTransitions` / `leaderTransitions`: how many times the holder changed.
+    /// Saturates at [`MAX_TRANSITIONS`] (the API's `int32`).
+    pub transitions: u32,
+    /// The holder's priority, if it has one.
+    pub priority: Option<i64>,
+    /// A pending handover request, kept in the released record so that only the
+    /// named candidate may take the lock for one lease duration.
+    pub handover: Option<Handover>,
+    /// Kubernetes' coordinated-election `strategy`, kept as read.
+    pub strategy: Option<Arc<str>>,
+}
+
+/// The largest transition count a record can carry (Kubernetes stores an `int32`).
+pub const MAX_TRANSITIONS: u32 = i32::MAX as u32;
+
+impl LockRecord {
+    /// Whether someone holds the lock (the holder is not empty).
+    pub fn is_held(&self) -> bool {
+        !self.holder.is_empty()
+    }
+
+    /// The record's lease duration if it is usable (positive), else `None`.
+    pub fn lease_duration(&self) -> Option<Duration> {
+        match self.lease_duration_secs {
+            Some(s) if s > 0 => Some(Duration::from_secs(s.unsigned_abs())),
+            _ => None,
+        }
+    }
+}
+
+/// A record together with the version it was read at: what a read, a successful
+/// write, or a watch yields.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Observation {
+    /// The version the record was read at.
+    pub version: Version,
+    /// The record.
+    pub record: LockRecord,
+}
+
+impl Observation {
+    /// An observation of `record` at `version`.
+    pub fn new(version: impl Into<Version>, record: LockRecord) -> Self {
+        Observation {
+            version: version.into(),
+            record,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_order_as_numbers_when_both_are_digits() {
+        let v = |s: &str| Version::new(s);
+        assert_eq!(v("9").cmp_numeric(&v("10")), Ordering::Less);
+        assert_eq!(v("010").cmp_numeric(&v("10")), Ordering::Equal);
+        assert_eq!(v("b").cmp_numeric(&v("a")), Ordering::Greater);
+    }
+
+    #[test]
+    fn unusable_durations_read_as_none() {
+        let mut r = LockRecord::default();
+        for bad in [None, Some(0), Some(-5)] {
+            r.lease_duration_secs = bad;
+            assert_eq!(r.lease_duration(), None);
+        }
+        r.lease_duration_secs = Some(10_000_000_000);
+        assert_eq!(
+            r.lease_duration(),
+            Some(Duration::from_secs(10_000_000_000))
+        );
+    }
+}
