@@ -1,0 +1,64 @@
+//! [`election_driver::Runtime`] for tokio.
+
+use std::time::Duration;
+
+use election_core::Instant;
+use election_driver::{BootClock, BoxFuture, DriverError, Runtime};
+
+/// The tokio runtime, as the driver sees it: `tokio::time::sleep`, a spawn on the
+/// runtime it was created in, and a clock.
+#[derive(Clone, Debug)]
+pub struct TokioRuntime {
+    handle: tokio::runtime::Handle,
+    clock: Clock,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Clock {
+    /// `CLOCK_BOOTTIME`: keeps counting during suspend.
+    Boot(BootClock),
+    /// tokio's clock from this epoch: virtual (and auto-advancing) when paused.
+    Tokio(tokio::time::Instant),
+}
+
+impl TokioRuntime {
+    /// The runtime the caller runs in, with the suspend-aware [`BootClock`].
+    /// Fails outside a tokio runtime.
+    pub fn current() -> Result<Self, DriverError> {
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|e| DriverError::Spawn(format!("not inside a tokio runtime: {e}")))?;
+        Ok(TokioRuntime {
+            handle,
+            clock: Clock::Boot(BootClock::new()),
+        })
+    }
+
+    /// Uses tokio's clock instead, so that tests can run on paused, virtual time
+    /// (`#[tokio::test(start_paused = true)]`). tokio's clock is `CLOCK_MONOTONIC`,
+    /// which stops during suspend: do not use it in production.
+    #[must_use]
+    pub fn with_tokio_clock(mut self) -> Self {
+        self.clock = Clock::Tokio(tokio::time::Instant::now());
+        self
+    }
+}
+
+impl Runtime for TokioRuntime {
+    fn now(&self) -> Instant {
+        match self.clock {
+            Clock::Boot(c) => c.now(),
+            Clock::Tokio(epoch) => {
+                let d = tokio::time::Instant::now().saturating_duration_since(epoch);
+                Instant::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+            }
+        }
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+
+    fn spawn(&self, future: BoxFuture<()>) {
+        drop(self.handle.spawn(future));
+    }
+}

@@ -1,0 +1,489 @@
+//! The driver loop, written once for every runtime.
+//!
+//! Each turn: read the clock; if the elector's deadline (`poll_timeout`) has
+//! passed, handle the timeout at once; drain actions (start the one lock call,
+//! bounded by the request timeout) and events (deliver them: state, leader work);
+//! publish the state; then wait for the first of the timer, the lock's answer, a
+//! watch observation, a command, or the end of the leader work.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use election_core::{
+    Action, Config, Elector, Event, Input, Instant, Lock, LockError, Observation, OpId, Role,
+    WatchEvent, WatchStream,
+};
+use futures::channel::{mpsc, oneshot};
+use futures::{FutureExt, StreamExt};
+use tracing::{debug, info, warn};
+
+use crate::handle::{Command, Handle};
+use crate::runtime::{BoxFuture, Runtime};
+use crate::shared::{Shared, StateHook};
+use crate::state::{Change, DriverError, LeadershipState};
+use crate::work::{LeaderWork, WorkEnd, WorkRunner};
+
+/// The longest the driver sleeps at a time. Its clock keeps counting during
+/// suspend but runtime timers may not, so after a resume the driver looks at the
+/// clock within this long (and a resumed leader is already past its deadline).
+pub const MAX_SLEEP: Duration = Duration::from_secs(1);
+
+/// What the driver does when leadership is lost (not given up on request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OnLoss {
+    /// Campaign again, as Pinniped does. The default.
+    #[default]
+    Campaign,
+    /// End the driver, as client-go's `RunOrDie` does: the state stream ends with
+    /// [`Change::Terminated`].
+    Exit,
+}
+
+/// Builds a driver from a lock and a configuration.
+#[must_use = "a builder does nothing until spawned"]
+pub struct Builder<L> {
+    lock: L,
+    config: Config,
+    work: Option<Box<dyn LeaderWork>>,
+    on_loss: OnLoss,
+    hook: Option<StateHook>,
+}
+
+impl<L: Lock> Builder<L> {
+    /// A driver for `lock` with `config`.
+    pub fn new(lock: L, config: Config) -> Self {
+        Builder {
+            lock,
+            config,
+            work: None,
+            on_loss: OnLoss::Campaign,
+            hook: None,
+        }
+    }
+
+    /// The leader work to run on each term (see [`LeaderWork`]).
+    pub fn leader_work(mut self, work: impl LeaderWork) -> Self {
+        self.work = Some(Box::new(work));
+        self
+    }
+
+    /// What to do when leadership is lost (default: campaign again).
+    pub fn on_loss(mut self, on_loss: OnLoss) -> Self {
+        self.on_loss = on_loss;
+        self
+    }
+
+    /// A hook called with every published state, on the driver's task. Keep it short.
+    pub fn on_state(mut self, hook: impl Fn(&LeadershipState) + Send + Sync + 'static) -> Self {
+        self.hook = Some(Box::new(hook));
+        self
+    }
+
+    /// Starts the driver on `rt`. Fails only on an invalid configuration.
+    pub fn spawn<R: Runtime>(self, rt: R) -> Result<Handle, DriverError> {
+        let (driver, handle) = self.build(rt.clone())?;
+        rt.spawn(Box::pin(driver.run()));
+        Ok(handle)
+    }
+
+    /// The driver and its handle, without spawning: run [`Driver::run`] on a task
+    /// of your choice.
+    pub fn build<R: Runtime>(self, rt: R) -> Result<(Driver<L, R>, Handle), DriverError> {
+        let now = rt.now();
+        let identity = self.config.identity.clone();
+        let elector = Elector::new(self.config, now)?;
+        let clock = rt.clone();
+        let shared = Shared::new(
+            LeadershipState::initial(identity.clone()),
+            self.hook,
+            Box::new(move || clock.now()),
+        );
+        let (tx, rx) = mpsc::unbounded();
+        let handle = Handle::new(shared.clone(), tx, identity);
+        let driver = Driver {
+            lock: Arc::new(self.lock),
+            rt,
+            elector,
+            shared,
+            commands: Some(rx),
+            call: None,
+            watch: WatchState::Untried,
+            watch_failures: 0,
+            timer: None,
+            work: WorkRunner::new(self.work),
+            on_loss: self.on_loss,
+            step_down_waiters: Vec::new(),
+            shutdown_waiters: Vec::new(),
+        };
+        Ok((driver, handle))
+    }
+}
+
+/// One lock call in flight, with its request timeout.
+struct Call {
+    op: OpId,
+    future: BoxFuture<Result<Observation, LockError>>,
+    timeout: BoxFuture<()>,
+}
+
+/// The driver's side of the lock's watch.
+enum WatchState {
+    /// Not started yet.
+    Untried,
+    /// The lock has no watch: the elector polls.
+    Unsupported,
+    /// Delivering.
+    Active(WatchStream),
+    /// Broken; restart at `at`.
+    Broken { at: Instant },
+}
+
+/// What woke the loop.
+enum Wake {
+    Command(Option<Command>),
+    Answer(OpId, Result<Observation, LockError>),
+    CallTimedOut(OpId),
+    Watch(Option<Result<WatchEvent, LockError>>),
+    WorkEnded(election_core::Term, WorkEnd),
+    Timer,
+}
+
+/// The state of a driver: an elector, its lock, its runtime, and the loop's I/O.
+pub struct Driver<L, R> {
+    lock: Arc<L>,
+    rt: R,
+    elector: Elector,
+    shared: Arc<Shared>,
+    commands: Option<mpsc::UnboundedReceiver<Command>>,
+    call: Option<Call>,
+    watch: WatchState,
+    /// Consecutive watch failures (reset when the watch delivers), for backoff.
+    watch_failures: u32,
+    timer: Option<(Instant, BoxFuture<()>)>,
+    work: WorkRunner,
+    on_loss: OnLoss,
+    step_down_waiters: Vec<oneshot::Sender<()>>,
+    shutdown_waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl<L: Lock, R: Runtime> Driver<L, R> {
+    /// Runs the election until shutdown (or, with [`OnLoss::Exit`], until a loss).
+    pub async fn run(mut self) {
+        let span = tracing::info_span!(
+            "election",
+            identity = %self.elector.config().identity,
+            lock = %self.lock.describe(),
+        );
+        // The span is entered per turn, never across an await.
+        self.publish(Change::Started, self.rt.now());
+        loop {
+            let now = self.rt.now();
+            let step = span.in_scope(|| self.turn(now));
+            if step.is_break() {
+                break;
+            }
+            let wake = futures::future::poll_fn(|cx| self.poll_wake(cx)).await;
+            let now = self.rt.now();
+            if span.in_scope(|| self.on_wake(wake, now)).is_break() {
+                return; // aborted
+            }
+        }
+        span.in_scope(|| self.finish());
+    }
+
+    /// One turn: timeouts, actions, events, state. Breaks when the elector ended.
+    fn turn(&mut self, now: Instant) -> core::ops::ControlFlow<()> {
+        if let WatchState::Untried = self.watch {
+            self.start_watch(None, now);
+        }
+        if let WatchState::Broken { at } = self.watch {
+            if at <= now {
+                let from = if self.watch_failures >= 2 {
+                    None // resuming from our version keeps failing: start afresh
+                } else {
+                    self.elector.observed().map(|o| o.version.clone())
+                };
+                self.start_watch(from, now);
+            }
+        }
+        if self.elector.poll_timeout().is_some_and(|t| t <= now) {
+            self.elector.handle_timeout(now);
+        }
+        self.flush(now);
+        if self.elector.is_terminated() {
+            return core::ops::ControlFlow::Break(());
+        }
+        self.arm_timer(now);
+        core::ops::ControlFlow::Continue(())
+    }
+
+    /// Drains actions and events until both are empty (delivering an event may
+    /// call back into the elector), then publishes the deadline.
+    fn flush(&mut self, now: Instant) {
+        loop {
+            let mut progressed = false;
+            while let Some(action) = self.elector.poll_action() {
+                self.start_call(action);
+                progressed = true;
+            }
+            while let Some(event) = self.elector.poll_event() {
+                self.deliver(event, now);
+                progressed = true;
+            }
+            if !progressed {
+                break;
+            }
+        }
+        let deadline = if self.elector.is_leader(now) {
+            self.elector.deadline()
+        } else {
+            None
+        };
+        self.shared.set_deadline(deadline);
+        if matches!(self.elector.role(), Role::Follower | Role::Terminated) {
+            for w in self.step_down_waiters.drain(..) {
+                let _ = w.send(());
+            }
+        }
+    }
+
+    /// Starts the one lock call, replacing any call the elector gave up on.
+    fn start_call(&mut self, action: Action) {
+        let lock = self.lock.clone();
+        let op = action.op();
+        debug!(?op, kind = %action.kind(), "lock call");
+        let future: BoxFuture<Result<Observation, LockError>> = match action {
+            Action::Get { .. } => Box::pin(async move { lock.get().await }),
+            Action::Create { record, .. } => Box::pin(async move { lock.create(&record).await }),
+            Action::Update {
+                expected, record, ..
+            } => Box::pin(async move { lock.update(&expected, &record).await }),
+        };
+        let timeout = self.rt.sleep(self.elector.config().request_timeout);
+        self.call = Some(Call {
+            op,
+            future,
+            timeout,
+        });
+    }
+
+    /// Delivers one event: state, tracing, leader work.
+    fn deliver(&mut self, event: Event, now: Instant) {
+        match event {
+            Event::StartedLeading { term } => {
+                info!(%term, "started leading");
+                self.work.start(&self.rt, term.clone());
+                self.publish(Change::StartedLeading { term }, now);
+            }
+            Event::Draining { reason } => {
+                info!(%reason, "draining leader work");
+                self.work.cancel();
+                self.publish(Change::Draining { reason }, now);
+                if !self.work.is_running() {
+                    self.elector.work_stopped(now);
+                }
+            }
+            Event::StoppedLeading { term, reason } => {
+                info!(%term, %reason, "stopped leading");
+                self.work.cancel();
+                let lost = !matches!(
+                    reason,
+                    election_core::StopReason::SteppedDown | election_core::StopReason::ShutDown
+                );
+                self.publish(Change::StoppedLeading { term, reason }, now);
+                if lost && self.on_loss == OnLoss::Exit {
+                    self.elector.shutdown(now);
+                }
+            }
+            Event::LeaderChanged { leader } => {
+                debug!(?leader, "leader changed");
+                self.publish(Change::LeaderChanged { leader }, now);
+            }
+            Event::Warning(w) => {
+                warn!(warning = %w, "election problem");
+                self.publish(Change::Problem(DriverError::Lock(w)), now);
+            }
+            Event::Terminated => debug!("elector terminated"),
+        }
+    }
+
+    /// Publishes the current state with what changed it.
+    fn publish(&mut self, change: Change, now: Instant) {
+        let state = LeadershipState {
+            identity: self.elector.config().identity.clone(),
+            role: self.elector.role(),
+            leader: self.elector.leader().cloned(),
+            term: self.elector.term().cloned(),
+            change,
+            at: now,
+        };
+        self.shared.publish(state);
+    }
+
+    /// Starts the lock's watch from `from`; tells the elector it is active.
+    fn start_watch(&mut self, from: Option<election_core::Version>, now: Instant) {
+        match self.lock.watch(from.as_ref()) {
+            None => self.watch = WatchState::Unsupported,
+            Some(stream) => {
+                debug!(?from, "watch started");
+                self.watch = WatchState::Active(stream);
+                self.elector.handle(Input::WatchActive(true), now);
+            }
+        }
+    }
+
+    /// The watch broke (`error`) or ended: tell the elector (it polls meanwhile)
+    /// and resume later, backing off from the retry period up to a lease duration.
+    fn watch_broke(&mut self, error: Option<LockError>, now: Instant) {
+        self.watch_failures = self.watch_failures.saturating_add(1);
+        let config = self.elector.config();
+        let backoff = config
+            .retry_period
+            .saturating_mul(1 << self.watch_failures.saturating_sub(1).min(6))
+            .min(config.lease_duration);
+        self.watch = WatchState::Broken { at: now + backoff };
+        match error {
+            Some(e) => {
+                warn!(error = %e, ?backoff, "lock watch failed; polling until it resumes");
+                self.publish(Change::Problem(DriverError::Watch(e)), now);
+            }
+            None => debug!(?backoff, "lock watch ended; polling until it resumes"),
+        }
+        self.elector.handle(Input::WatchActive(false), now);
+    }
+
+    /// Arms the timer for the next deadline: the elector's, a watch restart, or
+    /// [`MAX_SLEEP`] from now. Kept when the deadline did not change.
+    fn arm_timer(&mut self, now: Instant) {
+        let mut at = now + MAX_SLEEP;
+        if let Some(t) = self.elector.poll_timeout() {
+            at = at.min(t);
+        }
+        if let WatchState::Broken { at: w } = self.watch {
+            at = at.min(w);
+        }
+        if self.timer.as_ref().is_some_and(|(t, _)| *t == at) {
+            return;
+        }
+        self.timer = Some((at, self.rt.sleep(at - now)));
+    }
+
+    /// Waits for the first thing that needs the loop.
+    fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<Wake> {
+        if let Some(commands) = &mut self.commands {
+            if let Poll::Ready(c) = commands.poll_next_unpin(cx) {
+                return Poll::Ready(Wake::Command(c));
+            }
+        }
+        if let Some(call) = &mut self.call {
+            if let Poll::Ready(result) = call.future.poll_unpin(cx) {
+                return Poll::Ready(Wake::Answer(call.op, result));
+            }
+            if call.timeout.poll_unpin(cx).is_ready() {
+                return Poll::Ready(Wake::CallTimedOut(call.op));
+            }
+        }
+        if let WatchState::Active(stream) = &mut self.watch {
+            if let Poll::Ready(item) = stream.poll_next_unpin(cx) {
+                return Poll::Ready(Wake::Watch(item));
+            }
+        }
+        if let Poll::Ready((term, end)) = self.work.poll_end(cx) {
+            return Poll::Ready(Wake::WorkEnded(term, end));
+        }
+        if let Some((_, timer)) = &mut self.timer {
+            if timer.poll_unpin(cx).is_ready() {
+                self.timer = None;
+                return Poll::Ready(Wake::Timer);
+            }
+        }
+        Poll::Pending
+    }
+
+    /// Acts on what woke the loop. Breaks on abort.
+    fn on_wake(&mut self, wake: Wake, now: Instant) -> core::ops::ControlFlow<()> {
+        match wake {
+            Wake::Command(None) => {
+                // Every handle is gone: shut down (drain, release best effort).
+                debug!("handle dropped; shutting down");
+                self.commands = None;
+                self.elector.shutdown(now);
+            }
+            Wake::Command(Some(Command::StepDown(reply))) => {
+                self.step_down_waiters.push(reply);
+                self.elector.step_down(now);
+            }
+            Wake::Command(Some(Command::Shutdown(reply))) => {
+                self.shutdown_waiters.push(reply);
+                self.elector.shutdown(now);
+            }
+            Wake::Command(Some(Command::Abort)) => {
+                warn!("driver aborted without release");
+                self.work.cancel();
+                self.shared.set_deadline(None);
+                self.publish(Change::Aborted, now);
+                return core::ops::ControlFlow::Break(());
+            }
+            Wake::Answer(op, result) => {
+                self.call = None;
+                self.elector.handle(Input::Answer { op, result }, now);
+            }
+            Wake::CallTimedOut(op) => {
+                self.call = None;
+                let timeout = self.elector.config().request_timeout;
+                let result = Err(LockError::unknown(format!(
+                    "no answer within the request timeout ({timeout:?})"
+                )));
+                self.elector.handle(Input::Answer { op, result }, now);
+            }
+            Wake::Watch(Some(Ok(event))) => {
+                self.watch_failures = 0;
+                self.elector.handle(Input::Watch(event), now);
+            }
+            Wake::Watch(Some(Err(e))) => self.watch_broke(Some(e), now),
+            Wake::Watch(None) => self.watch_broke(None, now),
+            Wake::WorkEnded(term, end) => {
+                let cancelled_run = self.elector.role() != Role::Leader
+                    || self.elector.term() != Some(&term);
+                match end {
+                    WorkEnd::Panicked(message) => {
+                        warn!(%term, %message, "leader work panicked");
+                        self.publish(Change::Problem(DriverError::WorkPanicked { message }), now);
+                    }
+                    WorkEnd::Returned if !cancelled_run => {
+                        info!(%term, "leader work ended by itself");
+                        self.publish(Change::WorkEnded { term }, now);
+                    }
+                    WorkEnd::Returned => debug!(%term, "leader work ended"),
+                }
+                if self.elector.role() == Role::Draining {
+                    self.elector.work_stopped(now);
+                }
+                if let Some(next) = self.work.take_pending() {
+                    if self.elector.is_leader(now) && self.elector.term() == Some(&next) {
+                        self.work.start(&self.rt, next);
+                    }
+                }
+            }
+            Wake::Timer => {}
+        }
+        core::ops::ControlFlow::Continue(())
+    }
+
+    /// The elector ended: cancel any work, publish the last state, answer waiters.
+    fn finish(mut self) {
+        self.work.cancel();
+        self.shared.set_deadline(None);
+        let now = self.rt.now();
+        info!("election driver ended");
+        self.publish(Change::Terminated, now);
+        for w in self
+            .step_down_waiters
+            .drain(..)
+            .chain(self.shutdown_waiters.drain(..))
+        {
+            let _ = w.send(());
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The handle a user holds on a running driver.
+
+use std::sync::Arc;
+
+use election_core::{Instant, Term};
+use futures::channel::{mpsc, oneshot};
+
+use crate::shared::{Shared, StateStream};
+use crate::state::LeadershipState;
+
+/// A command from the handle to the driver loop.
+pub(crate) enum Command {
+    StepDown(oneshot::Sender<()>),
+    Shutdown(oneshot::Sender<()>),
+    Abort,
+}
+
+/// A running election: ask whether this node leads, follow its state, step down,
+/// shut down.
+///
+/// Dropping the handle without [`Handle::shutdown`] shuts the driver down in the
+/// background: it drains the leader work and releases the lock (best effort, within
+/// one renew deadline), then ends.
+pub struct Handle {
+    shared: Arc<Shared>,
+    commands: mpsc::UnboundedSender<Command>,
+    identity: Arc<str>,
+}
+
+impl Handle {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        commands: mpsc::UnboundedSender<Command>,
+        identity: Arc<str>,
+    ) -> Self {
+        Handle {
+            shared,
+            commands,
+            identity,
+        }
+    }
+
+    /// This node's identity.
+    pub fn identity(&self) -> &Arc<str> {
+        &self.identity
+    }
+
+    /// Whether this node leads now: it started leading and its leadership deadline,
+    /// as the driver last published it, has not passed on the driver's clock. Turns
+    /// false at the deadline by itself, even if the driver is wedged.
+    pub fn is_leader(&self) -> bool {
+        self.shared.is_leader()
+    }
+
+    /// The leadership deadline while this node leads (the send time of the last
+    /// successful write plus the renew deadline).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.shared.deadline()
+    }
+
+    /// The driver's clock, as [`Handle::is_leader`] reads it.
+    pub fn now(&self) -> Instant {
+        self.shared.now()
+    }
+
+    /// The holder of the lock as this node last saw it.
+    pub fn leader(&self) -> Option<Arc<str>> {
+        self.shared.state().leader
+    }
+
+    /// The current term (fencing token) while this node leads now.
+    pub fn term(&self) -> Option<Term> {
+        if self.is_leader() {
+            self.shared.state().term
+        } else {
+            None
+        }
+    }
+
+    /// The last published state.
+    pub fn state(&self) -> LeadershipState {
+        self.shared.state()
+    }
+
+    /// A stream of states: the current one, then each change.
+    pub fn states(&self) -> StateStream {
+        StateStream::new(self.shared.clone())
+    }
+
+    /// Gives leadership up gracefully: the leader work is cancelled and awaited,
+    /// then the lock is released, and this node stays a follower for one lease
+    /// duration. Resolves once this node no longer holds the lock (at once if it
+    /// does not), or when the driver has ended.
+    pub async fn step_down(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.commands.unbounded_send(Command::StepDown(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Shuts down: drains and releases if leading (unless the configuration says
+    /// not to release), then ends the driver. Resolves when the driver has ended.
+    pub async fn shutdown(self) {
+        let (tx, rx) = oneshot::channel();
+        if self.commands.unbounded_send(Command::Shutdown(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Stops the driver at once, without draining or releasing: what a crash does.
+    /// The lease stays held until it expires. Meant for tests and demos.
+    pub fn abort(self) {
+        let _ = self.commands.unbounded_send(Command::Abort);
+    }
+}
+
+impl core::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Handle")
+            .field("identity", &self.identity)
+            .field("is_leader", &self.is_leader())
+            .finish()
+    }
+}

@@ -1,0 +1,67 @@
+//! The async driver of an [`election_core::Elector`], written once for every
+//! runtime.
+//!
+//! The elector decides; this crate does its I/O. A [`Driver`] owns one elector,
+//! one [`Lock`](election_core::Lock) and one [`Runtime`] (a clock, a timer and a
+//! spawn: a few lines per runtime, see `adapter-tokio` and `adapter-smol`), and
+//! runs the loop:
+//!
+//! 1. if the elector's next timeout has passed, handle it at once;
+//! 2. drain actions: start the one lock call, bounded by the request timeout;
+//! 3. drain events: publish the state, start the leader work on
+//!    `StartedLeading`, cancel it on `Draining` or loss and, once it has ended,
+//!    tell the elector (`work_stopped`), which then writes the release;
+//! 4. wait for the first of: the timer, the lock's answer, a watch observation, a
+//!    command from the [`Handle`], the end of the leader work.
+//!
+//! The driver owns the lock's watch: it starts it when the lock offers one, feeds
+//! what it sees to the elector, and resumes it from the last version seen when it
+//! ends or breaks (with backoff), while the elector polls meanwhile.
+//!
+//! Its clock keeps counting while the machine is suspended ([`BootClock`],
+//! `CLOCK_BOOTTIME` on Linux); a runtime may substitute its virtual clock in tests.
+//!
+//! # Example
+//! A runtime-generic start; the adapters wrap exactly this with their natural
+//! types:
+//!
+//! ```
+//! use election_core::{Config, Lock};
+//! use election_driver::{Builder, DriverError, Handle, OnLoss, Runtime};
+//!
+//! fn start<L: Lock, R: Runtime>(lock: L, rt: R) -> Result<Handle, DriverError> {
+//!     Builder::new(lock, Config::fast("node-a").seed(7))
+//!         .on_loss(OnLoss::Campaign)
+//!         .on_state(|s| println!("{} is {:?}, leader {:?}", s.identity, s.role, s.leader))
+//!         .spawn(rt)
+//! }
+//! ```
+//!
+//! # Errors
+//! Nothing here panics on bad input or lock errors: an invalid configuration is a
+//! [`DriverError::Config`] from [`Builder::spawn`]; everything later (lock
+//! failures, a broken watch, a panicking leader work) is reported as a
+//! [`Change::Problem`] on the state stream and through `tracing`, and the election
+//! carries on.
+#![forbid(unsafe_code)]
+
+mod clock;
+mod driver;
+mod handle;
+mod runtime;
+mod shared;
+mod signal;
+mod state;
+mod work;
+
+#[cfg(feature = "testsuite")]
+pub mod testsuite;
+
+pub use clock::BootClock;
+pub use driver::{Builder, Driver, MAX_SLEEP, OnLoss};
+pub use handle::Handle;
+pub use runtime::{BoxFuture, Runtime};
+pub use shared::{StateHook, StateStream};
+pub use signal::{CancelSignal, Cancelled};
+pub use state::{Change, DriverError, LeadershipState};
+pub use work::{LeaderWork, WorkRun};

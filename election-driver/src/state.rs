@@ -1,0 +1,118 @@
+//! What a handle reports: the leadership state, what changed it, and why.
+
+use std::sync::Arc;
+
+use election_core::{ConfigError, Instant, LockError, Role, StopReason, Term, Warning};
+
+/// A problem the driver reports through the state stream and `tracing`. None of
+/// them stops the driver: lock errors are retried by the elector, a broken watch is
+/// resumed (polling meanwhile), a panicking leader work is reported and the node
+/// steps down as if the work had ended.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// The configuration breaks a rule; nothing was started. Fix the configuration.
+    #[error("invalid configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// A lock call failed or a record was odd; the elector retries with backoff.
+    #[error("lock problem: {0}")]
+    Lock(#[from] Warning),
+    /// The lock's watch broke; the driver resumes it with backoff and the elector
+    /// polls meanwhile.
+    #[error("lock watch failed: {0}")]
+    Watch(LockError),
+    /// The leader work panicked. Leadership is not affected by itself (renewals go
+    /// on); a drain that waits for it completes at once.
+    #[error("leader work panicked: {message}")]
+    WorkPanicked {
+        /// The panic's message, when it was a string.
+        message: String,
+    },
+    /// The runtime could not start the driver (no runtime to spawn on).
+    #[error("failed to start the driver: {0}")]
+    Spawn(String),
+}
+
+/// What caused a [`LeadershipState`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Change {
+    /// The driver started and campaigns.
+    Started,
+    /// This node started leading in `term`.
+    StartedLeading {
+        /// The fencing token.
+        term: Term,
+    },
+    /// This node is giving leadership up: its leader work is being cancelled and
+    /// awaited, renewals go on meanwhile.
+    Draining {
+        /// Why.
+        reason: StopReason,
+    },
+    /// This node stopped leading.
+    StoppedLeading {
+        /// The term that ended.
+        term: Term,
+        /// Why.
+        reason: StopReason,
+    },
+    /// The lock's holder as this node sees it changed.
+    LeaderChanged {
+        /// The new holder (`None`: nobody).
+        leader: Option<Arc<str>>,
+    },
+    /// The leader work of `term` ended by itself (without being cancelled).
+    WorkEnded {
+        /// The term the work ran in.
+        term: Term,
+    },
+    /// A problem worth reporting; the driver carries on.
+    Problem(DriverError),
+    /// The driver finished (shut down, or ended after a loss with
+    /// [`crate::OnLoss::Exit`]).
+    Terminated,
+    /// The driver was aborted without releasing ([`crate::Handle::abort`]), as a crash.
+    Aborted,
+}
+
+/// One node's leadership as its driver last published it.
+///
+/// `role`, `leader` and `term` are snapshots; whether the node leads *now* is
+/// [`crate::Handle::is_leader`], which also turns false at the deadline when the
+/// driver is wedged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeadershipState {
+    /// This node's identity.
+    pub identity: Arc<str>,
+    /// Its role.
+    pub role: Role,
+    /// The holder of the lock as this node sees it.
+    pub leader: Option<Arc<str>>,
+    /// The current term while this node leads.
+    pub term: Option<Term>,
+    /// What produced this state.
+    pub change: Change,
+    /// When, on the driver's clock.
+    pub at: Instant,
+}
+
+impl LeadershipState {
+    /// The state before the driver ran.
+    pub fn initial(identity: Arc<str>) -> Self {
+        LeadershipState {
+            identity,
+            role: Role::Follower,
+            leader: None,
+            term: None,
+            change: Change::Started,
+            at: Instant::ZERO,
+        }
+    }
+
+    /// Whether the state says this node leads (a snapshot; prefer
+    /// [`crate::Handle::is_leader`], which also checks the deadline).
+    pub fn leading(&self) -> bool {
+        matches!(self.role, Role::Leader | Role::Draining)
+    }
+}
