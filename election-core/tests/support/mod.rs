@@ -1,0 +1,631 @@
+//! A small harness for scenario tests: one [`Elector`] (a [`Node`]) against a
+//! scripted lock. The test answers every [`Action`] explicitly, moves a virtual
+//! clock, pushes watch events, and checks the exact actions, events and timeouts.
+//!
+//! Every event that passes through a [`Node`] is also checked against the pairing
+//! rule of DESIGN §4 (no `StoppedLeading` without the `StartedLeading` of the same
+//! term, no second start before a stop), so each scenario checks it for free.
+//!
+//! [`Store`] is a compare-and-swap store for scenarios with several electors: it
+//! applies an elector's action the way a backend would (new version, `Stamp::Now`
+//! replaced by the store's wall clock).
+
+#![allow(dead_code)] // each test file uses a part of the harness
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+#[allow(unused_imports)] // each test file uses a part of the names
+pub use election_core::{
+    Action, Config, Elector, Event, Handover, Input, Instant, LockDelay, LockError, LockRecord,
+    MAX_TRANSITIONS, Observation, OpId, OpKind, Preemption, Role, Stamp, StopReason, Term,
+    Version, WallTime, Warning, WatchEvent,
+};
+
+/// `n` milliseconds.
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// The instant `n` milliseconds after the epoch.
+pub fn t(n: u64) -> Instant {
+    Instant::from_millis(n)
+}
+
+/// The fast profile (2 s lease, 1.5 s deadline, 250 ms retry, 500 ms request
+/// timeout, jitter 1.2) with a fixed seed.
+pub fn fast(id: &str) -> Config {
+    Config::fast(id).seed(7)
+}
+
+/// The fast profile without jitter: retries come exactly every `retry_period`.
+pub fn fast_nojitter(id: &str) -> Config {
+    let mut c = fast(id);
+    c.jitter = 0.0;
+    c
+}
+
+/// A record as another implementation (or another node) would store it: held by
+/// `holder` for `secs` seconds, with wall-clock stamps that the core must ignore.
+pub fn held(holder: &str, secs: i64, transitions: u32) -> LockRecord {
+    LockRecord {
+        holder: holder.into(),
+        lease_duration_secs: Some(secs),
+        acquire_time: Stamp::At(WallTime::new(1_700_000_000, 0)),
+        renew_time: Stamp::At(WallTime::new(1_700_000_000, 0)),
+        transitions,
+        ..LockRecord::default()
+    }
+}
+
+/// What an elector with this configuration writes when it acquires with
+/// `transitions`: its identity, its duration, both times stamped by the backend.
+pub fn acquiring(config: &Config, transitions: u32) -> LockRecord {
+    LockRecord {
+        holder: config.identity.clone(),
+        lease_duration_secs: Some(config.lease_duration.as_secs() as i64),
+        acquire_time: Stamp::Now,
+        renew_time: Stamp::Now,
+        transitions,
+        priority: config.priority,
+        handover: None,
+        strategy: None,
+    }
+}
+
+/// The record a backend stores for a write: `Stamp::Now` replaced by `wall`.
+pub fn stamped(mut record: LockRecord, wall: i64) -> LockRecord {
+    for s in [&mut record.acquire_time, &mut record.renew_time] {
+        if *s == Stamp::Now {
+            *s = Stamp::At(WallTime::new(wall, 0));
+        }
+    }
+    record
+}
+
+/// An observation of `record` at `version`.
+pub fn obs(version: &str, record: LockRecord) -> Observation {
+    Observation::new(version, record)
+}
+
+/// The term of a leadership acquired with `transitions` at `version`.
+pub fn term(transitions: u32, version: &str) -> Term {
+    Term {
+        transitions,
+        version: Version::new(version),
+    }
+}
+
+/// One elector and everything it produced that the test has not looked at yet.
+pub struct Node {
+    /// The elector under test.
+    pub e: Elector,
+    /// The virtual clock (what the node was last given).
+    pub now: Instant,
+    actions: VecDeque<Action>,
+    events: VecDeque<Event>,
+    /// The term of the leadership started and not yet stopped, per the events.
+    started: Option<Term>,
+    /// Every event ever emitted, with the time it was drained.
+    pub log: Vec<(Instant, Event)>,
+}
+
+impl Node {
+    /// An elector created at time zero.
+    pub fn new(config: Config) -> Node {
+        Node::new_at(config, Instant::ZERO)
+    }
+
+    /// An elector created at `now`.
+    pub fn new_at(config: Config, now: Instant) -> Node {
+        let e = Elector::new(config, now).expect("valid configuration");
+        let mut n = Node {
+            e,
+            now,
+            actions: VecDeque::new(),
+            events: VecDeque::new(),
+            started: None,
+            log: Vec::new(),
+        };
+        n.drain();
+        n
+    }
+
+    /// A node that started at time zero, found the lock absent, created it and
+    /// leads with term `(0, version)`. Its events so far are consumed.
+    pub fn leader(config: Config, version: &str) -> Node {
+        let mut n = Node::new(config);
+        let op = n.get();
+        n.answer(op, Err(LockError::NotFound));
+        let (op, record) = n.create();
+        n.answer(op, Ok(obs(version, stamped(record, 1))));
+        assert!(n.e.is_leader(n.now), "the node leads after creating the lock");
+        n.events();
+        n
+    }
+
+    /// A node that started at time zero and read `observation`. Its events so far
+    /// are consumed.
+    pub fn follower(config: Config, observation: Observation) -> Node {
+        let mut n = Node::new(config);
+        let op = n.get();
+        n.answer(op, Ok(observation));
+        n.events();
+        n
+    }
+
+    /// Moves what the elector produced into the node's queues, checking the pairing
+    /// of start and stop events.
+    fn drain(&mut self) {
+        while let Some(a) = self.e.poll_action() {
+            self.actions.push_back(a);
+        }
+        while let Some(ev) = self.e.poll_event() {
+            match &ev {
+                Event::StartedLeading { term } => {
+                    assert!(
+                        self.started.is_none(),
+                        "StartedLeading({term}) while {:?} has not stopped",
+                        self.started
+                    );
+                    self.started = Some(term.clone());
+                }
+                Event::StoppedLeading { term, reason } => {
+                    let started = self.started.take();
+                    assert_eq!(
+                        started.as_ref(),
+                        Some(term),
+                        "StoppedLeading({term}, {reason}) without a matching StartedLeading"
+                    );
+                }
+                _ => {}
+            }
+            self.log.push((self.now, ev.clone()));
+            self.events.push_back(ev);
+        }
+        assert!(
+            self.actions.len() <= 1,
+            "more than one call outstanding: {:?}",
+            self.actions
+        );
+    }
+
+    /// Hands the answer to call `op` to the elector.
+    pub fn answer(&mut self, op: OpId, result: Result<Observation, LockError>) {
+        self.e.handle(Input::Answer { op, result }, self.now);
+        self.drain();
+    }
+
+    /// Pushes a watch event.
+    pub fn watch(&mut self, event: WatchEvent) {
+        self.e.handle(Input::Watch(event), self.now);
+        self.drain();
+    }
+
+    /// Says whether a watch is delivering changes.
+    pub fn watch_active(&mut self, active: bool) {
+        self.e.handle(Input::WatchActive(active), self.now);
+        self.drain();
+    }
+
+    /// Moves the clock to `at` (no timer handled).
+    pub fn set_clock(&mut self, at: Instant) {
+        self.now = at;
+    }
+
+    /// Moves the clock forward by `d` and handles the timeout.
+    pub fn advance(&mut self, d: Duration) {
+        self.advance_to(self.now + d);
+    }
+
+    /// Moves the clock to `at` and handles the timeout.
+    pub fn advance_to(&mut self, at: Instant) {
+        self.now = at;
+        self.e.handle_timeout(at);
+        self.drain();
+    }
+
+    /// Moves the clock to the elector's next timeout and handles it; returns that
+    /// instant. Panics if there is no timeout.
+    pub fn fire(&mut self) -> Instant {
+        let at = self.e.poll_timeout().expect("a timeout is set");
+        assert!(at >= self.now, "timeout {at:?} in the past (now {:?})", self.now);
+        self.advance_to(at);
+        at
+    }
+
+    /// Fires timeouts until an action appears (at most `limit` timeouts).
+    pub fn fire_until_action(&mut self, limit: usize) -> Action {
+        for _ in 0..limit {
+            if let Some(a) = self.actions.pop_front() {
+                return a;
+            }
+            self.fire();
+        }
+        self.actions
+            .pop_front()
+            .unwrap_or_else(|| panic!("no action after {limit} timeouts (now {:?})", self.now))
+    }
+
+    /// The next timeout the elector asks for.
+    pub fn timeout(&self) -> Option<Instant> {
+        self.e.poll_timeout()
+    }
+
+    /// The next action; panics if there is none.
+    pub fn action(&mut self) -> Action {
+        self.actions
+            .pop_front()
+            .unwrap_or_else(|| panic!("expected an action at {:?}, got none", self.now))
+    }
+
+    /// Whether an action is waiting, without taking it.
+    pub fn has_action(&self) -> bool {
+        !self.actions.is_empty()
+    }
+
+    /// The next action, which must be a read.
+    pub fn get(&mut self) -> OpId {
+        match self.action() {
+            Action::Get { op } => op,
+            other => panic!("expected a read at {:?}, got {other:?}", self.now),
+        }
+    }
+
+    /// The next action, which must be a create.
+    pub fn create(&mut self) -> (OpId, LockRecord) {
+        match self.action() {
+            Action::Create { op, record } => (op, record),
+            other => panic!("expected a create at {:?}, got {other:?}", self.now),
+        }
+    }
+
+    /// The next action, which must be an update.
+    pub fn update(&mut self) -> (OpId, Version, LockRecord) {
+        match self.action() {
+            Action::Update {
+                op,
+                expected,
+                record,
+            } => (op, expected, record),
+            other => panic!("expected an update at {:?}, got {other:?}", self.now),
+        }
+    }
+
+    /// Asserts that no action is waiting.
+    pub fn no_action(&mut self) {
+        assert!(
+            self.actions.is_empty(),
+            "expected no action at {:?}, got {:?}",
+            self.now,
+            self.actions
+        );
+    }
+
+    /// Takes every event not yet looked at.
+    pub fn events(&mut self) -> Vec<Event> {
+        self.events.drain(..).collect()
+    }
+
+    /// Asserts that no event is waiting.
+    pub fn no_events(&mut self) {
+        let evs = self.events();
+        assert!(evs.is_empty(), "expected no event at {:?}, got {evs:?}", self.now);
+    }
+
+    /// Takes the events and drops warnings (for scenarios about something else).
+    pub fn events_no_warnings(&mut self) -> Vec<Event> {
+        self.events()
+            .into_iter()
+            .filter(|e| !matches!(e, Event::Warning(_)))
+            .collect()
+    }
+
+    /// Renews once the renew timer fires, answering with `version`; returns the
+    /// send time of the renew.
+    pub fn renew_ok(&mut self, version: &str) -> Instant {
+        let (op, _, record) = match self.fire_until_action(4) {
+            Action::Update {
+                op,
+                expected,
+                record,
+            } => (op, expected, record),
+            other => panic!("expected a renew, got {other:?}"),
+        };
+        let sent = self.now;
+        self.answer(op, Ok(obs(version, stamped(record, 2))));
+        sent
+    }
+
+    /// Asks the elector to step down at the current time.
+    pub fn step_down(&mut self) {
+        self.e.step_down(self.now);
+        self.drain();
+    }
+
+    /// Asks the elector to shut down at the current time.
+    pub fn shutdown(&mut self) {
+        self.e.shutdown(self.now);
+        self.drain();
+    }
+
+    /// Tells the elector that the leader work ended.
+    pub fn work_stopped(&mut self) {
+        self.e.work_stopped(self.now);
+        self.drain();
+    }
+
+    /// Whether the term is currently started per the events.
+    pub fn started(&self) -> Option<&Term> {
+        self.started.as_ref()
+    }
+}
+
+/// A compare-and-swap store shared by several electors in one scenario.
+#[derive(Default)]
+pub struct Store {
+    /// The lock, if it exists.
+    pub current: Option<Observation>,
+    next_version: u64,
+    /// Writes applied.
+    pub writes: u64,
+}
+
+impl Store {
+    /// An empty store (no lock).
+    pub fn new() -> Store {
+        Store {
+            current: None,
+            next_version: 100,
+            writes: 0,
+        }
+    }
+
+    fn bump(&mut self, record: LockRecord) -> Observation {
+        self.next_version += 1;
+        self.writes += 1;
+        let o = Observation::new(
+            self.next_version.to_string().as_str(),
+            stamped(record, self.next_version as i64),
+        );
+        self.current = Some(o.clone());
+        o
+    }
+
+    /// A write by someone outside the election (a human, another tool).
+    pub fn put(&mut self, record: LockRecord) -> Observation {
+        self.bump(record)
+    }
+
+    /// Deletes the lock.
+    pub fn delete(&mut self) {
+        self.current = None;
+    }
+
+    /// Applies an elector's call as a backend would.
+    pub fn apply(&mut self, action: &Action) -> Result<Observation, LockError> {
+        match action {
+            Action::Get { .. } => self.current.clone().ok_or(LockError::NotFound),
+            Action::Create { record, .. } => {
+                if self.current.is_some() {
+                    Err(LockError::AlreadyExists)
+                } else {
+                    Ok(self.bump(record.clone()))
+                }
+            }
+            Action::Update {
+                expected, record, ..
+            } => match &self.current {
+                None => Err(LockError::NotFound),
+                Some(c) if c.version != *expected => Err(LockError::Conflict),
+                Some(_) => Ok(self.bump(record.clone())),
+            },
+        }
+    }
+
+    /// Serves the node's waiting action, if any; returns whether one was served.
+    pub fn serve(&mut self, node: &mut Node) -> bool {
+        if !node.has_action() {
+            return false;
+        }
+        let a = node.action();
+        let r = self.apply(&a);
+        node.answer(a.op(), r);
+        true
+    }
+
+    /// The holder of the lock (`None` if absent).
+    pub fn holder(&self) -> Option<&str> {
+        self.current.as_ref().map(|o| &*o.record.holder)
+    }
+}
+
+/// How the lock answers one node of a [`Cluster`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Calls are applied and answered at once.
+    Up,
+    /// Calls fail at once without happening (connection refused).
+    Refused,
+    /// Calls never arrive and are never answered (the request timeout fires).
+    Blackhole,
+    /// Calls are applied, but their answers are lost.
+    AnswersLost,
+    /// Reads are answered; writes are refused with 403.
+    ReadOnly,
+    /// The process is frozen: no timer fires, no call is made.
+    Paused,
+}
+
+/// Several electors over one [`Store`], on one real clock, each node seeing it
+/// through its own clock rate. After every step it checks the safety promise: at no
+/// instant do two nodes report `is_leader`.
+pub struct Cluster {
+    /// The nodes.
+    pub nodes: Vec<Node>,
+    /// How each node reaches the lock.
+    pub links: Vec<Link>,
+    /// Each node's clock rate (local seconds per real second).
+    pub rates: Vec<f64>,
+    /// The lock.
+    pub store: Store,
+    /// Real time, in nanoseconds.
+    pub real: u64,
+    /// Call `work_stopped` as soon as a node drains (leader work that stops at once).
+    pub auto_drain: bool,
+    /// Real instants (ms) at which each node started and stopped leading.
+    pub spans: Vec<Vec<(u64, Option<u64>)>>,
+}
+
+impl Cluster {
+    /// Nodes with these configurations, all created at real time zero, rate 1.
+    pub fn new(configs: Vec<Config>) -> Cluster {
+        let n = configs.len();
+        Cluster {
+            nodes: configs.into_iter().map(Node::new).collect(),
+            links: vec![Link::Up; n],
+            rates: vec![1.0; n],
+            store: Store::new(),
+            real: 0,
+            auto_drain: true,
+            spans: vec![Vec::new(); n],
+        }
+    }
+
+    /// Real time in milliseconds.
+    pub fn real_ms(&self) -> u64 {
+        self.real / 1_000_000
+    }
+
+    fn local(&self, i: usize) -> Instant {
+        Instant::from_nanos((self.real as f64 * self.rates[i]) as u64)
+    }
+
+    /// The nodes that report leadership now.
+    pub fn leaders(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].e.is_leader(self.local(i)))
+            .collect()
+    }
+
+    /// Serves calls and events of every node at the current real time.
+    fn settle(&mut self) {
+        for _ in 0..64 {
+            let mut busy = false;
+            for i in 0..self.nodes.len() {
+                let link = self.links[i];
+                if link == Link::Paused {
+                    continue;
+                }
+                let now = self.local(i);
+                let node = &mut self.nodes[i];
+                node.now = node.now.max(now);
+                if node.has_action() {
+                    busy = true;
+                    let a = node.action();
+                    let is_write = !matches!(a, Action::Get { .. });
+                    match link {
+                        Link::Up => {
+                            let r = self.store.apply(&a);
+                            node.answer(a.op(), r);
+                        }
+                        Link::Refused => {
+                            node.answer(a.op(), Err(LockError::transient("connection refused")))
+                        }
+                        Link::ReadOnly if is_write => node.answer(
+                            a.op(),
+                            Err(LockError::Forbidden {
+                                message: "update leases is forbidden".into(),
+                            }),
+                        ),
+                        Link::ReadOnly => {
+                            let r = self.store.apply(&a);
+                            node.answer(a.op(), r);
+                        }
+                        Link::Blackhole => {}
+                        Link::AnswersLost => {
+                            let _ = self.store.apply(&a);
+                        }
+                        Link::Paused => unreachable!(),
+                    }
+                }
+                if self.auto_drain && matches!(node.e.role(), Role::Draining) {
+                    node.work_stopped();
+                }
+            }
+            self.record_spans();
+            if !busy {
+                return;
+            }
+        }
+        panic!("calls keep coming at one instant: a tight loop");
+    }
+
+    fn record_spans(&mut self) {
+        let ms = self.real_ms();
+        for i in 0..self.nodes.len() {
+            let leading = self.nodes[i].started().is_some() && self.nodes[i].e.is_leader(self.local(i));
+            let spans = &mut self.spans[i];
+            let open = spans.last().is_some_and(|s| s.1.is_none());
+            if leading && !open {
+                spans.push((ms, None));
+            } else if !leading && open {
+                spans.last_mut().expect("open span").1 = Some(ms);
+            }
+        }
+        let leaders = self.leaders();
+        assert!(
+            leaders.len() <= 1,
+            "safety: nodes {leaders:?} lead at once at real {} ms",
+            ms
+        );
+    }
+
+    /// Runs until real time `until_ms`, step by step.
+    pub fn run_until(&mut self, until_ms: u64) {
+        let until = until_ms.saturating_mul(1_000_000);
+        self.settle();
+        loop {
+            // The next real instant at which some node wants to wake up, and the
+            // deadlines at which leadership ends by itself (so that the safety
+            // check sees every instant where the set of leaders changes).
+            let mut next = u64::MAX;
+            for i in 0..self.nodes.len() {
+                if self.links[i] == Link::Paused {
+                    continue;
+                }
+                let n = &self.nodes[i];
+                for at in [n.e.poll_timeout(), n.e.deadline()].into_iter().flatten() {
+                    let real = (at.as_nanos() as f64 / self.rates[i]).ceil() as u64;
+                    next = next.min(real.max(self.real + 1));
+                }
+            }
+            if next > until {
+                self.real = self.real.max(until);
+                self.settle();
+                return;
+            }
+            self.real = next;
+            for i in 0..self.nodes.len() {
+                if self.links[i] == Link::Paused {
+                    continue;
+                }
+                let now = self.local(i);
+                let node = &mut self.nodes[i];
+                if node.e.poll_timeout().is_some_and(|t| t <= now) {
+                    node.advance_to(now.max(node.now));
+                }
+            }
+            self.settle();
+        }
+    }
+
+    /// How many times each node started leading.
+    pub fn starts(&self, i: usize) -> usize {
+        self.nodes[i]
+            .log
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::StartedLeading { .. }))
+            .count()
+    }
+}
