@@ -60,6 +60,8 @@
 //! ```
 
 mod clock;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod faults;
 mod lock;
 mod log;

@@ -1,0 +1,702 @@
+//! A conformance suite for [`Lock`] implementations: the adversarial cases every
+//! backend must pass, runnable against any lock, yours included.
+//!
+//! Give the suite a [`Harness`]: a factory of fresh, initially absent locks with
+//! two client handles each, and (optionally) a way to delete the lock as a human
+//! would. [`run_all`] runs every [`Case`] on a fresh lock and returns a [`Report`];
+//! no case panics. Each call is bounded by [`CALL_TIMEOUT`] and each awaited watch
+//! event by [`WATCH_TIMEOUT`] (measured with `async-io`'s timer, so the suite runs
+//! on any executor), so a hanging backend fails instead of stalling the suite.
+//!
+//! ```
+//! use lock_memory::conformance::{run_all, MemoryHarness};
+//!
+//! let report = futures_lite::future::block_on(run_all(&mut MemoryHarness::new()));
+//! assert!(report.is_success(), "{report}");
+//! ```
+//!
+//! Records that a case writes use whole-second timestamps, so that backends that
+//! store microseconds (Lease) or seconds (ConfigMap annotation) round-trip them.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use election_core::{
+    Handover, Lock, LockError, LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version, WallTime,
+    WatchEvent, WatchStream,
+};
+use futures_lite::StreamExt;
+
+use crate::MemoryStore;
+
+/// How long one lock call may take before the case fails.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the suite waits for an expected watch event.
+pub const WATCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the suite needs from a backend.
+pub trait Harness {
+    /// The lock under test.
+    type Lock: Lock;
+
+    /// Two handles, of two distinct clients, on a fresh lock that does not exist
+    /// yet. Each case calls this once.
+    fn fresh(&mut self) -> impl Future<Output = (Self::Lock, Self::Lock)>;
+
+    /// Deletes the lock behind the handles last returned by [`Harness::fresh`], as
+    /// a human with `kubectl delete` would. Returns `false` if the harness cannot
+    /// (the cases that need it are then skipped), which is the default.
+    fn delete(&mut self) -> impl Future<Output = bool> {
+        async { false }
+    }
+}
+
+/// The suite's harness for [`MemoryStore`]: a new store per case, clients `a` and `b`.
+#[derive(Debug, Default)]
+pub struct MemoryHarness {
+    store: Option<MemoryStore>,
+}
+
+impl MemoryHarness {
+    /// A harness making fault-free stores.
+    pub fn new() -> Self {
+        MemoryHarness::default()
+    }
+
+    /// The store of the current case.
+    pub fn store(&self) -> Option<&MemoryStore> {
+        self.store.as_ref()
+    }
+}
+
+impl Harness for MemoryHarness {
+    type Lock = crate::MemoryLock;
+
+    async fn fresh(&mut self) -> (Self::Lock, Self::Lock) {
+        let store = MemoryStore::new();
+        let pair = (store.client("a"), store.client("b"));
+        self.store = Some(store);
+        pair
+    }
+
+    async fn delete(&mut self) -> bool {
+        self.store.as_ref().is_some_and(MemoryStore::delete)
+    }
+}
+
+/// A case of the suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Case {
+    /// A read of an absent lock is `NotFound`.
+    GetAbsentIsNotFound,
+    /// A create returns the record as stored, and a read by another client sees it.
+    CreateThenGetRoundTrips,
+    /// Two concurrent creates: exactly one wins, the other gets `AlreadyExists` (FAULTS A3).
+    CreateRaceHasOneWinner,
+    /// An update with a stale version is a `Conflict` and leaves the record as it was (A1, A2, W3).
+    StaleVersionConflicts,
+    /// An update of a lock that never existed is `NotFound`.
+    UpdateAbsentIsNotFound,
+    /// An update of a deleted lock is `NotFound`, and does not bring it back (A4).
+    UpdateDeletedIsNotFound,
+    /// Every write takes a new version, even with identical record bytes (R10).
+    VersionsChangeOnIdenticalRewrite,
+    /// `Stamp::Now` is stamped by the backend; `Stamp::At` is kept; `Stamp::Unset` stays unset.
+    StampsAreStampedOrKept,
+    /// A release (holder `""`, lease 1 s, transitions kept) round-trips (R2).
+    ReleaseRoundTrips,
+    /// Transition counts round-trip, up to [`MAX_TRANSITIONS`] (R5).
+    TransitionsRoundTrip,
+    /// Absurd values (duration 0, negative, huge, absent; empty holder) are stored
+    /// and read back consistently, or refused as `Invalid` (R3, R4, R7).
+    AbsurdValuesReadTolerantly,
+    /// The priority and handover fields round-trip.
+    HandoverRoundTrips,
+    /// A watch from no version yields the current state, then each change in order.
+    WatchDeliversInOrder,
+    /// A watch from a version yields every change after it, in order (W1).
+    WatchResumesFromVersion,
+    /// A watch reports a deletion, then the re-creation.
+    WatchSeesDeletion,
+}
+
+impl Case {
+    /// Every case, in the order [`run_all`] runs them.
+    pub const ALL: [Case; 15] = [
+        Case::GetAbsentIsNotFound,
+        Case::CreateThenGetRoundTrips,
+        Case::CreateRaceHasOneWinner,
+        Case::StaleVersionConflicts,
+        Case::UpdateAbsentIsNotFound,
+        Case::UpdateDeletedIsNotFound,
+        Case::VersionsChangeOnIdenticalRewrite,
+        Case::StampsAreStampedOrKept,
+        Case::ReleaseRoundTrips,
+        Case::TransitionsRoundTrip,
+        Case::AbsurdValuesReadTolerantly,
+        Case::HandoverRoundTrips,
+        Case::WatchDeliversInOrder,
+        Case::WatchResumesFromVersion,
+        Case::WatchSeesDeletion,
+    ];
+
+    /// The case's name in snake case.
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::GetAbsentIsNotFound => "get_absent_is_not_found",
+            Case::CreateThenGetRoundTrips => "create_then_get_round_trips",
+            Case::CreateRaceHasOneWinner => "create_race_has_one_winner",
+            Case::StaleVersionConflicts => "stale_version_conflicts",
+            Case::UpdateAbsentIsNotFound => "update_absent_is_not_found",
+            Case::UpdateDeletedIsNotFound => "update_deleted_is_not_found",
+            Case::VersionsChangeOnIdenticalRewrite => "versions_change_on_identical_rewrite",
+            Case::StampsAreStampedOrKept => "stamps_are_stamped_or_kept",
+            Case::ReleaseRoundTrips => "release_round_trips",
+            Case::TransitionsRoundTrip => "transitions_round_trip",
+            Case::AbsurdValuesReadTolerantly => "absurd_values_read_tolerantly",
+            Case::HandoverRoundTrips => "handover_round_trips",
+            Case::WatchDeliversInOrder => "watch_delivers_in_order",
+            Case::WatchResumesFromVersion => "watch_resumes_from_version",
+            Case::WatchSeesDeletion => "watch_sees_deletion",
+        }
+    }
+}
+
+impl fmt::Display for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a case that did not fail ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every expectation held.
+    Passed,
+    /// The backend or harness cannot do what the case needs (no watch, no delete).
+    Skipped(&'static str),
+}
+
+/// A failed expectation.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("conformance case {case} failed: {expectation}")]
+pub struct CaseFailure {
+    /// The case.
+    pub case: Case,
+    /// What was expected, and what happened instead.
+    pub expectation: String,
+}
+
+/// The results of [`run_all`], in the order of [`Case::ALL`].
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// One result per case.
+    pub results: Vec<(Case, Result<Outcome, CaseFailure>)>,
+}
+
+impl Report {
+    /// Whether no case failed (skipped cases do not fail).
+    pub fn is_success(&self) -> bool {
+        self.results.iter().all(|(_, r)| r.is_ok())
+    }
+
+    /// The failures.
+    pub fn failures(&self) -> Vec<&CaseFailure> {
+        self.results
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().err())
+            .collect()
+    }
+
+    /// The cases that passed.
+    pub fn passed(&self) -> Vec<Case> {
+        self.results
+            .iter()
+            .filter(|(_, r)| r == &Ok(Outcome::Passed))
+            .map(|(c, _)| *c)
+            .collect()
+    }
+
+    /// The cases skipped, with why.
+    pub fn skipped(&self) -> Vec<(Case, &'static str)> {
+        self.results
+            .iter()
+            .filter_map(|(c, r)| match r {
+                Ok(Outcome::Skipped(why)) => Some((*c, *why)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (case, result) in &self.results {
+            match result {
+                Ok(Outcome::Passed) => writeln!(f, "ok      {case}")?,
+                Ok(Outcome::Skipped(why)) => writeln!(f, "skipped {case}: {why}")?,
+                Err(e) => writeln!(f, "FAILED  {case}: {}", e.expectation)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs every case, each on a fresh lock from `harness`.
+pub async fn run_all<H: Harness>(harness: &mut H) -> Report {
+    let mut results = Vec::with_capacity(Case::ALL.len());
+    for case in Case::ALL {
+        results.push((case, run_case(harness, case).await));
+    }
+    Report { results }
+}
+
+/// Runs one case on a fresh lock from `harness`.
+pub async fn run_case<H: Harness>(harness: &mut H, case: Case) -> Result<Outcome, CaseFailure> {
+    let (a, b) = harness.fresh().await;
+    let result = match case {
+        Case::GetAbsentIsNotFound => get_absent_is_not_found(&a).await,
+        Case::CreateThenGetRoundTrips => create_then_get_round_trips(&a, &b).await,
+        Case::CreateRaceHasOneWinner => create_race_has_one_winner(&a, &b).await,
+        Case::StaleVersionConflicts => stale_version_conflicts(&a, &b).await,
+        Case::UpdateAbsentIsNotFound => update_absent_is_not_found(&a).await,
+        Case::UpdateDeletedIsNotFound => update_deleted_is_not_found(harness, &a, &b).await,
+        Case::VersionsChangeOnIdenticalRewrite => {
+            versions_change_on_identical_rewrite(&a, &b).await
+        }
+        Case::StampsAreStampedOrKept => stamps_are_stamped_or_kept(&a, &b).await,
+        Case::ReleaseRoundTrips => release_round_trips(&a, &b).await,
+        Case::TransitionsRoundTrip => transitions_round_trip(&a, &b).await,
+        Case::AbsurdValuesReadTolerantly => absurd_values_read_tolerantly(&a, &b).await,
+        Case::HandoverRoundTrips => handover_round_trips(&a, &b).await,
+        Case::WatchDeliversInOrder => watch_delivers_in_order(&a, &b).await,
+        Case::WatchResumesFromVersion => watch_resumes_from_version(&a, &b).await,
+        Case::WatchSeesDeletion => watch_sees_deletion(harness, &a, &b).await,
+    };
+    result.map_err(|expectation| CaseFailure { case, expectation })
+}
+
+/// A case's body: `Err` says which expectation failed.
+type CaseResult = Result<Outcome, String>;
+
+/// Fails the case with a message unless `cond` holds.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(format!($($msg)+));
+        }
+    };
+}
+
+/// Awaits `f`, or `None` after `d` (on `async-io`'s timer).
+async fn within<T>(d: Duration, f: impl Future<Output = T>) -> Option<T> {
+    futures_lite::future::or(async { Some(f.await) }, async {
+        async_io::Timer::after(d).await;
+        None
+    })
+    .await
+}
+
+/// Awaits a lock call, failing the case if it takes longer than [`CALL_TIMEOUT`].
+async fn call<T>(
+    what: &str,
+    f: impl Future<Output = Result<T, LockError>>,
+) -> Result<Result<T, LockError>, String> {
+    within(CALL_TIMEOUT, f)
+        .await
+        .ok_or_else(|| format!("{what} did not answer within {CALL_TIMEOUT:?}"))
+}
+
+/// Awaits a call that must succeed.
+async fn ok<T>(what: &str, f: impl Future<Output = Result<T, LockError>>) -> Result<T, String> {
+    call(what, f)
+        .await?
+        .map_err(|e| format!("{what} failed: {e:?}"))
+}
+
+/// A plain record held by `holder`, with whole-second timestamps.
+fn held(holder: &str) -> LockRecord {
+    let t = Stamp::At(WallTime::new(1_700_000_000, 0));
+    LockRecord {
+        holder: holder.into(),
+        lease_duration_secs: Some(15),
+        acquire_time: t,
+        renew_time: t,
+        transitions: 1,
+        ..LockRecord::default()
+    }
+}
+
+/// Checks that a write's answer stored `written` as is.
+fn stored_as_written(what: &str, obs: &Observation, written: &LockRecord) -> Result<(), String> {
+    ensure!(
+        obs.record == *written,
+        "{what}: stored {:?}, expected it as written: {:?}",
+        obs.record,
+        written
+    );
+    Ok(())
+}
+
+/// Checks that a read returns exactly what the last write answered.
+async fn reads_back<L: Lock>(lock: &L, expected: &Observation) -> Result<(), String> {
+    let got = ok("get", lock.get()).await?;
+    ensure!(
+        got == *expected,
+        "get returned {got:?}, expected the last write's answer {expected:?}"
+    );
+    Ok(())
+}
+
+async fn get_absent_is_not_found<L: Lock>(a: &L) -> CaseResult {
+    let got = call("get of an absent lock", a.get()).await?;
+    ensure!(
+        got == Err(LockError::NotFound),
+        "get of an absent lock gave {got:?}, expected NotFound"
+    );
+    Ok(Outcome::Passed)
+}
+
+async fn create_then_get_round_trips<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let record = held("a");
+    let obs = ok("create", a.create(&record)).await?;
+    stored_as_written("create", &obs, &record)?;
+    reads_back(b, &obs).await?;
+    reads_back(a, &obs).await?;
+    Ok(Outcome::Passed)
+}
+
+async fn create_race_has_one_winner<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let (ra, rb) = (held("a"), held("b"));
+    let (x, y) = futures_lite::future::zip(
+        call("create by a", a.create(&ra)),
+        call("create by b", b.create(&rb)),
+    )
+    .await;
+    let (x, y) = (x?, y?);
+    let winner = match (&x, &y) {
+        (Ok(obs), Err(LockError::AlreadyExists)) | (Err(LockError::AlreadyExists), Ok(obs)) => {
+            obs.clone()
+        }
+        _ => {
+            return Err(format!(
+                "racing creates gave {x:?} and {y:?}, expected one success and one AlreadyExists"
+            ));
+        }
+    };
+    reads_back(a, &winner).await?;
+    let again = call("a second create", b.create(&rb)).await?;
+    ensure!(
+        again == Err(LockError::AlreadyExists),
+        "a create of an existing lock gave {again:?}, expected AlreadyExists"
+    );
+    reads_back(b, &winner).await?;
+    Ok(Outcome::Passed)
+}
+
+async fn stale_version_conflicts<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let v1 = ok("create", a.create(&held("a"))).await?;
+    let v2 = ok("update", a.update(&v1.version, &held("a"))).await?;
+    let stale = call(
+        "update with a stale version",
+        b.update(&v1.version, &held("b")),
+    )
+    .await?;
+    ensure!(
+        stale == Err(LockError::Conflict),
+        "an update with a stale version gave {stale:?}, expected Conflict"
+    );
+    reads_back(b, &v2).await?;
+    let bogus = Version::new("not-a-version-this-lock-issued");
+    let odd = call(
+        "update with a foreign version",
+        b.update(&bogus, &held("b")),
+    )
+    .await?;
+    ensure!(
+        odd == Err(LockError::Conflict),
+        "an update with a foreign version gave {odd:?}, expected Conflict"
+    );
+    reads_back(a, &v2).await?;
+    Ok(Outcome::Passed)
+}
+
+async fn update_absent_is_not_found<L: Lock>(a: &L) -> CaseResult {
+    let got = call(
+        "update of an absent lock",
+        a.update(&Version::new("1"), &held("a")),
+    )
+    .await?;
+    ensure!(
+        got == Err(LockError::NotFound),
+        "an update of an absent lock gave {got:?}, expected NotFound"
+    );
+    let after = call("get", a.get()).await?;
+    ensure!(
+        after == Err(LockError::NotFound),
+        "after a refused update the lock reads {after:?}, expected NotFound"
+    );
+    Ok(Outcome::Passed)
+}
+
+async fn update_deleted_is_not_found<H: Harness>(
+    h: &mut H,
+    a: &H::Lock,
+    b: &H::Lock,
+) -> CaseResult {
+    let obs = ok("create", a.create(&held("a"))).await?;
+    if !h.delete().await {
+        return Ok(Outcome::Skipped("the harness cannot delete the lock"));
+    }
+    let got = call(
+        "update of a deleted lock",
+        a.update(&obs.version, &held("a")),
+    )
+    .await?;
+    ensure!(
+        got == Err(LockError::NotFound),
+        "an update of a deleted lock gave {got:?}, expected NotFound"
+    );
+    let after = call("get", b.get()).await?;
+    ensure!(
+        after == Err(LockError::NotFound),
+        "after a refused update the lock reads {after:?}, expected NotFound"
+    );
+    Ok(Outcome::Passed)
+}
+
+async fn versions_change_on_identical_rewrite<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let record = held("a");
+    let v1 = ok("create", a.create(&record)).await?;
+    let v2 = ok("identical update", a.update(&v1.version, &record)).await?;
+    let v3 = ok("identical update", a.update(&v2.version, &record)).await?;
+    ensure!(
+        v1.version != v2.version && v2.version != v3.version && v1.version != v3.version,
+        "identical rewrites gave versions {:?}, {:?}, {:?}; expected three distinct",
+        v1.version,
+        v2.version,
+        v3.version
+    );
+    stored_as_written("identical update", &v3, &record)?;
+    reads_back(b, &v3).await?;
+    Ok(Outcome::Passed)
+}
+
+async fn stamps_are_stamped_or_kept<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let kept = WallTime::new(1_600_000_000, 0);
+    let mut record = held("a");
+    record.acquire_time = Stamp::At(kept);
+    record.renew_time = Stamp::Now;
+    let v1 = ok("create", a.create(&record)).await?;
+    ensure!(
+        v1.record.acquire_time == Stamp::At(kept),
+        "Stamp::At was not kept: {:?}",
+        v1.record.acquire_time
+    );
+    ensure!(
+        matches!(v1.record.renew_time, Stamp::At(_)),
+        "Stamp::Now was not stamped: {:?}",
+        v1.record.renew_time
+    );
+    reads_back(b, &v1).await?;
+
+    record.acquire_time = Stamp::Now;
+    record.renew_time = Stamp::Unset;
+    let v2 = ok("update", a.update(&v1.version, &record)).await?;
+    ensure!(
+        matches!(v2.record.acquire_time, Stamp::At(_)),
+        "Stamp::Now was not stamped: {:?}",
+        v2.record.acquire_time
+    );
+    ensure!(
+        v2.record.renew_time == Stamp::Unset,
+        "Stamp::Unset did not stay unset: {:?}",
+        v2.record.renew_time
+    );
+    reads_back(b, &v2).await?;
+    Ok(Outcome::Passed)
+}
+
+async fn release_round_trips<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let mut record = held("a");
+    record.transitions = 3;
+    let v1 = ok("create", a.create(&record)).await?;
+    let release = LockRecord {
+        holder: "".into(),
+        lease_duration_secs: Some(1),
+        ..record
+    };
+    let v2 = ok("release", a.update(&v1.version, &release)).await?;
+    stored_as_written("release", &v2, &release)?;
+    ensure!(
+        !v2.record.is_held(),
+        "a released lock reads as held by {:?}",
+        v2.record.holder
+    );
+    reads_back(b, &v2).await?;
+    // The empty holder is acquirable by compare-and-swap.
+    let v3 = ok("acquire after release", b.update(&v2.version, &held("b"))).await?;
+    reads_back(a, &v3).await?;
+    Ok(Outcome::Passed)
+}
+
+async fn transitions_round_trip<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let mut record = held("a");
+    record.transitions = 0;
+    let mut obs = ok("create", a.create(&record)).await?;
+    stored_as_written("create", &obs, &record)?;
+    for n in [1, MAX_TRANSITIONS - 1, MAX_TRANSITIONS, 7] {
+        record.transitions = n;
+        obs = ok("update", a.update(&obs.version, &record)).await?;
+        stored_as_written("update", &obs, &record)?;
+        reads_back(b, &obs).await?;
+    }
+    Ok(Outcome::Passed)
+}
+
+async fn absurd_values_read_tolerantly<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let mut obs = ok("create", a.create(&held("a"))).await?;
+    for duration in [
+        Some(0),
+        Some(-5),
+        Some(i64::from(i32::MAX)),
+        Some(10_000_000_000),
+        None,
+    ] {
+        for holder in ["a", ""] {
+            let record = LockRecord {
+                holder: holder.into(),
+                lease_duration_secs: duration,
+                ..held("a")
+            };
+            match call("update", a.update(&obs.version, &record)).await? {
+                Ok(written) => {
+                    ensure!(
+                        written.record.holder == record.holder,
+                        "holder {holder:?} was stored as {:?}",
+                        written.record.holder
+                    );
+                    reads_back(b, &written).await?;
+                    obs = written;
+                }
+                Err(LockError::Invalid { .. }) => reads_back(b, &obs).await?,
+                Err(e) => {
+                    return Err(format!(
+                        "writing lease_duration_secs {duration:?} with holder {holder:?} gave {e:?}, expected success or Invalid"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+async fn handover_round_trips<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let mut record = held("a");
+    record.priority = Some(7);
+    record.handover = Some(Handover {
+        to: Arc::from("b"),
+        priority: Some(9),
+    });
+    let mut obs = ok("create", a.create(&record)).await?;
+    stored_as_written("create", &obs, &record)?;
+    reads_back(b, &obs).await?;
+    for (priority, handover) in [
+        (
+            Some(-3),
+            Some(Handover {
+                to: Arc::from("c"),
+                priority: None,
+            }),
+        ),
+        (None, None),
+    ] {
+        record.priority = priority;
+        record.handover = handover;
+        obs = ok("update", a.update(&obs.version, &record)).await?;
+        stored_as_written("update", &obs, &record)?;
+        reads_back(b, &obs).await?;
+    }
+    Ok(Outcome::Passed)
+}
+
+/// Awaits the watch's next event, which must be `expected`.
+async fn next_is(watch: &mut WatchStream, expected: &WatchEvent, what: &str) -> Result<(), String> {
+    let got = within(WATCH_TIMEOUT, watch.next()).await.ok_or_else(|| {
+        format!("{what}: no watch event within {WATCH_TIMEOUT:?}, expected {expected:?}")
+    })?;
+    match got {
+        Some(Ok(ev)) if ev == *expected => Ok(()),
+        other => Err(format!(
+            "{what}: the watch yielded {other:?}, expected {expected:?}"
+        )),
+    }
+}
+
+async fn watch_delivers_in_order<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let v1 = ok("create", a.create(&held("a"))).await?;
+    let Some(mut watch) = b.watch(None) else {
+        return Ok(Outcome::Skipped("the lock has no watch"));
+    };
+    next_is(
+        &mut watch,
+        &WatchEvent::Changed(v1.clone()),
+        "the current state first",
+    )
+    .await?;
+    let v2 = ok("update", a.update(&v1.version, &held("a"))).await?;
+    let v3 = ok("update", a.update(&v2.version, &held("a"))).await?;
+    next_is(&mut watch, &WatchEvent::Changed(v2), "first change").await?;
+    next_is(&mut watch, &WatchEvent::Changed(v3), "second change").await?;
+    Ok(Outcome::Passed)
+}
+
+async fn watch_resumes_from_version<L: Lock>(a: &L, b: &L) -> CaseResult {
+    let v1 = ok("create", a.create(&held("a"))).await?;
+    let v2 = ok("update", a.update(&v1.version, &held("a"))).await?;
+    let v3 = ok("update", a.update(&v2.version, &held("a"))).await?;
+    let Some(mut watch) = b.watch(Some(&v1.version)) else {
+        return Ok(Outcome::Skipped("the lock has no watch"));
+    };
+    next_is(
+        &mut watch,
+        &WatchEvent::Changed(v2),
+        "the first change after the version",
+    )
+    .await?;
+    next_is(
+        &mut watch,
+        &WatchEvent::Changed(v3.clone()),
+        "the second change after the version",
+    )
+    .await?;
+    let v4 = ok("update", a.update(&v3.version, &held("a"))).await?;
+    next_is(
+        &mut watch,
+        &WatchEvent::Changed(v4),
+        "a change after the resumption",
+    )
+    .await?;
+    Ok(Outcome::Passed)
+}
+
+async fn watch_sees_deletion<H: Harness>(h: &mut H, a: &H::Lock, b: &H::Lock) -> CaseResult {
+    let v1 = ok("create", a.create(&held("a"))).await?;
+    let Some(mut watch) = b.watch(Some(&v1.version)) else {
+        return Ok(Outcome::Skipped("the lock has no watch"));
+    };
+    if !h.delete().await {
+        return Ok(Outcome::Skipped("the harness cannot delete the lock"));
+    }
+    next_is(&mut watch, &WatchEvent::Deleted, "the deletion").await?;
+    let again = ok("re-create", a.create(&held("a"))).await?;
+    ensure!(
+        again.version != v1.version,
+        "the re-created lock repeats the version {:?}",
+        v1.version
+    );
+    next_is(&mut watch, &WatchEvent::Changed(again), "the re-creation").await?;
+    Ok(Outcome::Passed)
+}
