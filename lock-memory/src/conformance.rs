@@ -31,9 +31,9 @@ use futures_lite::StreamExt;
 
 use crate::MemoryStore;
 
-/// How long one lock call may take before the case fails.
+/// How long one lock call may take before the case fails, by default.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long the suite waits for an expected watch event.
+/// How long the suite waits for an expected watch event, by default.
 pub const WATCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the suite needs from a backend.
@@ -244,36 +244,70 @@ impl fmt::Display for Report {
     }
 }
 
-/// Runs every case, each on a fresh lock from `harness`.
+/// How long the suite waits before it fails a case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// For one lock call.
+    pub call: Duration,
+    /// For an expected watch event.
+    pub watch: Duration,
+}
+
+impl Default for Timeouts {
+    /// [`CALL_TIMEOUT`] and [`WATCH_TIMEOUT`].
+    fn default() -> Self {
+        Timeouts {
+            call: CALL_TIMEOUT,
+            watch: WATCH_TIMEOUT,
+        }
+    }
+}
+
+/// Runs every case, each on a fresh lock from `harness`, with the default timeouts.
 pub async fn run_all<H: Harness>(harness: &mut H) -> Report {
+    run_all_with(harness, Timeouts::default()).await
+}
+
+/// Runs every case, each on a fresh lock from `harness`.
+pub async fn run_all_with<H: Harness>(harness: &mut H, timeouts: Timeouts) -> Report {
     let mut results = Vec::with_capacity(Case::ALL.len());
     for case in Case::ALL {
-        results.push((case, run_case(harness, case).await));
+        results.push((case, run_case_with(harness, case, timeouts).await));
     }
     Report { results }
 }
 
-/// Runs one case on a fresh lock from `harness`.
+/// Runs one case on a fresh lock from `harness`, with the default timeouts.
 pub async fn run_case<H: Harness>(harness: &mut H, case: Case) -> Result<Outcome, CaseFailure> {
+    run_case_with(harness, case, Timeouts::default()).await
+}
+
+/// Runs one case on a fresh lock from `harness`.
+pub async fn run_case_with<H: Harness>(
+    harness: &mut H,
+    case: Case,
+    timeouts: Timeouts,
+) -> Result<Outcome, CaseFailure> {
+    let t = timeouts;
     let (a, b) = harness.fresh().await;
     let result = match case {
-        Case::GetAbsentIsNotFound => get_absent_is_not_found(&a).await,
-        Case::CreateThenGetRoundTrips => create_then_get_round_trips(&a, &b).await,
-        Case::CreateRaceHasOneWinner => create_race_has_one_winner(&a, &b).await,
-        Case::StaleVersionConflicts => stale_version_conflicts(&a, &b).await,
-        Case::UpdateAbsentIsNotFound => update_absent_is_not_found(&a).await,
-        Case::UpdateDeletedIsNotFound => update_deleted_is_not_found(harness, &a, &b).await,
+        Case::GetAbsentIsNotFound => get_absent_is_not_found(&t, &a).await,
+        Case::CreateThenGetRoundTrips => create_then_get_round_trips(&t, &a, &b).await,
+        Case::CreateRaceHasOneWinner => create_race_has_one_winner(&t, &a, &b).await,
+        Case::StaleVersionConflicts => stale_version_conflicts(&t, &a, &b).await,
+        Case::UpdateAbsentIsNotFound => update_absent_is_not_found(&t, &a).await,
+        Case::UpdateDeletedIsNotFound => update_deleted_is_not_found(&t, harness, &a, &b).await,
         Case::VersionsChangeOnIdenticalRewrite => {
-            versions_change_on_identical_rewrite(&a, &b).await
+            versions_change_on_identical_rewrite(&t, &a, &b).await
         }
-        Case::StampsAreStampedOrKept => stamps_are_stamped_or_kept(&a, &b).await,
-        Case::ReleaseRoundTrips => release_round_trips(&a, &b).await,
-        Case::TransitionsRoundTrip => transitions_round_trip(&a, &b).await,
-        Case::AbsurdValuesReadTolerantly => absurd_values_read_tolerantly(&a, &b).await,
-        Case::HandoverRoundTrips => handover_round_trips(&a, &b).await,
-        Case::WatchDeliversInOrder => watch_delivers_in_order(&a, &b).await,
-        Case::WatchResumesFromVersion => watch_resumes_from_version(&a, &b).await,
-        Case::WatchSeesDeletion => watch_sees_deletion(harness, &a, &b).await,
+        Case::StampsAreStampedOrKept => stamps_are_stamped_or_kept(&t, &a, &b).await,
+        Case::ReleaseRoundTrips => release_round_trips(&t, &a, &b).await,
+        Case::TransitionsRoundTrip => transitions_round_trip(&t, &a, &b).await,
+        Case::AbsurdValuesReadTolerantly => absurd_values_read_tolerantly(&t, &a, &b).await,
+        Case::HandoverRoundTrips => handover_round_trips(&t, &a, &b).await,
+        Case::WatchDeliversInOrder => watch_delivers_in_order(&t, &a, &b).await,
+        Case::WatchResumesFromVersion => watch_resumes_from_version(&t, &a, &b).await,
+        Case::WatchSeesDeletion => watch_sees_deletion(&t, harness, &a, &b).await,
     };
     result.map_err(|expectation| CaseFailure { case, expectation })
 }
@@ -301,17 +335,22 @@ async fn within<T>(d: Duration, f: impl Future<Output = T>) -> Option<T> {
 
 /// Awaits a lock call, failing the case if it takes longer than [`CALL_TIMEOUT`].
 async fn call<T>(
+    t: &Timeouts,
     what: &str,
     f: impl Future<Output = Result<T, LockError>>,
 ) -> Result<Result<T, LockError>, String> {
-    within(CALL_TIMEOUT, f)
+    within(t.call, f)
         .await
-        .ok_or_else(|| format!("{what} did not answer within {CALL_TIMEOUT:?}"))
+        .ok_or_else(|| format!("{what} did not answer within {:?}", t.call))
 }
 
 /// Awaits a call that must succeed.
-async fn ok<T>(what: &str, f: impl Future<Output = Result<T, LockError>>) -> Result<T, String> {
-    call(what, f)
+async fn ok<T>(
+    t: &Timeouts,
+    what: &str,
+    f: impl Future<Output = Result<T, LockError>>,
+) -> Result<T, String> {
+    call(t, what, f)
         .await?
         .map_err(|e| format!("{what} failed: {e:?}"))
 }
@@ -341,8 +380,8 @@ fn stored_as_written(what: &str, obs: &Observation, written: &LockRecord) -> Res
 }
 
 /// Checks that a read returns exactly what the last write answered.
-async fn reads_back<L: Lock>(lock: &L, expected: &Observation) -> Result<(), String> {
-    let got = ok("get", lock.get()).await?;
+async fn reads_back<L: Lock>(t: &Timeouts, lock: &L, expected: &Observation) -> Result<(), String> {
+    let got = ok(t, "get", lock.get()).await?;
     ensure!(
         got == *expected,
         "get returned {got:?}, expected the last write's answer {expected:?}"
@@ -350,8 +389,8 @@ async fn reads_back<L: Lock>(lock: &L, expected: &Observation) -> Result<(), Str
     Ok(())
 }
 
-async fn get_absent_is_not_found<L: Lock>(a: &L) -> CaseResult {
-    let got = call("get of an absent lock", a.get()).await?;
+async fn get_absent_is_not_found<L: Lock>(t: &Timeouts, a: &L) -> CaseResult {
+    let got = call(t, "get of an absent lock", a.get()).await?;
     ensure!(
         got == Err(LockError::NotFound),
         "get of an absent lock gave {got:?}, expected NotFound"
@@ -359,20 +398,20 @@ async fn get_absent_is_not_found<L: Lock>(a: &L) -> CaseResult {
     Ok(Outcome::Passed)
 }
 
-async fn create_then_get_round_trips<L: Lock>(a: &L, b: &L) -> CaseResult {
+async fn create_then_get_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let record = held("a");
-    let obs = ok("create", a.create(&record)).await?;
+    let obs = ok(t, "create", a.create(&record)).await?;
     stored_as_written("create", &obs, &record)?;
-    reads_back(b, &obs).await?;
-    reads_back(a, &obs).await?;
+    reads_back(t, b, &obs).await?;
+    reads_back(t, a, &obs).await?;
     Ok(Outcome::Passed)
 }
 
-async fn create_race_has_one_winner<L: Lock>(a: &L, b: &L) -> CaseResult {
+async fn create_race_has_one_winner<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let (ra, rb) = (held("a"), held("b"));
     let (x, y) = futures_lite::future::zip(
-        call("create by a", a.create(&ra)),
-        call("create by b", b.create(&rb)),
+        call(t, "create by a", a.create(&ra)),
+        call(t, "create by b", b.create(&rb)),
     )
     .await;
     let (x, y) = (x?, y?);
@@ -386,20 +425,21 @@ async fn create_race_has_one_winner<L: Lock>(a: &L, b: &L) -> CaseResult {
             ));
         }
     };
-    reads_back(a, &winner).await?;
-    let again = call("a second create", b.create(&rb)).await?;
+    reads_back(t, a, &winner).await?;
+    let again = call(t, "a second create", b.create(&rb)).await?;
     ensure!(
         again == Err(LockError::AlreadyExists),
         "a create of an existing lock gave {again:?}, expected AlreadyExists"
     );
-    reads_back(b, &winner).await?;
+    reads_back(t, b, &winner).await?;
     Ok(Outcome::Passed)
 }
 
-async fn stale_version_conflicts<L: Lock>(a: &L, b: &L) -> CaseResult {
-    let v1 = ok("create", a.create(&held("a"))).await?;
-    let v2 = ok("update", a.update(&v1.version, &held("a"))).await?;
+async fn stale_version_conflicts<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
+    let v1 = ok(t, "create", a.create(&held("a"))).await?;
+    let v2 = ok(t, "update", a.update(&v1.version, &held("a"))).await?;
     let stale = call(
+        t,
         "update with a stale version",
         b.update(&v1.version, &held("b")),
     )
@@ -408,9 +448,10 @@ async fn stale_version_conflicts<L: Lock>(a: &L, b: &L) -> CaseResult {
         stale == Err(LockError::Conflict),
         "an update with a stale version gave {stale:?}, expected Conflict"
     );
-    reads_back(b, &v2).await?;
+    reads_back(t, b, &v2).await?;
     let bogus = Version::new("not-a-version-this-lock-issued");
     let odd = call(
+        t,
         "update with a foreign version",
         b.update(&bogus, &held("b")),
     )
@@ -419,12 +460,13 @@ async fn stale_version_conflicts<L: Lock>(a: &L, b: &L) -> CaseResult {
         odd == Err(LockError::Conflict),
         "an update with a foreign version gave {odd:?}, expected Conflict"
     );
-    reads_back(a, &v2).await?;
+    reads_back(t, a, &v2).await?;
     Ok(Outcome::Passed)
 }
 
-async fn update_absent_is_not_found<L: Lock>(a: &L) -> CaseResult {
+async fn update_absent_is_not_found<L: Lock>(t: &Timeouts, a: &L) -> CaseResult {
     let got = call(
+        t,
         "update of an absent lock",
         a.update(&Version::new("1"), &held("a")),
     )
@@ -433,7 +475,7 @@ async fn update_absent_is_not_found<L: Lock>(a: &L) -> CaseResult {
         got == Err(LockError::NotFound),
         "an update of an absent lock gave {got:?}, expected NotFound"
     );
-    let after = call("get", a.get()).await?;
+    let after = call(t, "get", a.get()).await?;
     ensure!(
         after == Err(LockError::NotFound),
         "after a refused update the lock reads {after:?}, expected NotFound"
@@ -442,15 +484,17 @@ async fn update_absent_is_not_found<L: Lock>(a: &L) -> CaseResult {
 }
 
 async fn update_deleted_is_not_found<H: Harness>(
+    t: &Timeouts,
     h: &mut H,
     a: &H::Lock,
     b: &H::Lock,
 ) -> CaseResult {
-    let obs = ok("create", a.create(&held("a"))).await?;
+    let obs = ok(t, "create", a.create(&held("a"))).await?;
     if !h.delete().await {
         return Ok(Outcome::Skipped("the harness cannot delete the lock"));
     }
     let got = call(
+        t,
         "update of a deleted lock",
         a.update(&obs.version, &held("a")),
     )
@@ -459,7 +503,7 @@ async fn update_deleted_is_not_found<H: Harness>(
         got == Err(LockError::NotFound),
         "an update of a deleted lock gave {got:?}, expected NotFound"
     );
-    let after = call("get", b.get()).await?;
+    let after = call(t, "get", b.get()).await?;
     ensure!(
         after == Err(LockError::NotFound),
         "after a refused update the lock reads {after:?}, expected NotFound"
@@ -467,11 +511,11 @@ async fn update_deleted_is_not_found<H: Harness>(
     Ok(Outcome::Passed)
 }
 
-async fn versions_change_on_identical_rewrite<L: Lock>(a: &L, b: &L) -> CaseResult {
+async fn versions_change_on_identical_rewrite<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let record = held("a");
-    let v1 = ok("create", a.create(&record)).await?;
-    let v2 = ok("identical update", a.update(&v1.version, &record)).await?;
-    let v3 = ok("identical update", a.update(&v2.version, &record)).await?;
+    let v1 = ok(t, "create", a.create(&record)).await?;
+    let v2 = ok(t, "identical update", a.update(&v1.version, &record)).await?;
+    let v3 = ok(t, "identical update", a.update(&v2.version, &record)).await?;
     ensure!(
         v1.version != v2.version && v2.version != v3.version && v1.version != v3.version,
         "identical rewrites gave versions {:?}, {:?}, {:?}; expected three distinct",
@@ -480,16 +524,16 @@ async fn versions_change_on_identical_rewrite<L: Lock>(a: &L, b: &L) -> CaseResu
         v3.version
     );
     stored_as_written("identical update", &v3, &record)?;
-    reads_back(b, &v3).await?;
+    reads_back(t, b, &v3).await?;
     Ok(Outcome::Passed)
 }
 
-async fn stamps_are_stamped_or_kept<L: Lock>(a: &L, b: &L) -> CaseResult {
+async fn stamps_are_stamped_or_kept<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let kept = WallTime::new(1_600_000_000, 0);
     let mut record = held("a");
     record.acquire_time = Stamp::At(kept);
     record.renew_time = Stamp::Now;
-    let v1 = ok("create", a.create(&record)).await?;
+    let v1 = ok(t, "create", a.create(&record)).await?;
     ensure!(
         v1.record.acquire_time == Stamp::At(kept),
         "Stamp::At was not kept: {:?}",
@@ -500,11 +544,11 @@ async fn stamps_are_stamped_or_kept<L: Lock>(a: &L, b: &L) -> CaseResult {
         "Stamp::Now was not stamped: {:?}",
         v1.record.renew_time
     );
-    reads_back(b, &v1).await?;
+    reads_back(t, b, &v1).await?;
 
     record.acquire_time = Stamp::Now;
     record.renew_time = Stamp::Unset;
-    let v2 = ok("update", a.update(&v1.version, &record)).await?;
+    let v2 = ok(t, "update", a.update(&v1.version, &record)).await?;
     ensure!(
         matches!(v2.record.acquire_time, Stamp::At(_)),
         "Stamp::Now was not stamped: {:?}",
@@ -515,49 +559,54 @@ async fn stamps_are_stamped_or_kept<L: Lock>(a: &L, b: &L) -> CaseResult {
         "Stamp::Unset did not stay unset: {:?}",
         v2.record.renew_time
     );
-    reads_back(b, &v2).await?;
+    reads_back(t, b, &v2).await?;
     Ok(Outcome::Passed)
 }
 
-async fn release_round_trips<L: Lock>(a: &L, b: &L) -> CaseResult {
+async fn release_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let mut record = held("a");
     record.transitions = 3;
-    let v1 = ok("create", a.create(&record)).await?;
+    let v1 = ok(t, "create", a.create(&record)).await?;
     let release = LockRecord {
         holder: "".into(),
         lease_duration_secs: Some(1),
         ..record
     };
-    let v2 = ok("release", a.update(&v1.version, &release)).await?;
+    let v2 = ok(t, "release", a.update(&v1.version, &release)).await?;
     stored_as_written("release", &v2, &release)?;
     ensure!(
         !v2.record.is_held(),
         "a released lock reads as held by {:?}",
         v2.record.holder
     );
-    reads_back(b, &v2).await?;
+    reads_back(t, b, &v2).await?;
     // The empty holder is acquirable by compare-and-swap.
-    let v3 = ok("acquire after release", b.update(&v2.version, &held("b"))).await?;
-    reads_back(a, &v3).await?;
+    let v3 = ok(
+        t,
+        "acquire after release",
+        b.update(&v2.version, &held("b")),
+    )
+    .await?;
+    reads_back(t, a, &v3).await?;
     Ok(Outcome::Passed)
 }
 
-async fn transitions_round_trip<L: Lock>(a: &L, b: &L) -> CaseResult {
+async fn transitions_round_trip<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let mut record = held("a");
     record.transitions = 0;
-    let mut obs = ok("create", a.create(&record)).await?;
+    let mut obs = ok(t, "create", a.create(&record)).await?;
     stored_as_written("create", &obs, &record)?;
     for n in [1, MAX_TRANSITIONS - 1, MAX_TRANSITIONS, 7] {
         record.transitions = n;
-        obs = ok("update", a.update(&obs.version, &record)).await?;
+        obs = ok(t, "update", a.update(&obs.version, &record)).await?;
         stored_as_written("update", &obs, &record)?;
-        reads_back(b, &obs).await?;
+        reads_back(t, b, &obs).await?;
     }
     Ok(Outcome::Passed)
 }
 
-async fn absurd_values_read_tolerantly<L: Lock>(a: &L, b: &L) -> CaseResult {
-    let mut obs = ok("create", a.create(&held("a"))).await?;
+async fn absurd_values_read_tolerantly<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
+    let mut obs = ok(t, "create", a.create(&held("a"))).await?;
     for duration in [
         Some(0),
         Some(-5),
@@ -571,17 +620,17 @@ async fn absurd_values_read_tolerantly<L: Lock>(a: &L, b: &L) -> CaseResult {
                 lease_duration_secs: duration,
                 ..held("a")
             };
-            match call("update", a.update(&obs.version, &record)).await? {
+            match call(t, "update", a.update(&obs.version, &record)).await? {
                 Ok(written) => {
                     ensure!(
                         written.record.holder == record.holder,
                         "holder {holder:?} was stored as {:?}",
                         written.record.holder
                     );
-                    reads_back(b, &written).await?;
+                    reads_back(t, b, &written).await?;
                     obs = written;
                 }
-                Err(LockError::Invalid { .. }) => reads_back(b, &obs).await?,
+                Err(LockError::Invalid { .. }) => reads_back(t, b, &obs).await?,
                 Err(e) => {
                     return Err(format!(
                         "writing lease_duration_secs {duration:?} with holder {holder:?} gave {e:?}, expected success or Invalid"
@@ -593,16 +642,16 @@ async fn absurd_values_read_tolerantly<L: Lock>(a: &L, b: &L) -> CaseResult {
     Ok(Outcome::Passed)
 }
 
-async fn handover_round_trips<L: Lock>(a: &L, b: &L) -> CaseResult {
+async fn handover_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let mut record = held("a");
     record.priority = Some(7);
     record.handover = Some(Handover {
         to: Arc::from("b"),
         priority: Some(9),
     });
-    let mut obs = ok("create", a.create(&record)).await?;
+    let mut obs = ok(t, "create", a.create(&record)).await?;
     stored_as_written("create", &obs, &record)?;
-    reads_back(b, &obs).await?;
+    reads_back(t, b, &obs).await?;
     for (priority, handover) in [
         (
             Some(-3),
@@ -615,17 +664,25 @@ async fn handover_round_trips<L: Lock>(a: &L, b: &L) -> CaseResult {
     ] {
         record.priority = priority;
         record.handover = handover;
-        obs = ok("update", a.update(&obs.version, &record)).await?;
+        obs = ok(t, "update", a.update(&obs.version, &record)).await?;
         stored_as_written("update", &obs, &record)?;
-        reads_back(b, &obs).await?;
+        reads_back(t, b, &obs).await?;
     }
     Ok(Outcome::Passed)
 }
 
 /// Awaits the watch's next event, which must be `expected`.
-async fn next_is(watch: &mut WatchStream, expected: &WatchEvent, what: &str) -> Result<(), String> {
-    let got = within(WATCH_TIMEOUT, watch.next()).await.ok_or_else(|| {
-        format!("{what}: no watch event within {WATCH_TIMEOUT:?}, expected {expected:?}")
+async fn next_is(
+    t: &Timeouts,
+    watch: &mut WatchStream,
+    expected: &WatchEvent,
+    what: &str,
+) -> Result<(), String> {
+    let got = within(t.watch, watch.next()).await.ok_or_else(|| {
+        format!(
+            "{what}: no watch event within {:?}, expected {expected:?}",
+            t.watch
+        )
     })?;
     match got {
         Some(Ok(ev)) if ev == *expected => Ok(()),
@@ -635,45 +692,49 @@ async fn next_is(watch: &mut WatchStream, expected: &WatchEvent, what: &str) -> 
     }
 }
 
-async fn watch_delivers_in_order<L: Lock>(a: &L, b: &L) -> CaseResult {
-    let v1 = ok("create", a.create(&held("a"))).await?;
+async fn watch_delivers_in_order<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
+    let v1 = ok(t, "create", a.create(&held("a"))).await?;
     let Some(mut watch) = b.watch(None) else {
         return Ok(Outcome::Skipped("the lock has no watch"));
     };
     next_is(
+        t,
         &mut watch,
         &WatchEvent::Changed(v1.clone()),
         "the current state first",
     )
     .await?;
-    let v2 = ok("update", a.update(&v1.version, &held("a"))).await?;
-    let v3 = ok("update", a.update(&v2.version, &held("a"))).await?;
-    next_is(&mut watch, &WatchEvent::Changed(v2), "first change").await?;
-    next_is(&mut watch, &WatchEvent::Changed(v3), "second change").await?;
+    let v2 = ok(t, "update", a.update(&v1.version, &held("a"))).await?;
+    let v3 = ok(t, "update", a.update(&v2.version, &held("a"))).await?;
+    next_is(t, &mut watch, &WatchEvent::Changed(v2), "first change").await?;
+    next_is(t, &mut watch, &WatchEvent::Changed(v3), "second change").await?;
     Ok(Outcome::Passed)
 }
 
-async fn watch_resumes_from_version<L: Lock>(a: &L, b: &L) -> CaseResult {
-    let v1 = ok("create", a.create(&held("a"))).await?;
-    let v2 = ok("update", a.update(&v1.version, &held("a"))).await?;
-    let v3 = ok("update", a.update(&v2.version, &held("a"))).await?;
+async fn watch_resumes_from_version<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
+    let v1 = ok(t, "create", a.create(&held("a"))).await?;
+    let v2 = ok(t, "update", a.update(&v1.version, &held("a"))).await?;
+    let v3 = ok(t, "update", a.update(&v2.version, &held("a"))).await?;
     let Some(mut watch) = b.watch(Some(&v1.version)) else {
         return Ok(Outcome::Skipped("the lock has no watch"));
     };
     next_is(
+        t,
         &mut watch,
         &WatchEvent::Changed(v2),
         "the first change after the version",
     )
     .await?;
     next_is(
+        t,
         &mut watch,
         &WatchEvent::Changed(v3.clone()),
         "the second change after the version",
     )
     .await?;
-    let v4 = ok("update", a.update(&v3.version, &held("a"))).await?;
+    let v4 = ok(t, "update", a.update(&v3.version, &held("a"))).await?;
     next_is(
+        t,
         &mut watch,
         &WatchEvent::Changed(v4),
         "a change after the resumption",
@@ -682,21 +743,32 @@ async fn watch_resumes_from_version<L: Lock>(a: &L, b: &L) -> CaseResult {
     Ok(Outcome::Passed)
 }
 
-async fn watch_sees_deletion<H: Harness>(h: &mut H, a: &H::Lock, b: &H::Lock) -> CaseResult {
-    let v1 = ok("create", a.create(&held("a"))).await?;
+async fn watch_sees_deletion<H: Harness>(
+    t: &Timeouts,
+    h: &mut H,
+    a: &H::Lock,
+    b: &H::Lock,
+) -> CaseResult {
+    let v1 = ok(t, "create", a.create(&held("a"))).await?;
     let Some(mut watch) = b.watch(Some(&v1.version)) else {
         return Ok(Outcome::Skipped("the lock has no watch"));
     };
     if !h.delete().await {
         return Ok(Outcome::Skipped("the harness cannot delete the lock"));
     }
-    next_is(&mut watch, &WatchEvent::Deleted, "the deletion").await?;
-    let again = ok("re-create", a.create(&held("a"))).await?;
+    next_is(t, &mut watch, &WatchEvent::Deleted, "the deletion").await?;
+    let again = ok(t, "re-create", a.create(&held("a"))).await?;
     ensure!(
         again.version != v1.version,
         "the re-created lock repeats the version {:?}",
         v1.version
     );
-    next_is(&mut watch, &WatchEvent::Changed(again), "the re-creation").await?;
+    next_is(
+        t,
+        &mut watch,
+        &WatchEvent::Changed(again),
+        "the re-creation",
+    )
+    .await?;
     Ok(Outcome::Passed)
 }
