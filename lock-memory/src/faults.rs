@@ -75,6 +75,10 @@ pub struct Faults {
     /// The probability, per change about to be delivered, that a watch breaks
     /// instead (the stream ends; FAULTS W1).
     pub watch_break_probability: f64,
+    /// The kinds of call the delays and probabilities apply to; empty means all.
+    /// `[Create, Update]` with errors gives a client that can read but not write
+    /// (FAULTS N9).
+    pub only: Vec<OpKind>,
 }
 
 impl Faults {
@@ -117,6 +121,13 @@ impl Faults {
     #[must_use]
     pub fn watch_breaks(mut self, p: f64) -> Self {
         self.watch_break_probability = p;
+        self
+    }
+
+    /// Applies the delays and probabilities to calls of these kinds only.
+    #[must_use]
+    pub fn only(mut self, kinds: &[OpKind]) -> Self {
+        self.only = kinds.to_vec();
         self
     }
 
@@ -298,21 +309,33 @@ impl ClientFaults {
         }
     }
 
-    /// Counts the call and draws its fate and delays.
-    pub(crate) fn plan_call(&mut self, kind: OpKind) -> CallPlan {
+    /// Counts a call, whether or not it gets through.
+    pub(crate) fn count(&mut self, kind: OpKind) {
         match kind {
             OpKind::Get => self.calls.get += 1,
             OpKind::Create => self.calls.create += 1,
             OpKind::Update => self.calls.update += 1,
         }
-        let mut request_delay = self.rng.delay(self.plan.request_delay);
-        let response_delay = self.rng.delay(self.plan.response_delay);
+    }
+
+    /// Draws the fate and delays of a call: the first queued fault for its kind,
+    /// else the plan, if the plan covers the kind.
+    pub(crate) fn plan_call(&mut self, kind: OpKind) -> CallPlan {
         let queued = self
             .queue
             .iter()
             .position(|(only, _)| only.is_none_or(|k| k == kind))
             .and_then(|i| self.queue.remove(i))
             .map(|(_, f)| f);
+        let covered = self.plan.only.is_empty() || self.plan.only.contains(&kind);
+        let (mut request_delay, response_delay) = if covered {
+            (
+                self.rng.delay(self.plan.request_delay),
+                self.rng.delay(self.plan.response_delay),
+            )
+        } else {
+            (Duration::ZERO, Duration::ZERO)
+        };
         let fate = match queued {
             Some(Fault::Error(e)) => Fate::Error(e),
             Some(Fault::LoseAnswer) => Fate::LoseAnswer,
@@ -322,7 +345,8 @@ impl ClientFaults {
                 request_delay = request_delay.saturating_add(d);
                 Fate::Answer
             }
-            None => self.draw_fate(),
+            None if covered => self.draw_fate(),
+            None => Fate::Answer,
         };
         CallPlan {
             request_delay,
@@ -578,14 +602,14 @@ mod tests {
         assert_eq!(c.plan_call(OpKind::Get).fate, Fate::Answer);
         assert_eq!(c.plan_call(OpKind::Update).fate, Fate::LoseAnswer);
         assert_eq!(c.plan_call(OpKind::Update).fate, Fate::Answer);
-        assert_eq!(
-            c.calls,
-            CallStats {
-                get: 1,
-                create: 0,
-                update: 2,
-                watch: 0
-            }
-        );
+    }
+
+    #[test]
+    fn plans_can_target_some_kinds_only() {
+        let mut c = ClientFaults::new(0, "a");
+        c.plan = Faults::none().lost_answers(1.0).only(&[OpKind::Update]);
+        assert_eq!(c.plan_call(OpKind::Get).fate, Fate::Answer);
+        assert_eq!(c.plan_call(OpKind::Create).fate, Fate::Answer);
+        assert_eq!(c.plan_call(OpKind::Update).fate, Fate::LoseAnswer);
     }
 }

@@ -83,14 +83,17 @@ impl MemoryLock {
         self
     }
 
-    /// Checks the partition, then counts the call and draws its plan.
+    /// Counts the call, checks the partition, then draws the call's plan.
     fn begin(&self, call: &Call<'_>) -> Result<CallPlan, Stop> {
-        self.shared.with_client(&self.name, |c| match c.gate() {
-            Gate::Open => Ok(c.plan_call(call.kind())),
-            Gate::Refused => Err(Stop::Fail(LockError::transient(
-                "connection refused (partitioned)",
-            ))),
-            Gate::Hung => Err(Stop::Hang),
+        self.shared.with_client(&self.name, |c| {
+            c.count(call.kind());
+            match c.gate() {
+                Gate::Open => Ok(c.plan_call(call.kind())),
+                Gate::Refused => Err(Stop::Fail(LockError::transient(
+                    "connection refused (partitioned)",
+                ))),
+                Gate::Hung => Err(Stop::Hang),
+            }
         })
     }
 
