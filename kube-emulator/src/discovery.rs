@@ -1,0 +1,81 @@
+//! Discovery documents: `/version`, `/api`, `/apis`, `/api/v1`,
+//! `/apis/{group}` and `/apis/{group}/{version}` for the served types.
+
+use serde_json::{Value, json};
+
+use crate::resource::Resource;
+
+/// The Kubernetes version the emulator claims.
+pub(crate) const MINOR: &str = "34";
+
+pub(crate) fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": MINOR,
+        "emulationMajor": "1",
+        "emulationMinor": MINOR,
+        "gitVersion": format!("v1.{MINOR}.0-kube-emulator"),
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.24.0",
+        "compiler": "gc",
+        "platform": "linux/amd64"
+    })
+}
+
+pub(crate) fn api_versions(addr: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": addr}]
+    })
+}
+
+const GROUPS: [&str; 2] = ["coordination.k8s.io", "events.k8s.io"];
+
+fn group_doc(group: &str) -> Value {
+    let gv = json!({"groupVersion": format!("{group}/v1"), "version": "v1"});
+    json!({"name": group, "versions": [gv.clone()], "preferredVersion": gv})
+}
+
+pub(crate) fn api_group_list() -> Value {
+    let groups: Vec<Value> = GROUPS.iter().map(|g| group_doc(g)).collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+pub(crate) fn api_group(group: &str) -> Option<Value> {
+    if !GROUPS.contains(&group) {
+        return None;
+    }
+    let mut doc = group_doc(group);
+    doc["kind"] = json!("APIGroup");
+    doc["apiVersion"] = json!("v1");
+    Some(doc)
+}
+
+pub(crate) fn resource_list(group: &str, version: &str) -> Value {
+    let resources: Vec<Value> = Resource::ALL
+        .into_iter()
+        .filter(|r| r.group() == group && r.version() == version)
+        .map(|r| {
+            let mut doc = json!({
+                "name": r.plural(),
+                "singularName": r.kind().to_lowercase(),
+                "namespaced": r.namespaced(),
+                "kind": r.kind(),
+                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+            });
+            match r {
+                Resource::ConfigMap => doc["shortNames"] = json!(["cm"]),
+                Resource::Event => doc["shortNames"] = json!(["ev"]),
+                Resource::EventV1 => doc["shortNames"] = json!(["ev"]),
+                Resource::Namespace => doc["shortNames"] = json!(["ns"]),
+                Resource::Lease => {}
+            }
+            doc
+        })
+        .collect();
+    let group_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
+}

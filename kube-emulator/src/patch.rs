@@ -1,0 +1,252 @@
+//! PATCH bodies: JSON merge patch (RFC 7386; strategic merge is treated the
+//! same for the served types, which have no patch-merge keys that matter to
+//! leader election) and JSON patch (RFC 6902).
+
+use serde_json::Value;
+
+/// Why a JSON patch could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PatchError {
+    /// The body is not a JSON array of operations.
+    #[error("the patch is not a JSON array of operations")]
+    NotAnArray,
+    /// An operation lacks a field or has an unknown `op`.
+    #[error("invalid JSON patch operation: {0}")]
+    BadOperation(String),
+    /// A path names no value.
+    #[error("jsonpatch {op} operation does not apply: doc is missing path: {path:?}")]
+    MissingPath {
+        /// The operation.
+        op: String,
+        /// The path.
+        path: String,
+    },
+    /// A `test` operation found another value.
+    #[error("testing value {path:?} failed: test failed")]
+    TestFailed {
+        /// The path tested.
+        path: String,
+    },
+}
+
+/// RFC 7386 merge: `null` removes, objects merge recursively, anything else replaces.
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let Value::Object(map) = target else {
+        return;
+    };
+    for (k, v) in patch {
+        if v.is_null() {
+            map.remove(k);
+        } else {
+            let entry = map.entry(k.clone()).or_insert(Value::Null);
+            merge_patch(entry, v);
+        }
+    }
+}
+
+fn unescape(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+fn tokens(path: &str) -> Result<Vec<String>, PatchError> {
+    if path.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(rest) = path.strip_prefix('/') else {
+        return Err(PatchError::BadOperation(format!("path {path:?} does not start with '/'")));
+    };
+    Ok(rest.split('/').map(unescape).collect())
+}
+
+fn parent_mut<'a>(doc: &'a mut Value, toks: &[String], op: &str, path: &str) -> Result<&'a mut Value, PatchError> {
+    let missing = || PatchError::MissingPath {
+        op: op.to_owned(),
+        path: path.to_owned(),
+    };
+    let mut cur = doc;
+    for t in toks {
+        cur = match cur {
+            Value::Object(m) => m.get_mut(t).ok_or_else(missing)?,
+            Value::Array(a) => {
+                let i: usize = t.parse().map_err(|_| missing())?;
+                a.get_mut(i).ok_or_else(missing)?
+            }
+            _ => return Err(missing()),
+        };
+    }
+    Ok(cur)
+}
+
+fn get<'a>(doc: &'a Value, path: &str, op: &str) -> Result<&'a Value, PatchError> {
+    let toks = tokens(path)?;
+    let missing = || PatchError::MissingPath {
+        op: op.to_owned(),
+        path: path.to_owned(),
+    };
+    let mut cur = doc;
+    for t in &toks {
+        cur = match cur {
+            Value::Object(m) => m.get(t).ok_or_else(missing)?,
+            Value::Array(a) => a.get(t.parse::<usize>().map_err(|_| missing())?).ok_or_else(missing)?,
+            _ => return Err(missing()),
+        };
+    }
+    Ok(cur)
+}
+
+fn add(doc: &mut Value, path: &str, value: Value, op: &str) -> Result<(), PatchError> {
+    let toks = tokens(path)?;
+    let Some((last, parents)) = toks.split_last() else {
+        *doc = value;
+        return Ok(());
+    };
+    let missing = || PatchError::MissingPath {
+        op: op.to_owned(),
+        path: path.to_owned(),
+    };
+    match parent_mut(doc, parents, op, path)? {
+        Value::Object(m) => {
+            m.insert(last.clone(), value);
+            Ok(())
+        }
+        Value::Array(a) => {
+            if last == "-" {
+                a.push(value);
+                return Ok(());
+            }
+            let i: usize = last.parse().map_err(|_| missing())?;
+            if i > a.len() {
+                return Err(missing());
+            }
+            a.insert(i, value);
+            Ok(())
+        }
+        _ => Err(missing()),
+    }
+}
+
+fn remove(doc: &mut Value, path: &str, op: &str) -> Result<Value, PatchError> {
+    let toks = tokens(path)?;
+    let missing = || PatchError::MissingPath {
+        op: op.to_owned(),
+        path: path.to_owned(),
+    };
+    let Some((last, parents)) = toks.split_last() else {
+        return Err(missing());
+    };
+    match parent_mut(doc, parents, op, path)? {
+        Value::Object(m) => m.remove(last).ok_or_else(missing),
+        Value::Array(a) => {
+            let i: usize = last.parse().map_err(|_| missing())?;
+            if i >= a.len() {
+                return Err(missing());
+            }
+            Ok(a.remove(i))
+        }
+        _ => Err(missing()),
+    }
+}
+
+/// Applies an RFC 6902 patch to a copy of `doc`; `doc` is untouched on error.
+pub(crate) fn json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError> {
+    let Value::Array(ops) = patch else {
+        return Err(PatchError::NotAnArray);
+    };
+    let mut out = doc.clone();
+    for op in ops {
+        let name = op
+            .get("op")
+            .and_then(Value::as_str)
+            .ok_or_else(|| PatchError::BadOperation(format!("missing \"op\" in {op}")))?;
+        let path = op
+            .get("path")
+            .and_then(Value::as_str)
+            .ok_or_else(|| PatchError::BadOperation(format!("missing \"path\" in {op}")))?;
+        let value = || {
+            op.get("value")
+                .cloned()
+                .ok_or_else(|| PatchError::BadOperation(format!("missing \"value\" in {op}")))
+        };
+        let from = || {
+            op.get("from")
+                .and_then(Value::as_str)
+                .ok_or_else(|| PatchError::BadOperation(format!("missing \"from\" in {op}")))
+        };
+        match name {
+            "add" => add(&mut out, path, value()?, name)?,
+            "remove" => {
+                remove(&mut out, path, name)?;
+            }
+            "replace" => {
+                let v = value()?;
+                let toks = tokens(path)?;
+                let slot = parent_mut(&mut out, &toks, name, path)?;
+                *slot = v;
+            }
+            "move" => {
+                let from = from()?;
+                let v = remove(&mut out, from, name)?;
+                add(&mut out, path, v, name)?;
+            }
+            "copy" => {
+                let v = get(&out, from()?, name)?.clone();
+                add(&mut out, path, v, name)?;
+            }
+            "test" => {
+                let expected = value()?;
+                if get(&out, path, name)? != &expected {
+                    return Err(PatchError::TestFailed { path: path.to_owned() });
+                }
+            }
+            other => return Err(PatchError::BadOperation(format!("unknown op {other:?}"))),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_follows_rfc7386() {
+        let mut doc = json!({"a": "b", "c": {"d": "e", "f": "g"}});
+        merge_patch(&mut doc, &json!({"a": "z", "c": {"f": null}}));
+        assert_eq!(doc, json!({"a": "z", "c": {"d": "e"}}));
+        let mut arr = json!({"a": [1, 2]});
+        merge_patch(&mut arr, &json!({"a": [3]}));
+        assert_eq!(arr, json!({"a": [3]}));
+    }
+
+    #[test]
+    fn json_patch_follows_rfc6902() {
+        let doc = json!({"metadata": {"resourceVersion": "5", "labels": {"a/b": "x"}}, "list": [1, 2]});
+        let out = json_patch(
+            &doc,
+            &json!([
+                {"op": "test", "path": "/metadata/resourceVersion", "value": "5"},
+                {"op": "replace", "path": "/metadata/labels/a~1b", "value": "y"},
+                {"op": "add", "path": "/list/-", "value": 3},
+                {"op": "remove", "path": "/list/0"},
+                {"op": "copy", "from": "/list/0", "path": "/first"},
+                {"op": "move", "from": "/first", "path": "/moved"}
+            ]),
+        )
+        .expect("applies");
+        assert_eq!(out, json!({"metadata": {"resourceVersion": "5", "labels": {"a/b": "y"}}, "list": [2, 3], "moved": 2}));
+
+        let failed = json_patch(&doc, &json!([{"op": "test", "path": "/metadata/resourceVersion", "value": "4"}]));
+        assert_eq!(failed, Err(PatchError::TestFailed { path: "/metadata/resourceVersion".into() }));
+        let missing = json_patch(&doc, &json!([{"op": "replace", "path": "/spec/x", "value": 1}]));
+        assert!(matches!(missing, Err(PatchError::MissingPath { .. })));
+        assert_eq!(json_patch(&doc, &json!({})), Err(PatchError::NotAnArray));
+    }
+}

@@ -1,0 +1,154 @@
+//! The resource types the emulator serves, with their API coordinates.
+
+use std::fmt;
+
+/// A resource type served by the emulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Resource {
+    /// `coordination.k8s.io/v1` Lease.
+    Lease,
+    /// Core `v1` ConfigMap.
+    ConfigMap,
+    /// Core `v1` Event.
+    Event,
+    /// `events.k8s.io/v1` Event (stored apart from core events).
+    EventV1,
+    /// Core `v1` Namespace (cluster-scoped).
+    Namespace,
+}
+
+impl Resource {
+    /// Every resource the emulator serves.
+    pub const ALL: [Resource; 5] = [
+        Resource::Lease,
+        Resource::ConfigMap,
+        Resource::Event,
+        Resource::EventV1,
+        Resource::Namespace,
+    ];
+
+    /// API group, `""` for the core group.
+    pub fn group(self) -> &'static str {
+        match self {
+            Resource::Lease => "coordination.k8s.io",
+            Resource::EventV1 => "events.k8s.io",
+            Resource::ConfigMap | Resource::Event | Resource::Namespace => "",
+        }
+    }
+
+    /// API version within the group.
+    pub fn version(self) -> &'static str {
+        "v1"
+    }
+
+    /// `apiVersion` as written in objects (`v1`, `coordination.k8s.io/v1`).
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Resource::Lease => "coordination.k8s.io/v1",
+            Resource::EventV1 => "events.k8s.io/v1",
+            Resource::ConfigMap | Resource::Event | Resource::Namespace => "v1",
+        }
+    }
+
+    /// Plural resource name used in URLs (`leases`).
+    pub fn plural(self) -> &'static str {
+        match self {
+            Resource::Lease => "leases",
+            Resource::ConfigMap => "configmaps",
+            Resource::Event | Resource::EventV1 => "events",
+            Resource::Namespace => "namespaces",
+        }
+    }
+
+    /// Object kind (`Lease`).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Resource::Lease => "Lease",
+            Resource::ConfigMap => "ConfigMap",
+            Resource::Event | Resource::EventV1 => "Event",
+            Resource::Namespace => "Namespace",
+        }
+    }
+
+    /// Whether objects live in a namespace.
+    pub fn namespaced(self) -> bool {
+        !matches!(self, Resource::Namespace)
+    }
+
+    /// The group-qualified resource as the API server names it in messages:
+    /// `leases.coordination.k8s.io`, `configmaps`.
+    pub fn qualified(self) -> String {
+        if self.group().is_empty() {
+            self.plural().to_owned()
+        } else {
+            format!("{}.{}", self.plural(), self.group())
+        }
+    }
+
+    /// The group-qualified kind as named in `Invalid` messages: `Lease.coordination.k8s.io`.
+    pub fn qualified_kind(self) -> String {
+        if self.group().is_empty() {
+            self.kind().to_owned()
+        } else {
+            format!("{}.{}", self.kind(), self.group())
+        }
+    }
+
+    /// Finds the resource served at `group/version` under `plural`.
+    pub(crate) fn lookup(group: &str, version: &str, plural: &str) -> Option<Resource> {
+        Resource::ALL
+            .into_iter()
+            .find(|r| r.group() == group && r.version() == version && r.plural() == plural)
+    }
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.qualified())
+    }
+}
+
+/// A request verb, as Kubernetes audit logs and RBAC name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verb {
+    /// GET of one object.
+    Get,
+    /// GET of a collection.
+    List,
+    /// GET of a collection with `watch=true`.
+    Watch,
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// PATCH.
+    Patch,
+    /// DELETE.
+    Delete,
+}
+
+impl Verb {
+    /// Whether the verb changes state (create, update, patch, delete).
+    pub fn is_write(self) -> bool {
+        matches!(self, Verb::Create | Verb::Update | Verb::Patch | Verb::Delete)
+    }
+
+    /// The lower-case RBAC name (`get`, `update`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+        }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,576 @@
+//! The HTTP side: accepting connections, routing Kubernetes paths, applying
+//! faults around the store, and the discovery documents.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, watch};
+
+use crate::faults::{Control, Fault, Plan, WriteRecord, lock};
+use crate::resource::{Resource, Verb};
+use crate::selector::Selectors;
+use crate::status::ApiError;
+use crate::store::{PatchKind, Reply, Store};
+use crate::time::Timestamp;
+use crate::watch::{self as watching, WatchRequest};
+
+/// The response body type: whole JSON documents or a watch stream.
+pub(crate) type Body = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+
+/// State shared by connections, watches and the `Emulator` handle.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) store: Mutex<Store>,
+    pub(crate) control: Arc<Mutex<Control>>,
+    /// The latest resourceVersion, for watches to wait on.
+    pub(crate) rv_tx: watch::Sender<u64>,
+    /// Bumped to close every open connection.
+    pub(crate) conn_epoch: watch::Sender<u64>,
+    /// Set once the emulator stops.
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) bookmark_interval: Duration,
+    pub(crate) default_watch_timeout: Duration,
+    pub(crate) addr: Mutex<Option<SocketAddr>>,
+}
+
+impl Shared {
+    pub(crate) fn new(history_limit: usize, bookmark_interval: Duration, default_watch_timeout: Duration) -> Shared {
+        let store = Store::new(history_limit, Timestamp::from_system(SystemTime::now()));
+        let rv = store.resource_version();
+        Shared {
+            store: Mutex::new(store),
+            control: Arc::new(Mutex::new(Control::default())),
+            rv_tx: watch::Sender::new(rv),
+            conn_epoch: watch::Sender::new(0),
+            shutdown: watch::Sender::new(false),
+            bookmark_interval,
+            default_watch_timeout,
+            addr: Mutex::new(None),
+        }
+    }
+
+    /// Tells watches about a new version.
+    pub(crate) fn publish(&self, rv: u64) {
+        self.rv_tx.send_replace(rv);
+    }
+}
+
+/// Resolves once the emulator stops (or its handle is gone).
+pub(crate) async fn stopped(rx: &mut watch::Receiver<bool>) {
+    loop {
+        if *rx.borrow_and_update() {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Accepts connections until the listener task is aborted or the emulator stops.
+pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                match accepted {
+                    Ok((stream, _)) => {
+                        tokio::spawn(serve_connection(stream, shared.clone()));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+            _ = stopped(&mut shutdown) => return,
+        }
+    }
+}
+
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let kill = Arc::new(Notify::new());
+    let svc_shared = shared.clone();
+    let svc_kill = kill.clone();
+    let service = service_fn(move |req: Request<Incoming>| {
+        let shared = svc_shared.clone();
+        let kill = svc_kill.clone();
+        async move { Ok::<_, Infallible>(handle(req, shared, kill).await) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(stream), service);
+    let mut epoch = shared.conn_epoch.subscribe();
+    let mut shutdown = shared.shutdown.subscribe();
+    tokio::select! {
+        result = conn => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        }
+        _ = kill.notified() => tracing::debug!("connection dropped by an injected fault"),
+        _ = epoch.changed() => tracing::debug!("connection dropped by drop_connections"),
+        _ = stopped(&mut shutdown) => {}
+    }
+}
+
+fn full(code: u16, body: &Value) -> Response<Body> {
+    let bytes = Bytes::from(body.to_string());
+    let mut resp = Response::new(Full::new(bytes).map_err(|never| match never {}).boxed());
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+fn error_response(err: &ApiError) -> Response<Body> {
+    let mut resp = full(err.code, &err.to_status());
+    if let Some(secs) = err.retry_after {
+        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    resp
+}
+
+/// Who is asking: the bearer token, else the user agent, else "anonymous".
+pub(crate) fn client_of<B>(req: &Request<B>) -> String {
+    let headers = req.headers();
+    if let Some(token) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    {
+        return token.trim().to_owned();
+    }
+    if let Some(ua) = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()) {
+        return ua.to_owned();
+    }
+    "anonymous".to_owned()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
+    query
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (percent_decode(k), percent_decode(v)),
+            None => (percent_decode(p), String::new()),
+        })
+        .collect()
+}
+
+fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+fn truthy(v: Option<&str>) -> bool {
+    matches!(v, Some("true" | "1" | "True" | "TRUE"))
+}
+
+/// A parsed request path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Route {
+    Discovery(Value),
+    /// A collection, in one namespace or (None) across all.
+    Collection { resource: Resource, namespace: Option<String> },
+    Object { resource: Resource, namespace: String, name: String },
+    Unknown,
+}
+
+fn route(path: &str, shared: &Shared) -> Route {
+    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(percent_decode).collect();
+    let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let addr = lock(&shared.addr).map(|a| a.to_string()).unwrap_or_default();
+    let (group, version, rest): (&str, &str, &[&str]) = match s.as_slice() {
+        ["version"] => return Route::Discovery(crate::discovery::version()),
+        ["api"] => return Route::Discovery(crate::discovery::api_versions(&addr)),
+        ["apis"] => return Route::Discovery(crate::discovery::api_group_list()),
+        ["api", "v1"] => return Route::Discovery(crate::discovery::resource_list("", "v1")),
+        ["apis", g] => {
+            return crate::discovery::api_group(g).map_or(Route::Unknown, Route::Discovery);
+        }
+        ["apis", g, v] => {
+            let list = crate::discovery::resource_list(g, v);
+            return if list["resources"].as_array().is_some_and(|r| !r.is_empty()) {
+                Route::Discovery(list)
+            } else {
+                Route::Unknown
+            };
+        }
+        ["api", "v1", rest @ ..] => ("", "v1", rest),
+        ["apis", g, v, rest @ ..] => (g, v, rest),
+        _ => return Route::Unknown,
+    };
+    let lookup = |plural: &str| Resource::lookup(group, version, plural);
+    match rest {
+        ["namespaces", ns, plural] => match lookup(plural) {
+            Some(r) if r.namespaced() => Route::Collection { resource: r, namespace: Some((*ns).to_owned()) },
+            _ => Route::Unknown,
+        },
+        ["namespaces", ns, plural, name] => match lookup(plural) {
+            Some(r) if r.namespaced() => Route::Object {
+                resource: r,
+                namespace: (*ns).to_owned(),
+                name: (*name).to_owned(),
+            },
+            _ => Route::Unknown,
+        },
+        [plural] => match lookup(plural) {
+            Some(r) => Route::Collection { resource: r, namespace: None },
+            None => Route::Unknown,
+        },
+        [plural, name] => match lookup(plural) {
+            Some(r) if !r.namespaced() => Route::Object {
+                resource: r,
+                namespace: String::new(),
+                name: (*name).to_owned(),
+            },
+            _ => Route::Unknown,
+        },
+        _ => Route::Unknown,
+    }
+}
+
+async fn read_json(req: Request<Incoming>) -> Result<(Option<String>, Value), ApiError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.split(';').next().unwrap_or("").trim().to_owned());
+    let bytes = req
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| ApiError::bad_request(format!("reading the request body failed: {e}")))?
+        .to_bytes();
+    if bytes.is_empty() {
+        return Ok((content_type, Value::Null));
+    }
+    let value = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("error decoding the request body as JSON: {e}")))?;
+    Ok((content_type, value))
+}
+
+fn name_in_body(body: &Value) -> String {
+    body.get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+async fn hang_forever(shared: &Shared) {
+    let mut shutdown = shared.shutdown.subscribe();
+    stopped(&mut shutdown).await;
+}
+
+/// What the store produced for a request, before after-commit faults.
+enum Outcome {
+    Reply(Reply),
+    Error(ApiError),
+    Stream(Response<Body>),
+}
+
+async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) -> Response<Body> {
+    let client = client_of(&req);
+    let method = req.method().clone();
+    let pairs = query_pairs(req.uri().query());
+    let (resource, namespace, name, collection) = match route(req.uri().path(), &shared) {
+        Route::Discovery(doc) => {
+            return if method == Method::GET {
+                full(200, &doc)
+            } else {
+                error_response(&ApiError::method_not_allowed(method.as_str()))
+            };
+        }
+        Route::Unknown => return error_response(&ApiError::no_route()),
+        Route::Collection { resource, namespace } => (resource, namespace, String::new(), true),
+        Route::Object { resource, namespace, name } => (resource, Some(namespace), name, false),
+    };
+    let watching = truthy(param(&pairs, "watch"));
+    let verb = match (&method, collection) {
+        (&Method::GET, _) if watching => Verb::Watch,
+        (&Method::GET, true) => Verb::List,
+        (&Method::GET, false) => Verb::Get,
+        (&Method::POST, true) => Verb::Create,
+        (&Method::PUT, false) => Verb::Update,
+        (&Method::PATCH, false) => Verb::Patch,
+        (&Method::DELETE, false) => Verb::Delete,
+        _ => return error_response(&ApiError::method_not_allowed(method.as_str())),
+    };
+    // Writes to a namespace collection other than POST are refused above;
+    // a POST outside a namespace is only allowed for cluster-scoped types.
+    if verb == Verb::Create && resource.namespaced() && namespace.is_none() {
+        return error_response(&ApiError::method_not_allowed(method.as_str()));
+    }
+    let ns = namespace.clone().unwrap_or_default();
+
+    let (content_type, body) = if matches!(verb, Verb::Create | Verb::Update | Verb::Patch | Verb::Delete) {
+        match read_json(req).await {
+            Ok(x) => x,
+            Err(e) => {
+                lock(&shared.control).count(&client, verb, resource);
+                return error_response(&e);
+            }
+        }
+    } else {
+        (None, Value::Null)
+    };
+    let target = if verb == Verb::Create { name_in_body(&body) } else { name.clone() };
+
+    let plan: Plan = {
+        let mut control = lock(&shared.control);
+        control.count(&client, verb, resource);
+        control.plan(&client, verb, resource, &target)
+    };
+    if !plan.latency.is_zero() {
+        tokio::time::sleep(plan.latency).await;
+    }
+    match &plan.before {
+        Some(Fault::Status { code, retry_after }) => {
+            return error_response(&ApiError::injected(*code, *retry_after));
+        }
+        Some(Fault::Forbidden) => {
+            return error_response(&ApiError::forbidden(&client, verb.as_str(), resource, &ns, &target));
+        }
+        Some(Fault::Hang) => {
+            hang_forever(&shared).await;
+            return error_response(&ApiError::injected(503, None));
+        }
+        Some(Fault::Drop) => {
+            kill.notify_one();
+            hang_forever(&shared).await;
+            return error_response(&ApiError::injected(503, None));
+        }
+        _ => {}
+    }
+
+    let outcome = execute(&shared, verb, resource, namespace, &name, content_type.as_deref(), body, &pairs, plan.watch.clone());
+
+    if verb.is_write() {
+        let (code, committed, rv, object) = match &outcome {
+            Outcome::Reply(r) => {
+                let rv = r
+                    .body
+                    .get("metadata")
+                    .and_then(|m| m.get("resourceVersion"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                (r.code, true, rv, Some(r.body.clone()))
+            }
+            Outcome::Error(e) => (e.code, false, None, None),
+            Outcome::Stream(_) => (200, false, None, None),
+        };
+        lock(&shared.control).record_write(WriteRecord {
+            at: SystemTime::now(),
+            client: client.clone(),
+            verb,
+            resource,
+            namespace: ns.clone(),
+            name: target.clone(),
+            code,
+            committed,
+            resource_version: rv,
+            spoiled_by: plan.after.clone(),
+            object,
+        });
+    }
+
+    match &plan.after {
+        Some(Fault::StatusAfterCommit { code }) => return error_response(&ApiError::injected(*code, None)),
+        Some(Fault::DelayAfterCommit(d)) => tokio::time::sleep(*d).await,
+        Some(Fault::HangAfterCommit) => {
+            hang_forever(&shared).await;
+            return error_response(&ApiError::injected(503, None));
+        }
+        Some(Fault::DropAfterCommit) => {
+            kill.notify_one();
+            hang_forever(&shared).await;
+            return error_response(&ApiError::injected(503, None));
+        }
+        _ => {}
+    }
+    match outcome {
+        Outcome::Reply(r) => full(r.code, &r.body),
+        Outcome::Error(e) => error_response(&e),
+        Outcome::Stream(resp) => resp,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn execute(
+    shared: &Arc<Shared>,
+    verb: Verb,
+    resource: Resource,
+    namespace: Option<String>,
+    name: &str,
+    content_type: Option<&str>,
+    body: Value,
+    pairs: &[(String, String)],
+    watch_faults: Vec<Fault>,
+) -> Outcome {
+    let now = Timestamp::from_system(SystemTime::now());
+    let ns = namespace.clone().unwrap_or_default();
+    let selectors = match Selectors::parse(param(pairs, "fieldSelector"), param(pairs, "labelSelector")) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Error(e),
+    };
+    let result = match verb {
+        Verb::Watch => {
+            let mut selectors = selectors;
+            if !name.is_empty() {
+                match Selectors::parse(Some(&format!("metadata.name={name}")), None) {
+                    Ok(s) => selectors = s,
+                    Err(e) => return Outcome::Error(e),
+                }
+            }
+            let timeout = param(pairs, "timeoutSeconds")
+                .and_then(|t| t.parse::<u64>().ok())
+                .map_or(shared.default_watch_timeout, Duration::from_secs);
+            let req = WatchRequest {
+                resource,
+                namespace,
+                selectors,
+                resource_version: param(pairs, "resourceVersion").map(str::to_owned),
+                bookmarks: truthy(param(pairs, "allowWatchBookmarks")),
+                timeout,
+                faults: watch_faults,
+            };
+            let stream = watching::start(shared.clone(), req).map(|item| item.map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>));
+            let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+            resp.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            return Outcome::Stream(resp);
+        }
+        Verb::List => {
+            let store = lock(&shared.store);
+            let items: Vec<Value> = store
+                .objects(resource, namespace.as_deref())
+                .into_iter()
+                .filter(|o| selectors.matches(o))
+                .map(|mut o| {
+                    if let Value::Object(m) = &mut o {
+                        m.remove("apiVersion");
+                        m.remove("kind");
+                    }
+                    o
+                })
+                .collect();
+            Ok(Reply {
+                code: 200,
+                body: json!({
+                    "kind": format!("{}List", resource.kind()),
+                    "apiVersion": resource.api_version(),
+                    "metadata": {"resourceVersion": store.resource_version().to_string()},
+                    "items": items,
+                }),
+            })
+        }
+        Verb::Get => lock(&shared.store).get(resource, &ns, name),
+        Verb::Create => write(shared, |s| s.create(resource, &ns, body, now)),
+        Verb::Update => write(shared, |s| s.update(resource, &ns, name, body, now)),
+        Verb::Patch => {
+            let kind = match content_type {
+                Some("application/merge-patch+json" | "application/strategic-merge-patch+json") => PatchKind::Merge,
+                Some("application/json-patch+json") => PatchKind::Json,
+                other => return Outcome::Error(ApiError::unsupported_media_type(other.unwrap_or(""))),
+            };
+            write(shared, |s| s.patch(resource, &ns, name, kind, &body))
+        }
+        Verb::Delete => {
+            let opts = if body.is_null() { None } else { Some(&body) };
+            write(shared, |s| s.delete(resource, &ns, name, opts))
+        }
+    };
+    match result {
+        Ok(r) => Outcome::Reply(r),
+        Err(e) => Outcome::Error(e),
+    }
+}
+
+/// Runs a write under the store lock and tells watches when the version moved.
+fn write(shared: &Shared, op: impl FnOnce(&mut Store) -> Result<Reply, ApiError>) -> Result<Reply, ApiError> {
+    let (result, before, after) = {
+        let mut store = lock(&shared.store);
+        let before = store.resource_version();
+        let result = op(&mut store);
+        (result, before, store.resource_version())
+    };
+    if after != before {
+        shared.publish(after);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_decoding_and_query_parsing() {
+        let pairs = query_pairs(Some("fieldSelector=metadata.name%3Dmy-lease&watch=true&x"));
+        assert_eq!(param(&pairs, "fieldSelector"), Some("metadata.name=my-lease"));
+        assert!(truthy(param(&pairs, "watch")));
+        assert_eq!(param(&pairs, "x"), Some(""));
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz"), "%zz");
+    }
+
+    #[test]
+    fn routes_kubernetes_paths() {
+        let shared = Shared::new(10, Duration::from_secs(1), Duration::from_secs(60));
+        assert_eq!(
+            route("/apis/coordination.k8s.io/v1/namespaces/default/leases/x", &shared),
+            Route::Object { resource: Resource::Lease, namespace: "default".into(), name: "x".into() }
+        );
+        assert_eq!(
+            route("/api/v1/namespaces/kube-system", &shared),
+            Route::Object { resource: Resource::Namespace, namespace: String::new(), name: "kube-system".into() }
+        );
+        assert_eq!(
+            route("/api/v1/configmaps", &shared),
+            Route::Collection { resource: Resource::ConfigMap, namespace: None }
+        );
+        assert_eq!(route("/apis/coordination.k8s.io/v1/namespaces", &shared), Route::Unknown);
+        assert_eq!(route("/apis/apps/v1/namespaces/default/deployments", &shared), Route::Unknown);
+        assert!(matches!(route("/version", &shared), Route::Discovery(_)));
+    }
+}
