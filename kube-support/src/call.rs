@@ -1,0 +1,104 @@
+//! One API call as a lock makes it: on any runtime, bounded by the request
+//! timeout, its failure classified.
+
+use std::future::Future;
+use std::time::Duration;
+
+use async_compat::Compat;
+use election_core::LockError;
+
+use crate::error::{Target, Verb, classify};
+
+/// client-go's request timeout for a lock call: `max(renew_deadline / 2, 1 s)`.
+pub fn request_timeout(renew_deadline: Duration) -> Duration {
+    (renew_deadline / 2).max(Duration::from_secs(1))
+}
+
+/// Prepares a `kube` client configuration for lock calls: kube's own retries of
+/// 429, 503 and 504 are turned off (the elector retries, honouring its deadline;
+/// a retried write would hide an unknown outcome), and the read timeout is left
+/// unset so that watches may stay quiet (each call is bounded by [`call`] instead).
+#[must_use]
+pub fn lock_client_config(mut config: kube::Config) -> kube::Config {
+    config.default_retry = false;
+    config.read_timeout = None;
+    config
+}
+
+/// Builds a `kube` client for lock calls from `config` (see [`lock_client_config`]).
+/// It may be built outside any runtime; it needs a tokio reactor only when used,
+/// which [`call`] provides.
+pub fn lock_client(config: kube::Config) -> Result<kube::Client, kube::Error> {
+    let config = lock_client_config(config);
+    // Building the client spawns nothing, but hyper's connector wants a runtime
+    // context to exist; enter async-compat's if the caller has none.
+    in_tokio_context(|| kube::Client::try_from(config))
+}
+
+/// Runs `f` inside a tokio runtime context: the caller's if there is one, else the
+/// one `async-compat` keeps.
+pub fn in_tokio_context<T>(f: impl FnOnce() -> T) -> T {
+    let mut f = Some(f);
+    let mut out = None;
+    // `Compat` enters the right context when polled; a ready future runs `f` there.
+    let fut = Compat::new(std::future::poll_fn(|_| {
+        if let Some(f) = f.take() {
+            out = Some(f());
+        }
+        std::task::Poll::Ready(())
+    }));
+    futures::executor::block_on(fut);
+    out.expect("the future ran f before completing")
+}
+
+/// Runs one API call: under any async runtime (kube's client needs a tokio
+/// reactor, which `async-compat` supplies when the caller runs smol or async-std),
+/// cut off after `timeout` (then [`LockError::Unknown`]: a write may have
+/// happened), its error classified by [`classify`].
+pub async fn call<T, F>(timeout: Duration, verb: Verb, target: &Target, fut: F) -> Result<T, LockError>
+where
+    F: Future<Output = Result<T, kube::Error>> + Send,
+    T: Send,
+{
+    let bounded = async move { tokio::time::timeout(timeout, fut).await };
+    match Compat::new(bounded).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => {
+            let err = classify(&e, verb, target);
+            tracing::debug!(%verb, %target, error = %e, class = ?err, "API call failed");
+            Err(err)
+        }
+        Err(_) => Err(LockError::unknown(format!(
+            "{verb} {target}: no answer within the request timeout {timeout:?}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_timeout_is_client_gos() {
+        assert_eq!(request_timeout(Duration::from_secs(10)), Duration::from_secs(5));
+        assert_eq!(request_timeout(Duration::from_millis(1500)), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a14_a_call_that_never_answers_is_unknown_after_the_timeout() {
+        let t = Target::new("leases.coordination.k8s.io", "ns", "x");
+        let never = std::future::pending::<Result<(), kube::Error>>();
+        let r = futures::executor::block_on(call(Duration::from_millis(20), Verb::Update, &t, never));
+        match r {
+            Err(e @ LockError::Unknown { .. }) => assert!(e.to_string().contains("request timeout")),
+            other => panic!("expected Unknown, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lock_client_config_turns_off_kube_retries() {
+        let c = lock_client_config(kube::Config::new("http://127.0.0.1:1".parse().unwrap()));
+        assert!(!c.default_retry);
+        assert_eq!(c.read_timeout, None);
+    }
+}

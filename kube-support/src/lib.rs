@@ -1,0 +1,53 @@
+//! Kubernetes plumbing shared by the lock backends `lock-lease` and
+//! `lock-configmap`, written once:
+//!
+//! - [`error`]: API failures classified into [`election_core::LockError`] by what
+//!   the elector must do (409 conflict vs already-exists, 404 of the object vs of
+//!   the namespace, 401/403 naming verb and resource, 429/503 transient with
+//!   retry-after, 500/504 after a write and broken connections as unknown
+//!   outcomes, refused connections as transient);
+//! - [`call`](mod@call): one API call bounded by the request timeout (client-go's
+//!   `max(renew_deadline / 2, 1 s)`), under any runtime: kube's client needs a
+//!   tokio reactor, which `async-compat` supplies under smol and async-std;
+//! - [`time`]: the injectable wall clock that stamps writes, `MicroTime` and RFC 3339
+//!   formats, and lenient parsing of other clients' timestamps;
+//! - [`watch`]: a watch of one named object that ends whenever it can no longer be
+//!   trusted (break, silence, 410), so that the driver polls and resumes;
+//! - [`events`]: `<identity> became leader` / `stopped leading` Events, best-effort.
+//!
+//! ```
+//! use std::time::Duration;
+//! use election_core::{LockError, WallTime};
+//! use kube_support::error::{Target, Verb, classify_status};
+//! use kube_support::{call::request_timeout, time::format_micro};
+//!
+//! // client-go's request timeout for a 10 s renew deadline:
+//! assert_eq!(request_timeout(Duration::from_secs(10)), Duration::from_secs(5));
+//! // Lease timestamps carry six fractional digits, in UTC:
+//! assert_eq!(format_micro(WallTime::new(0, 1_500)), "1970-01-01T00:00:00.000001Z");
+//! // A 409 on an update is a lost compare-and-swap:
+//! let status = kube::core::Status::failure("modified", "Conflict").with_code(409);
+//! let target = Target::new("leases.coordination.k8s.io", "default", "my-lock");
+//! assert_eq!(classify_status(&status, Verb::Update, &target), LockError::Conflict);
+//! ```
+//!
+//! Like every library on k8s-openapi, this crate enables no Kubernetes version
+//! feature of its own: the final binary picks one (for `cargo doc` alone, set
+//! `K8S_OPENAPI_ENABLED_VERSION=1.37`).
+
+pub mod call;
+pub mod error;
+pub mod events;
+pub mod time;
+pub mod watch;
+
+pub use call::{call, lock_client, lock_client_config, request_timeout};
+pub use error::{Target, Verb, classify};
+pub use events::{EventError, EventRecorder, LeaderEvent};
+pub use time::Clock;
+pub use watch::{WatchConfig, watch_object};
+pub mod names;
+pub mod object_lock;
+
+pub use names::{NameError, validate_name, validate_namespace};
+pub use object_lock::{Codec, ObjectLock, ObjectLockConfig};

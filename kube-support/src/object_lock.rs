@@ -1,0 +1,302 @@
+//! A [`Lock`] on one namespaced Kubernetes object, generic over how the record is
+//! stored in it ([`Codec`]): the compare-and-swap, caching, watch and event logic
+//! that the Lease and ConfigMap locks share.
+//!
+//! Writes are PUTs of the whole object carrying the expected `resourceVersion`, so
+//! the API server rejects them with 409 if the object moved on: never a blind
+//! write. The object is the one last read or written at that version (cached), so
+//! labels, annotations, owner references and data that others put on it are kept
+//! (FAULTS R12). When the cache holds another version, the lock reads the object
+//! first and answers [`LockError::Conflict`] at once if it is not at the expected
+//! version.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use election_core::{Lock, LockError, LockRecord, Observation, Version, WallTime, WatchStream};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, PostParams};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::call::call;
+use crate::error::{Target, Verb};
+use crate::events::{EventError, EventRecorder, LeaderEvent};
+use crate::time::Clock;
+use crate::watch::{WatchConfig, watch_object};
+
+/// How a lock record is stored in an object of kind `K`.
+pub trait Codec<K>: Send + Sync + 'static {
+    /// The resource as RBAC names it (`leases.coordination.k8s.io`, `configmaps`).
+    const RESOURCE: &'static str;
+
+    /// Reads the record from an object. Never fails: whatever cannot be read is
+    /// reported (a `tracing` warning) and read as the core's tolerant defaults.
+    fn decode(&self, obj: &K) -> LockRecord;
+
+    /// Writes `record` into `obj`, stamping [`election_core::Stamp::Now`] with
+    /// `now`, leaving everything it does not own untouched.
+    fn encode(&self, obj: &mut K, record: &LockRecord, now: WallTime);
+
+    /// A fresh object named `name` in `namespace`, without the record.
+    fn new_object(&self, namespace: &str, name: &str) -> K;
+}
+
+/// Settings of an [`ObjectLock`].
+#[derive(Clone, Debug)]
+pub struct ObjectLockConfig {
+    /// Bound of each API call; past it the call is [`LockError::Unknown`].
+    pub request_timeout: Duration,
+    /// The watch's behaviour.
+    pub watch: WatchConfig,
+    /// Whether [`Lock::watch`] offers a watch (else the elector polls).
+    pub watch_enabled: bool,
+    /// Stamps [`election_core::Stamp::Now`] and Events.
+    pub clock: Clock,
+    /// `source.component` of Events.
+    pub event_component: String,
+}
+
+impl Default for ObjectLockConfig {
+    /// client-go's 5 s request timeout (for its 10 s renew deadline), watch on,
+    /// the system clock, component `leader-election`.
+    fn default() -> Self {
+        ObjectLockConfig {
+            request_timeout: Duration::from_secs(5),
+            watch: WatchConfig::default(),
+            watch_enabled: true,
+            clock: Clock::system(),
+            event_component: "leader-election".to_owned(),
+        }
+    }
+}
+
+/// A compare-and-swap lock on one namespaced object of kind `K`, stored by `C`.
+pub struct ObjectLock<K, C>
+where
+    K: kube::Resource,
+{
+    inner: Arc<Inner<K, C>>,
+}
+
+impl<K: kube::Resource, C> Clone for ObjectLock<K, C> {
+    fn clone(&self) -> Self {
+        ObjectLock {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct Inner<K: kube::Resource, C> {
+    api: Api<K>,
+    client: kube::Client,
+    codec: C,
+    target: Target,
+    config: ObjectLockConfig,
+    /// The object as last read or written, to write back with our record.
+    cache: Mutex<Option<K>>,
+}
+
+impl<K, C> Debug for ObjectLock<K, C>
+where
+    K: kube::Resource,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectLock")
+            .field("target", &self.inner.target)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K, C> ObjectLock<K, C>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    C: Codec<K>,
+{
+    /// A lock on the object `name` in `namespace`.
+    pub fn new(client: kube::Client, namespace: &str, name: &str, codec: C, config: ObjectLockConfig) -> Self {
+        ObjectLock {
+            inner: Arc::new(Inner {
+                api: Api::namespaced(client.clone(), namespace),
+                client,
+                codec,
+                target: Target::new(C::RESOURCE, namespace, name),
+                config,
+                cache: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The codec.
+    pub fn codec(&self) -> &C {
+        &self.inner.codec
+    }
+
+    /// The object named, and its namespace, with the resource.
+    pub fn target(&self) -> &Target {
+        &self.inner.target
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ObjectLockConfig {
+        &self.inner.config
+    }
+
+    /// A reference to the lock object, for Events (with its uid once seen).
+    pub fn object_reference(&self) -> ObjectReference {
+        let cached = self.cache().map(|o| (o.meta().uid.clone(), o.meta().resource_version.clone()));
+        let (uid, resource_version) = cached.unwrap_or((None, None));
+        ObjectReference {
+            api_version: Some(K::api_version(&()).into_owned()),
+            kind: Some(K::kind(&()).into_owned()),
+            namespace: Some(self.inner.target.namespace.clone()),
+            name: Some(self.inner.target.name.clone()),
+            uid,
+            resource_version,
+            field_path: None,
+        }
+    }
+
+    /// Records a leadership Event on the lock object. Best-effort: the error is
+    /// for logging (FAULTS H9); the call is bounded by the request timeout.
+    pub async fn record_event(&self, event: &LeaderEvent) -> Result<(), EventError> {
+        let recorder = EventRecorder::new(
+            self.inner.client.clone(),
+            &self.inner.target.namespace,
+            self.inner.config.event_component.clone(),
+            self.inner.config.clock.clone(),
+            self.inner.config.request_timeout,
+        );
+        recorder.record(&self.object_reference(), event).await
+    }
+
+    fn cache(&self) -> Option<K> {
+        self.inner.cache.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn remember(&self, obj: &K) {
+        *self.inner.cache.lock().unwrap_or_else(|p| p.into_inner()) = Some(obj.clone());
+    }
+
+    fn observe(&self, obj: &K) -> Observation {
+        self.remember(obj);
+        observation(&self.inner.codec, obj)
+    }
+
+    async fn read(&self) -> Result<K, LockError> {
+        let api = self.inner.api.clone();
+        let name = self.inner.target.name.clone();
+        call(self.inner.config.request_timeout, Verb::Get, &self.inner.target, async move {
+            api.get(&name).await
+        })
+        .await
+    }
+}
+
+fn observation<K: kube::Resource, C: Codec<K>>(codec: &C, obj: &K) -> Observation {
+    let version = obj.meta().resource_version.clone().unwrap_or_default();
+    Observation::new(version, codec.decode(obj))
+}
+
+impl<K, C> Lock for ObjectLock<K, C>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    C: Codec<K>,
+{
+    fn get(&self) -> impl Future<Output = Result<Observation, LockError>> + Send {
+        async move {
+            let obj = self.read().await?;
+            Ok(self.observe(&obj))
+        }
+    }
+
+    fn create(&self, record: &LockRecord) -> impl Future<Output = Result<Observation, LockError>> + Send {
+        let record = record.clone();
+        async move {
+            let inner = &self.inner;
+            let mut obj = inner.codec.new_object(&inner.target.namespace, &inner.target.name);
+            inner.codec.encode(&mut obj, &record, inner.config.clock.now());
+            let api = inner.api.clone();
+            let created = call(inner.config.request_timeout, Verb::Create, &inner.target, async move {
+                api.create(&PostParams::default(), &obj).await
+            })
+            .await?;
+            Ok(self.observe(&created))
+        }
+    }
+
+    fn update(
+        &self,
+        expected: &Version,
+        record: &LockRecord,
+    ) -> impl Future<Output = Result<Observation, LockError>> + Send {
+        let expected = expected.clone();
+        let record = record.clone();
+        async move {
+            let inner = &self.inner;
+            let cached = self
+                .cache()
+                .filter(|o| o.meta().resource_version.as_deref() == Some(expected.as_str()));
+            let mut obj = match cached {
+                Some(o) => o,
+                None => {
+                    let fresh = self.read().await?;
+                    self.remember(&fresh);
+                    if fresh.meta().resource_version.as_deref() != Some(expected.as_str()) {
+                        return Err(LockError::Conflict);
+                    }
+                    fresh
+                }
+            };
+            inner.codec.encode(&mut obj, &record, inner.config.clock.now());
+            // The PUT carries `expected` as its resourceVersion: a compare-and-swap.
+            obj.meta_mut().resource_version = Some(expected.as_str().to_owned());
+            let api = inner.api.clone();
+            let name = inner.target.name.clone();
+            let written = call(inner.config.request_timeout, Verb::Update, &inner.target, async move {
+                api.replace(&name, &PostParams::default(), &obj).await
+            })
+            .await?;
+            Ok(self.observe(&written))
+        }
+    }
+
+    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
+        if !self.inner.config.watch_enabled {
+            return None;
+        }
+        let me = self.clone();
+        let mut wc = self.inner.config.watch.clone();
+        wc.request_timeout = self.inner.config.request_timeout;
+        Some(watch_object(
+            self.inner.api.clone(),
+            self.inner.target.clone(),
+            from.cloned(),
+            wc,
+            Arc::new(move |obj: &K| me.observe(obj)),
+        ))
+    }
+
+    fn describe(&self) -> String {
+        let t = &self.inner.target;
+        let plural = t.resource.split('.').next().unwrap_or(t.resource);
+        format!("{plural}/{}/{}", t.namespace, t.name)
+    }
+}

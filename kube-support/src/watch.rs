@@ -1,0 +1,156 @@
+//! A watch of one named object, as the elector consumes it: a stream of
+//! [`WatchEvent`]s that *ends* whenever the watch cannot be trusted any more, so
+//! that the driver polls and resumes (silence never means "unchanged").
+//!
+//! The stream ends when the connection breaks or the server closes it, when it
+//! stays silent longer than the configured bound (bookmarks count as life), and on
+//! an error event such as `410 Gone` (FAULTS W1, W2). Resuming from a version that
+//! is too old yields a stream that ends at once with the 410; the caller then
+//! watches afresh with `from = None`, which lists the object first.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_compat::Compat;
+use election_core::{LockError, Observation, Version, WatchEvent, WatchStream};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::{Stream, StreamExt, stream};
+use kube::api::{Api, ListParams, WatchParams};
+use kube::core::WatchEvent as KubeEvent;
+use serde::de::DeserializeOwned;
+
+use crate::call::call;
+use crate::error::{Target, Verb, classify, classify_status};
+
+/// How a watch of one object behaves.
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct WatchConfig {
+    /// The watch ends when nothing (no change, no bookmark) arrives for this long.
+    pub silence: Duration,
+    /// Bound of the initial list and of the connect of the watch request.
+    pub request_timeout: Duration,
+    /// Asked of the server: it closes the watch after this long (`timeoutSeconds`).
+    pub server_timeout: Option<u32>,
+}
+
+impl Default for WatchConfig {
+    /// Ends after 90 s of silence (API servers send bookmarks about once a minute);
+    /// 5 s request timeout; the server closes the watch after 5 minutes.
+    fn default() -> Self {
+        WatchConfig {
+            silence: Duration::from_secs(90),
+            request_timeout: Duration::from_secs(5),
+            server_timeout: Some(300),
+        }
+    }
+}
+
+/// Turns a watched object into an observation (and may refresh a cache).
+pub type ObjectMapper<K> = Arc<dyn Fn(&K) -> Observation + Send + Sync>;
+
+/// Watches the object `target.name` of `api` from `from` (exclusive), or from its
+/// current state (yielded first) when `from` is `None`.
+pub fn watch_object<K>(
+    api: Api<K>,
+    target: Target,
+    from: Option<Version>,
+    config: WatchConfig,
+    map: ObjectMapper<K>,
+) -> WatchStream
+where
+    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let start = async move {
+        let mut initial: Vec<Result<WatchEvent, LockError>> = Vec::new();
+        let field = format!("metadata.name={}", target.name);
+        let from = match from {
+            Some(v) => v.as_str().to_owned(),
+            None => {
+                let lp = ListParams::default().fields(&field);
+                let listed = call(config.request_timeout, Verb::List, &target, api.list(&lp)).await;
+                match listed {
+                    Ok(list) => {
+                        if let Some(obj) = list.items.first() {
+                            initial.push(Ok(WatchEvent::Changed(map(obj))));
+                        } else {
+                            initial.push(Ok(WatchEvent::Deleted));
+                        }
+                        list.metadata.resource_version.unwrap_or_default()
+                    }
+                    Err(e) => return stream::iter(vec![Err(e)]).boxed(),
+                }
+            }
+        };
+        let mut wp = WatchParams::default().fields(&field);
+        if let Some(t) = config.server_timeout {
+            wp = wp.timeout(t);
+        }
+        let events = match call(config.request_timeout, Verb::Watch, &target, api.watch(&wp, &from)).await {
+            Ok(s) => s,
+            Err(e) => {
+                initial.push(Err(e));
+                return stream::iter(initial).boxed();
+            }
+        };
+        let events = Box::pin(events);
+        let silence = config.silence;
+        let rest = stream::unfold(Some(events), move |state| {
+            let target = target.clone();
+            let map = map.clone();
+            async move {
+                let mut events = state?;
+                loop {
+                    let next = tokio::time::timeout(silence, events.next()).await;
+                    let item = match next {
+                        Err(_) => {
+                            tracing::debug!(%target, ?silence, "watch silent too long; ending it");
+                            return None;
+                        }
+                        Ok(None) => return None,
+                        Ok(Some(item)) => item,
+                    };
+                    match item {
+                        Ok(KubeEvent::Added(o)) | Ok(KubeEvent::Modified(o)) => {
+                            return Some((Ok(WatchEvent::Changed(map(&o))), Some(events)));
+                        }
+                        Ok(KubeEvent::Deleted(_)) => {
+                            return Some((Ok(WatchEvent::Deleted), Some(events)));
+                        }
+                        Ok(KubeEvent::Bookmark(_)) => continue,
+                        Ok(KubeEvent::Error(status)) => {
+                            tracing::debug!(%target, code = status.code, "watch error event; ending it");
+                            return Some((Err(classify_status(&status, Verb::Watch, &target)), None));
+                        }
+                        Err(e) => {
+                            tracing::debug!(%target, error = %e, "watch broke; ending it");
+                            return Some((Err(classify(&e, Verb::Watch, &target)), None));
+                        }
+                    }
+                }
+            }
+        });
+        stream::iter(initial).chain(rest).boxed()
+    };
+    // The whole stream needs a tokio reactor (kube's body stream, the silence timer):
+    // Compat provides it under smol and async-std.
+    Box::pin(CompatStream(Box::pin(stream::once(start).flatten())))
+}
+
+/// Polls a stream inside a tokio runtime context (the caller's, or the one
+/// `async-compat` keeps), as `async_compat::Compat` does for futures.
+pub struct CompatStream<S>(pub S);
+
+impl<S: Stream + Unpin> Stream for CompatStream<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        let inner = &mut self.0;
+        let mut next = Compat::new(futures::future::poll_fn(|cx| inner.poll_next_unpin(cx)));
+        Pin::new(&mut next).poll(cx)
+    }
+}

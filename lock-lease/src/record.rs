@@ -1,0 +1,180 @@
+//! The lock record in a `coordination.k8s.io/v1` Lease, exactly as client-go maps
+//! its `LeaderElectionRecord` to a `LeaseSpec`, plus this library's priority
+//! handover in annotations.
+//!
+//! | record | Lease |
+//! |---|---|
+//! | `holder` | `spec.holderIdentity`, written present (`""` on release); absent or null reads `""` |
+//! | `lease_duration_secs` | `spec.leaseDurationSeconds`, integer seconds, written at least 1; absent reads `None` |
+//! | `acquire_time`, `renew_time` | `spec.acquireTime`, `spec.renewTime` as `MicroTime` (`2006-01-02T15:04:05.000000Z`, UTC); [`Stamp::Unset`] writes null |
+//! | `transitions` | `spec.leaseTransitions`; absent or negative reads 0 |
+//! | `strategy` | `spec.strategy` |
+//! | `handover` with a priority | annotations [`HANDOVER_TO`] and [`HANDOVER_PRIORITY`] |
+//! | `handover` without a priority | `spec.preferredHolder` (Kubernetes' coordinated election) |
+//! | `priority` | annotation [`PRIORITY`] |
+
+use std::collections::BTreeMap;
+
+use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube_support::Codec;
+use kube_support::time::{from_timestamp, to_timestamp};
+
+/// Annotation holding the holder's priority (a decimal `i64`).
+pub const PRIORITY: &str = "election.rs/priority";
+/// Annotation naming the candidate that asked the holder to hand the lock over.
+pub const HANDOVER_TO: &str = "election.rs/handover-to";
+/// Annotation holding the asking candidate's priority (a decimal `i64`).
+pub const HANDOVER_PRIORITY: &str = "election.rs/handover-priority";
+
+/// Reads the record from a Lease, tolerantly (DESIGN §4 "Tolerant reading").
+pub fn record_from_lease(lease: &Lease) -> LockRecord {
+    let spec = lease.spec.clone().unwrap_or_default();
+    let annotations = lease.metadata.annotations.as_ref();
+    let annotation = |k: &str| annotations.and_then(|a| a.get(k)).map(String::as_str);
+    let int = |k: &str| {
+        let raw = annotation(k)?;
+        match raw.trim().parse::<i64>() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                tracing::warn!(annotation = k, value = raw, "ignoring a malformed priority annotation");
+                None
+            }
+        }
+    };
+    let handover = match annotation(HANDOVER_TO) {
+        Some(to) if !to.is_empty() => Some(Handover {
+            to: to.into(),
+            priority: int(HANDOVER_PRIORITY),
+        }),
+        _ => spec
+            .preferred_holder
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .map(|p| Handover {
+                to: p.into(),
+                priority: None,
+            }),
+    };
+    LockRecord {
+        holder: spec.holder_identity.unwrap_or_default().into(),
+        lease_duration_secs: spec.lease_duration_seconds.map(i64::from),
+        acquire_time: stamp(spec.acquire_time.as_ref()),
+        renew_time: stamp(spec.renew_time.as_ref()),
+        transitions: spec
+            .lease_transitions
+            .map(|t| u32::try_from(t).unwrap_or(0))
+            .unwrap_or(0),
+        priority: int(PRIORITY),
+        handover,
+        strategy: spec.strategy.filter(|s| !s.is_empty()).map(Into::into),
+    }
+}
+
+fn stamp(t: Option<&MicroTime>) -> Stamp {
+    t.map_or(Stamp::Unset, |t| Stamp::At(from_timestamp(t.0)))
+}
+
+fn micro(stamp: Stamp, now: WallTime) -> Option<MicroTime> {
+    kube_support::Clock::resolve(stamp, now).map(|t| MicroTime(to_timestamp(t)))
+}
+
+/// The `LeaseSpec` client-go writes for `record`, with [`Stamp::Now`] stamped `now`.
+pub fn spec_from_record(record: &LockRecord, now: WallTime) -> LeaseSpec {
+    let duration = record
+        .lease_duration_secs
+        .map(|s| i32::try_from(s.clamp(1, i64::from(i32::MAX))).unwrap_or(i32::MAX));
+    let transitions = i32::try_from(record.transitions.min(MAX_TRANSITIONS)).unwrap_or(i32::MAX);
+    LeaseSpec {
+        holder_identity: Some(record.holder.to_string()),
+        lease_duration_seconds: duration,
+        acquire_time: micro(record.acquire_time, now),
+        renew_time: micro(record.renew_time, now),
+        lease_transitions: Some(transitions),
+        strategy: record.strategy.as_ref().map(|s| s.to_string()),
+        preferred_holder: record
+            .handover
+            .as_ref()
+            .filter(|h| h.priority.is_none())
+            .map(|h| h.to.to_string()),
+    }
+}
+
+/// Writes `record` into `lease`: the whole spec, our annotations set or removed,
+/// `labels` merged; every other label, annotation and owner reference kept.
+pub fn write_record(lease: &mut Lease, record: &LockRecord, now: WallTime, labels: &BTreeMap<String, String>) {
+    lease.spec = Some(spec_from_record(record, now));
+    let meta = &mut lease.metadata;
+    if !labels.is_empty() {
+        let l = meta.labels.get_or_insert_with(BTreeMap::new);
+        l.extend(labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    let ours: [(&str, Option<String>); 3] = [
+        (PRIORITY, record.priority.map(|p| p.to_string())),
+        (
+            HANDOVER_TO,
+            record
+                .handover
+                .as_ref()
+                .filter(|h| h.priority.is_some())
+                .map(|h| h.to.to_string()),
+        ),
+        (
+            HANDOVER_PRIORITY,
+            record
+                .handover
+                .as_ref()
+                .and_then(|h| h.priority)
+                .map(|p| p.to_string()),
+        ),
+    ];
+    for (key, value) in ours {
+        match value {
+            Some(v) => {
+                meta.annotations
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(key.to_owned(), v);
+            }
+            None => {
+                if let Some(a) = meta.annotations.as_mut() {
+                    a.remove(key);
+                }
+            }
+        }
+    }
+    if meta.annotations.as_ref().is_some_and(BTreeMap::is_empty) {
+        meta.annotations = None;
+    }
+}
+
+/// The [`Codec`] of the Lease lock: [`record_from_lease`] and [`write_record`],
+/// with the labels given to [`crate::LeaseLock::with_labels`].
+#[derive(Clone, Debug, Default)]
+pub struct LeaseCodec {
+    /// Labels merged into the Lease on every write (client-go's `NewWithLabels`).
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Codec<Lease> for LeaseCodec {
+    const RESOURCE: &'static str = "leases.coordination.k8s.io";
+
+    fn decode(&self, obj: &Lease) -> LockRecord {
+        record_from_lease(obj)
+    }
+
+    fn encode(&self, obj: &mut Lease, record: &LockRecord, now: WallTime) {
+        write_record(obj, record, now, &self.labels);
+    }
+
+    fn new_object(&self, namespace: &str, name: &str) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            spec: None,
+        }
+    }
+}
