@@ -471,6 +471,7 @@ fn execute(
                 selectors,
                 resource_version: param(pairs, "resourceVersion").map(str::to_owned),
                 bookmarks: truthy(param(pairs, "allowWatchBookmarks")),
+                send_initial_events: truthy(param(pairs, "sendInitialEvents")),
                 timeout,
                 faults: watch_faults,
             };

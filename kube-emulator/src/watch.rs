@@ -28,6 +28,9 @@ pub(crate) struct WatchRequest {
     /// `None` or `"0"`: start with the current state as ADDED events.
     pub(crate) resource_version: Option<String>,
     pub(crate) bookmarks: bool,
+    /// `sendInitialEvents=true`: the current state as ADDED events, then a
+    /// BOOKMARK annotated `k8s.io/initial-events-end: "true"`.
+    pub(crate) send_initial_events: bool,
     pub(crate) timeout: Duration,
     pub(crate) faults: Vec<Fault>,
 }
@@ -139,6 +142,7 @@ pub(crate) fn start(shared: Arc<Shared>, req: WatchRequest) -> impl Stream<Item 
         req,
     };
     let from = state.req.resource_version.clone().filter(|v| !v.is_empty() && v != "0");
+    let from = if state.req.send_initial_events { None } else { from };
     match from.map(|v| v.parse::<u64>()) {
         None => {
             let store = lock(&state.shared.store);
@@ -148,6 +152,16 @@ pub(crate) fn start(shared: Arc<Shared>, req: WatchRequest) -> impl Stream<Item 
                 }
             }
             state.last_rv = store.resource_version();
+            drop(store);
+            if state.req.send_initial_events {
+                let r = state.req.resource;
+                state.queue.push_back(event(
+                    "BOOKMARK",
+                    &json!({"kind": r.kind(), "apiVersion": r.api_version(), "metadata": {
+                        "resourceVersion": state.last_rv.to_string(),
+                        "annotations": {"k8s.io/initial-events-end": "true"}}}),
+                ));
+            }
         }
         Some(Ok(rv)) => {
             state.last_rv = rv;
