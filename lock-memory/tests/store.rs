@@ -25,8 +25,15 @@ fn versions_are_a_global_counter_that_survives_delete_and_recreate() {
     assert!(store.delete());
     assert!(!store.delete(), "nothing left to delete");
     let v3 = block_on(a.create(&record("a"))).unwrap();
-    assert_eq!(v3.version.as_str(), "3", "the delete took version 2; no reset");
-    assert_eq!(block_on(a.update(&v1.version, &record("a"))), Err(LockError::Conflict));
+    assert_eq!(
+        v3.version.as_str(),
+        "3",
+        "the delete took version 2; no reset"
+    );
+    assert_eq!(
+        block_on(a.update(&v1.version, &record("a"))),
+        Err(LockError::Conflict)
+    );
     assert_eq!(store.last_version(), 3);
 }
 
@@ -111,7 +118,15 @@ fn the_write_log_orders_every_write_with_its_writer() {
     let log = store.write_log();
     let summary: Vec<_> = log
         .iter()
-        .map(|w| (w.seq, &*w.client, w.kind, w.version.to_string(), w.wall.unix_secs))
+        .map(|w| {
+            (
+                w.seq,
+                &*w.client,
+                w.kind,
+                w.version.to_string(),
+                w.wall.unix_secs,
+            )
+        })
         .collect();
     assert_eq!(
         summary,
@@ -133,12 +148,22 @@ fn r1_human_edits_take_a_version_and_defeat_stale_writers() {
     let store = MemoryStore::new();
     let a = store.client("a");
     let human = store.set_record(record("intruder"));
-    assert_eq!(human.version.as_str(), "1", "set_record creates an absent lock");
-    assert_eq!(block_on(a.create(&record("a"))), Err(LockError::AlreadyExists));
+    assert_eq!(
+        human.version.as_str(),
+        "1",
+        "set_record creates an absent lock"
+    );
+    assert_eq!(
+        block_on(a.create(&record("a"))),
+        Err(LockError::AlreadyExists)
+    );
     let v = block_on(a.get()).unwrap();
     assert_eq!(v, human);
     let edited = store.set_record(record(""));
-    assert_eq!(block_on(a.update(&v.version, &record("a"))), Err(LockError::Conflict));
+    assert_eq!(
+        block_on(a.update(&v.version, &record("a"))),
+        Err(LockError::Conflict)
+    );
     assert!(block_on(a.update(&edited.version, &record("a"))).is_ok());
 }
 
@@ -148,7 +173,10 @@ fn a4_update_after_delete_is_not_found() {
     let a = store.client("a");
     let v1 = block_on(a.create(&record("a"))).unwrap();
     store.delete();
-    assert_eq!(block_on(a.update(&v1.version, &record("a"))), Err(LockError::NotFound));
+    assert_eq!(
+        block_on(a.update(&v1.version, &record("a"))),
+        Err(LockError::NotFound)
+    );
     assert_eq!(block_on(a.get()), Err(LockError::NotFound));
     assert_eq!(store.current(), None);
 }
@@ -160,12 +188,18 @@ fn a_watch_from_nowhere_starts_with_the_current_state() {
     let mut absent = b.watch(None).unwrap();
     assert_eq!(block_on(absent.next()), Some(Ok(WatchEvent::Deleted)));
     let v1 = block_on(a.create(&record("a"))).unwrap();
-    assert_eq!(block_on(absent.next()), Some(Ok(WatchEvent::Changed(v1.clone()))));
+    assert_eq!(
+        block_on(absent.next()),
+        Some(Ok(WatchEvent::Changed(v1.clone())))
+    );
 
     // A version this store never issued (ahead, or not a number) counts as none.
     for from in ["12345", "x"] {
         let mut w = b.watch(Some(&Version::new(from))).unwrap();
-        assert_eq!(block_on(w.next()), Some(Ok(WatchEvent::Changed(v1.clone()))));
+        assert_eq!(
+            block_on(w.next()),
+            Some(Ok(WatchEvent::Changed(v1.clone())))
+        );
     }
 }
 
@@ -179,7 +213,10 @@ fn w2_resuming_from_beyond_the_history_yields_the_current_state_first() {
         obs = block_on(a.update(&obs.version, &record("a"))).unwrap();
     }
     let mut w = b.watch(Some(&v1)).unwrap();
-    assert_eq!(block_on(w.next()), Some(Ok(WatchEvent::Changed(obs.clone()))));
+    assert_eq!(
+        block_on(w.next()),
+        Some(Ok(WatchEvent::Changed(obs.clone())))
+    );
     let next = block_on(a.update(&obs.version, &record("a"))).unwrap();
     assert_eq!(block_on(w.next()), Some(Ok(WatchEvent::Changed(next))));
 
