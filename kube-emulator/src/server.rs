@@ -304,7 +304,8 @@ async fn hang_forever(shared: &Shared) {
 
 /// What the store produced for a request, before after-commit faults.
 enum Outcome {
-    Reply(Reply),
+    /// A success, and whether it changed the store.
+    Reply(Reply, bool),
     Error(ApiError),
     Stream(Response<Body>),
 }
@@ -387,14 +388,14 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
 
     if verb.is_write() {
         let (code, committed, rv, object) = match &outcome {
-            Outcome::Reply(r) => {
+            Outcome::Reply(r, changed) => {
                 let rv = r
                     .body
                     .get("metadata")
                     .and_then(|m| m.get("resourceVersion"))
                     .and_then(Value::as_str)
                     .map(str::to_owned);
-                (r.code, true, rv, Some(r.body.clone()))
+                (r.code, *changed, rv, Some(r.body.clone()))
             }
             Outcome::Error(e) => (e.code, false, None, None),
             Outcome::Stream(_) => (200, false, None, None),
@@ -429,7 +430,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
         _ => {}
     }
     match outcome {
-        Outcome::Reply(r) => full(r.code, &r.body),
+        Outcome::Reply(r, _) => full(r.code, &r.body),
         Outcome::Error(e) => error_response(&e),
         Outcome::Stream(resp) => resp,
     }
@@ -495,17 +496,20 @@ fn execute(
                     o
                 })
                 .collect();
-            Ok(Reply {
-                code: 200,
-                body: json!({
-                    "kind": format!("{}List", resource.kind()),
-                    "apiVersion": resource.api_version(),
-                    "metadata": {"resourceVersion": store.resource_version().to_string()},
-                    "items": items,
-                }),
-            })
+            Ok((
+                Reply {
+                    code: 200,
+                    body: json!({
+                        "kind": format!("{}List", resource.kind()),
+                        "apiVersion": resource.api_version(),
+                        "metadata": {"resourceVersion": store.resource_version().to_string()},
+                        "items": items,
+                    }),
+                },
+                false,
+            ))
         }
-        Verb::Get => lock(&shared.store).get(resource, &ns, name),
+        Verb::Get => lock(&shared.store).get(resource, &ns, name).map(|r| (r, false)),
         Verb::Create => write(shared, |s| s.create(resource, &ns, body, now)),
         Verb::Update => write(shared, |s| s.update(resource, &ns, name, body, now)),
         Verb::Patch => {
@@ -522,13 +526,14 @@ fn execute(
         }
     };
     match result {
-        Ok(r) => Outcome::Reply(r),
+        Ok((r, changed)) => Outcome::Reply(r, changed),
         Err(e) => Outcome::Error(e),
     }
 }
 
-/// Runs a write under the store lock and tells watches when the version moved.
-fn write(shared: &Shared, op: impl FnOnce(&mut Store) -> Result<Reply, ApiError>) -> Result<Reply, ApiError> {
+/// Runs a write under the store lock and tells watches when the version
+/// moved; the flag says whether it did (a no-op update does not).
+fn write(shared: &Shared, op: impl FnOnce(&mut Store) -> Result<Reply, ApiError>) -> Result<(Reply, bool), ApiError> {
     let (result, before, after) = {
         let mut store = lock(&shared.store);
         let before = store.resource_version();
@@ -538,7 +543,7 @@ fn write(shared: &Shared, op: impl FnOnce(&mut Store) -> Result<Reply, ApiError>
     if after != before {
         shared.publish(after);
     }
-    result
+    result.map(|r| (r, after != before))
 }
 
 #[cfg(test)]
