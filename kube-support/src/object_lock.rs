@@ -10,6 +10,7 @@
 //! first and answers [`LockError::Conflict`] at once if it is not at the expected
 //! version.
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use election_core::{Lock, LockError, LockRecord, Observation, Version, WallTime, WatchStream};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -203,6 +205,35 @@ where
     }
 }
 
+/// The annotation a write bumps when it would otherwise be byte-identical to the
+/// stored object (a holder whose wall clock is frozen, or two renewals within one
+/// second of a ConfigMap record): the API server would not give it a new version.
+pub const REWRITE_ANNOTATION: &str = "election.rs/rewrite";
+
+fn bump_rewrite_counter(meta: &mut ObjectMeta) {
+    let annotations = meta.annotations.get_or_insert_with(BTreeMap::new);
+    let n = annotations
+        .get(REWRITE_ANNOTATION)
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    annotations.insert(REWRITE_ANNOTATION.to_owned(), n.wrapping_add(1).to_string());
+}
+
+/// A PUT of an object that was deleted meanwhile fails the UID precondition
+/// (the body carries the old UID) with a 409 whose message names an empty UID in
+/// object meta; the object is gone, which the elector must hear as NotFound.
+fn uid_gone_as_not_found(e: kube::Error) -> kube::Error {
+    if let kube::Error::Api(s) = &e
+        && s.code == 409
+        && s.message.trim_end().ends_with("UID in object meta:")
+    {
+        return kube::Error::Api(Box::new(
+            kube::core::Status::failure(&s.message, "NotFound").with_code(404),
+        ));
+    }
+    e
+}
+
 fn observation<K: kube::Resource, C: Codec<K>>(codec: &C, obj: &K) -> Observation {
     let version = obj.meta().resource_version.clone().unwrap_or_default();
     Observation::new(version, codec.decode(obj))
@@ -265,13 +296,22 @@ where
                     fresh
                 }
             };
+            let before = serde_json::to_value(&obj).ok();
             inner.codec.encode(&mut obj, &record, inner.config.clock.now());
+            if before.is_some() && before == serde_json::to_value(&obj).ok() {
+                // The API server turns a byte-identical PUT into a no-op that keeps
+                // the version, and followers would then see no renewal (FAULTS
+                // R10): make the write visible.
+                bump_rewrite_counter(obj.meta_mut());
+            }
             // The PUT carries `expected` as its resourceVersion: a compare-and-swap.
             obj.meta_mut().resource_version = Some(expected.as_str().to_owned());
             let api = inner.api.clone();
             let name = inner.target.name.clone();
             let written = call(inner.config.request_timeout, Verb::Update, &inner.target, async move {
-                api.replace(&name, &PostParams::default(), &obj).await
+                api.replace(&name, &PostParams::default(), &obj)
+                    .await
+                    .map_err(uid_gone_as_not_found)
             })
             .await?;
             Ok(self.observe(&written))
