@@ -86,6 +86,39 @@ impl Harness for MemoryHarness {
     }
 }
 
+/// A harness from a closure giving two handles on a fresh lock per call; it
+/// cannot delete, so the cases that need a deletion are skipped. Build it with
+/// [`harness_fn`].
+#[derive(Debug)]
+pub struct FnHarness<F>(F);
+
+/// A [`Harness`] from a closure returning two handles (two clients) on a fresh,
+/// absent lock each time it is called.
+///
+/// ```
+/// use lock_memory::MemoryStore;
+/// use lock_memory::conformance::{harness_fn, run_all};
+///
+/// let mut harness = harness_fn(|| {
+///     let store = MemoryStore::new();
+///     (store.client("a"), store.client("b"))
+/// });
+/// let report = futures_lite::future::block_on(run_all(&mut harness));
+/// assert!(report.is_success(), "{report}");
+/// assert_eq!(report.skipped().len(), 2); // the two cases that delete the lock
+/// ```
+pub fn harness_fn<L: Lock, F: FnMut() -> (L, L)>(make: F) -> FnHarness<F> {
+    FnHarness(make)
+}
+
+impl<L: Lock, F: FnMut() -> (L, L)> Harness for FnHarness<F> {
+    type Lock = L;
+
+    async fn fresh(&mut self) -> (L, L) {
+        (self.0)()
+    }
+}
+
 /// A case of the suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Case {

@@ -15,6 +15,10 @@
 //! 5. the response delay ([`Faults::response_delay`]);
 //! 6. the answer: lost (applied, yet the caller gets [`LockError::Unknown`]), hung
 //!    after applying, lost because the client was partitioned meanwhile, or delivered.
+//!
+//! Watches have their own faults: they end when broken ([`FaultHandle::break_watches`],
+//! [`Faults::watch_break_probability`]) or when the client is refused, and fall
+//! silent in a black-hole partition. Their events are delivered without latency.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

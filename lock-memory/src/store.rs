@@ -46,7 +46,12 @@ pub(crate) struct State {
     history_cap: usize,
     /// Every change with a version above `floor` is in `history`.
     pub(crate) floor: u64,
-    log: Vec<LoggedWrite>,
+    /// The most recent writes, oldest first.
+    log: VecDeque<LoggedWrite>,
+    /// How many writes the log keeps.
+    log_cap: usize,
+    /// The sequence number of the last write.
+    log_seq: u64,
     clock: WallClock,
     sleeper: Sleeper,
     seed: u64,
@@ -168,15 +173,18 @@ impl State {
         };
         self.history.push_back((self.counter, event));
         self.trim_history();
-        let seq = self.log.len() as u64 + 1;
-        self.log.push(LoggedWrite {
-            seq,
+        self.log_seq += 1;
+        self.log.push_back(LoggedWrite {
+            seq: self.log_seq,
             client: Arc::from(who),
             kind,
             wall,
             version: Version::new(self.counter.to_string()),
             record,
         });
+        while self.log.len() > self.log_cap {
+            self.log.pop_front();
+        }
         self.wake_all_watchers();
     }
 
@@ -249,7 +257,9 @@ impl MemoryStore {
                     history: VecDeque::new(),
                     history_cap: DEFAULT_HISTORY,
                     floor: 0,
-                    log: Vec::new(),
+                    log: VecDeque::new(),
+                    log_cap: usize::MAX,
+                    log_seq: 0,
                     clock: system_clock(),
                     sleeper: async_io_sleeper(),
                     seed,
@@ -283,6 +293,19 @@ impl MemoryStore {
         self.shared.with_state(|st| {
             st.history_cap = changes;
             st.trim_history();
+        });
+        self
+    }
+
+    /// Keeps only the last `writes` writes in the write log (it is unbounded by
+    /// default); sequence numbers keep counting. For long runs and benchmarks.
+    #[must_use]
+    pub fn with_write_log_capacity(self, writes: usize) -> Self {
+        self.shared.with_state(|st| {
+            st.log_cap = writes;
+            while st.log.len() > writes {
+                st.log.pop_front();
+            }
         });
         self
     }
@@ -337,17 +360,24 @@ impl MemoryStore {
         self.shared.with_state(|st| st.counter)
     }
 
-    /// Every write applied so far, oldest first.
+    /// Every write applied so far, oldest first (the most recent ones only, if
+    /// the log is capped with [`MemoryStore::with_write_log_capacity`]).
     pub fn write_log(&self) -> Vec<LoggedWrite> {
-        self.shared.with_state(|st| st.log.clone())
+        self.shared
+            .with_state(|st| st.log.iter().cloned().collect())
     }
 
-    /// The writes with a sequence number above `seq`.
+    /// The logged writes with a sequence number above `seq`.
     pub fn write_log_since(&self, seq: u64) -> Vec<LoggedWrite> {
         self.shared.with_state(|st| {
-            let from = usize::try_from(seq).unwrap_or(usize::MAX).min(st.log.len());
-            st.log[from..].to_vec()
+            let newer = st.log.partition_point(|w| w.seq <= seq);
+            st.log.range(newer..).cloned().collect()
         })
+    }
+
+    /// The sequence number of the last write (0 before the first).
+    pub fn last_seq(&self) -> u64 {
+        self.shared.with_state(|st| st.log_seq)
     }
 
     /// A human edit: stores `record` at a new version, creating the lock if it is
@@ -370,6 +400,7 @@ impl MemoryStore {
     }
 
     /// Stamps writes with `clock` from now on (see also [`crate::ManualClock`]).
+    /// The clock is called with the store locked: it must not call the store.
     pub fn set_wall_clock(&self, clock: impl Fn() -> WallTime + Send + Sync + 'static) {
         self.shared.with_state(|st| st.clock = Arc::new(clock));
     }
@@ -381,7 +412,7 @@ impl std::fmt::Debug for MemoryStore {
             f.debug_struct("MemoryStore")
                 .field("current", &st.current)
                 .field("last_version", &st.counter)
-                .field("writes", &st.log.len())
+                .field("writes", &st.log_seq)
                 .field("seed", &st.seed)
                 .finish_non_exhaustive()
         })

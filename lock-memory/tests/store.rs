@@ -141,6 +141,24 @@ fn the_write_log_orders_every_write_with_its_writer() {
     assert_eq!(log[3].record, None);
     assert_eq!(store.write_log_since(2), log[2..].to_vec());
     assert!(store.write_log_since(99).is_empty());
+    assert_eq!(store.last_seq(), 4);
+}
+
+#[test]
+fn a_capped_write_log_keeps_the_latest_writes_and_their_numbers() {
+    let store = MemoryStore::new().with_write_log_capacity(3);
+    let a = store.client("a");
+    let mut obs = block_on(a.create(&record("a"))).unwrap();
+    for _ in 0..9 {
+        obs = block_on(a.update(&obs.version, &record("a"))).unwrap();
+    }
+    let seqs: Vec<u64> = store.write_log().iter().map(|w| w.seq).collect();
+    assert_eq!(seqs, [8, 9, 10]);
+    assert_eq!(store.write_log().last().unwrap().version, obs.version);
+    let since: Vec<u64> = store.write_log_since(8).iter().map(|w| w.seq).collect();
+    assert_eq!(since, [9, 10]);
+    assert_eq!(store.write_log_since(2).len(), 3, "older ones are gone");
+    assert_eq!(store.last_seq(), 10);
 }
 
 #[test]
