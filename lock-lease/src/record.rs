@@ -9,8 +9,8 @@
 //! | `acquire_time`, `renew_time` | `spec.acquireTime`, `spec.renewTime` as `MicroTime` (`2006-01-02T15:04:05.000000Z`, UTC); [`Stamp::Unset`] writes null |
 //! | `transitions` | `spec.leaseTransitions`; absent or negative reads 0 |
 //! | `strategy` | `spec.strategy` |
-//! | `handover` with a priority | annotations [`HANDOVER_TO`] and [`HANDOVER_PRIORITY`] |
-//! | `handover` without a priority | `spec.preferredHolder` (Kubernetes' coordinated election) |
+//! | `handover` without a priority, with a `strategy` | `spec.preferredHolder` (Kubernetes' coordinated election; the API allows it only with a strategy) |
+//! | any other `handover` | annotations [`HANDOVER_TO`] and [`HANDOVER_PRIORITY`] (absent when it has none) |
 //! | `priority` | annotation [`PRIORITY`] |
 
 use std::collections::BTreeMap;
@@ -93,12 +93,18 @@ pub fn spec_from_record(record: &LockRecord, now: WallTime) -> LeaseSpec {
         renew_time: micro(record.renew_time, now),
         lease_transitions: Some(transitions),
         strategy: record.strategy.as_ref().map(|s| s.to_string()),
-        preferred_holder: record
-            .handover
-            .as_ref()
-            .filter(|h| h.priority.is_none())
-            .map(|h| h.to.to_string()),
+        preferred_holder: preferred_holder(record).map(|h| h.to.to_string()),
     }
+}
+
+/// The handover written as `spec.preferredHolder`: one without a priority, when a
+/// `strategy` is set (the API rejects a preferred holder without one). Any other
+/// handover goes into the annotations.
+fn preferred_holder(record: &LockRecord) -> Option<&Handover> {
+    record
+        .handover
+        .as_ref()
+        .filter(|h| h.priority.is_none() && record.strategy.is_some())
 }
 
 /// Writes `record` into `lease`: the whole spec, our annotations set or removed,
@@ -117,7 +123,7 @@ pub fn write_record(lease: &mut Lease, record: &LockRecord, now: WallTime, label
             record
                 .handover
                 .as_ref()
-                .filter(|h| h.priority.is_some())
+                .filter(|_| preferred_holder(record).is_none())
                 .map(|h| h.to.to_string()),
         ),
         (
