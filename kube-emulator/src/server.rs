@@ -510,16 +510,13 @@ fn execute(
             ))
         }
         Verb::Get => lock(&shared.store).get(resource, &ns, name).map(|r| (r, false)),
+        _ if param(pairs, "dryRun").is_some_and(|v| !v.is_empty()) => dry_run(shared, verb, resource, &ns, name, content_type, body, now),
         Verb::Create => write(shared, |s| s.create(resource, &ns, body, now)),
         Verb::Update => write(shared, |s| s.update(resource, &ns, name, body, now)),
-        Verb::Patch => {
-            let kind = match content_type {
-                Some("application/merge-patch+json" | "application/strategic-merge-patch+json") => PatchKind::Merge,
-                Some("application/json-patch+json") => PatchKind::Json,
-                other => return Outcome::Error(ApiError::unsupported_media_type(other.unwrap_or(""))),
-            };
-            write(shared, |s| s.patch(resource, &ns, name, kind, &body))
-        }
+        Verb::Patch => match patch_kind(content_type) {
+            Ok(kind) => write(shared, |s| s.patch(resource, &ns, name, kind, &body)),
+            Err(e) => Err(e),
+        },
         Verb::Delete => {
             let opts = if body.is_null() { None } else { Some(&body) };
             write(shared, |s| s.delete(resource, &ns, name, opts))
@@ -529,6 +526,38 @@ fn execute(
         Ok((r, changed)) => Outcome::Reply(r, changed),
         Err(e) => Outcome::Error(e),
     }
+}
+
+fn patch_kind(content_type: Option<&str>) -> Result<PatchKind, ApiError> {
+    match content_type {
+        Some("application/merge-patch+json" | "application/strategic-merge-patch+json") => Ok(PatchKind::Merge),
+        Some("application/json-patch+json") => Ok(PatchKind::Json),
+        other => Err(ApiError::unsupported_media_type(other.unwrap_or(""))),
+    }
+}
+
+/// `dryRun=All`: the write runs against a copy of the store, which is then
+/// thrown away, so the answer is what the write would have been.
+#[allow(clippy::too_many_arguments)]
+fn dry_run(
+    shared: &Shared,
+    verb: Verb,
+    resource: Resource,
+    ns: &str,
+    name: &str,
+    content_type: Option<&str>,
+    body: Value,
+    now: Timestamp,
+) -> Result<(Reply, bool), ApiError> {
+    let mut copy = lock(&shared.store).clone();
+    let reply = match verb {
+        Verb::Create => copy.create(resource, ns, body, now),
+        Verb::Update => copy.update(resource, ns, name, body, now),
+        Verb::Patch => copy.patch(resource, ns, name, patch_kind(content_type)?, &body),
+        Verb::Delete => copy.delete(resource, ns, name, if body.is_null() { None } else { Some(&body) }),
+        Verb::Get | Verb::List | Verb::Watch => return Err(ApiError::method_not_allowed("GET")),
+    }?;
+    Ok((reply, false))
 }
 
 /// Runs a write under the store lock and tells watches when the version

@@ -63,7 +63,7 @@ pub(crate) struct Reply {
 }
 
 /// The emulator's state.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Store {
     objects: BTreeMap<Key, Value>,
     rv: u64,

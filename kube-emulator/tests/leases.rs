@@ -203,3 +203,111 @@ async fn micro_time_is_normalised_to_six_digits_utc() {
     assert_eq!(serde_json::to_value(renew).expect("serialises"), json!("2026-08-17T21:11:09.123456Z"));
     assert_eq!(emu.request_counts().get("a", Verb::Patch, Resource::Lease), 1);
 }
+
+#[tokio::test]
+async fn n11_concurrent_writers_exactly_one_compare_and_swap_wins() {
+    let emu = Emulator::start().await.expect("start");
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let api = leases(&emu, &format!("node-{i}")).await;
+        tasks.push(tokio::spawn(async move { api.create(&PostParams::default(), &lease("lock", &format!("node-{i}"))).await }));
+    }
+    let mut created = Vec::new();
+    let mut exists = 0;
+    for t in tasks {
+        match t.await.expect("joined") {
+            Ok(l) => created.push(l),
+            Err(kube::Error::Api(s)) if s.reason == "AlreadyExists" => exists += 1,
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((created.len(), exists), (1, 15));
+
+    // All race to update from the same version: one wins, the rest conflict.
+    let base = created.pop().expect("winner");
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let api = leases(&emu, &format!("node-{i}")).await;
+        let mut mine = base.clone();
+        mine.spec.as_mut().expect("spec").holder_identity = Some(format!("node-{i}"));
+        mine.spec.as_mut().expect("spec").lease_transitions = Some(1);
+        tasks.push(tokio::spawn(async move { api.replace("lock", &PostParams::default(), &mine).await }));
+    }
+    let mut winners = Vec::new();
+    let mut conflicts = 0;
+    for t in tasks {
+        match t.await.expect("joined") {
+            Ok(l) => winners.push(l),
+            Err(kube::Error::Api(s)) if s.reason == "Conflict" => conflicts += 1,
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((winners.len(), conflicts), (1, 15));
+    let stored = emu.object(Resource::Lease, "default", "lock").expect("stored");
+    assert_eq!(stored["spec"]["holderIdentity"], json!(winners[0].spec.as_ref().expect("spec").holder_identity));
+}
+
+#[tokio::test]
+async fn delete_honours_preconditions_and_dry_run_changes_nothing() {
+    let emu = Emulator::start().await.expect("start");
+    let api = leases(&emu, "a").await;
+    let created = api.create(&PostParams::default(), &lease("lock", "a")).await.expect("create");
+    let stale = DeleteParams {
+        preconditions: Some(kube::api::Preconditions { resource_version: Some("1".into()), uid: None }),
+        ..DeleteParams::default()
+    };
+    let err = api_error(api.delete("lock", &stale).await.expect_err("precondition"));
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+    assert!(err.message.contains("Precondition failed: ResourceVersion in precondition: 1"), "{}", err.message);
+
+    let rv_before = emu.resource_version();
+    let dry = PostParams { dry_run: true, ..PostParams::default() };
+    let mut changed = created.clone();
+    changed.spec.as_mut().expect("spec").holder_identity = Some("dry".into());
+    let answer = api.replace("lock", &dry, &changed).await.expect("dry-run update");
+    assert_eq!(answer.spec.expect("spec").holder_identity.as_deref(), Some("dry"));
+    assert_eq!(emu.resource_version(), rv_before, "nothing committed");
+    assert_eq!(emu.object(Resource::Lease, "default", "lock").expect("stored")["spec"]["holderIdentity"], "a");
+
+    let exact = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            resource_version: created.metadata.resource_version.clone(),
+            uid: created.metadata.uid.clone(),
+        }),
+        ..DeleteParams::default()
+    };
+    api.delete("lock", &exact).await.expect("delete with matching preconditions");
+    assert!(emu.object(Resource::Lease, "default", "lock").is_none());
+}
+
+#[tokio::test]
+async fn json_patch_with_a_test_operation_on_the_version() {
+    let emu = Emulator::start().await.expect("start");
+    let client = emu.client("a").expect("client");
+    let api = leases(&emu, "a").await;
+    let created = api.create(&PostParams::default(), &lease("lock", "a")).await.expect("create");
+    let rv = created.metadata.resource_version.expect("rv");
+    let send = |ops: serde_json::Value| {
+        let client = client.clone();
+        async move {
+            let req = hyper::Request::patch("/apis/coordination.k8s.io/v1/namespaces/default/leases/lock")
+                .header("content-type", "application/json-patch+json")
+                .body(ops.to_string().into_bytes())
+                .expect("request");
+            client.request::<Lease>(req).await
+        }
+    };
+    let ok = send(json!([{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                         {"op": "replace", "path": "/spec/holderIdentity", "value": "b"}]))
+    .await
+    .expect("applies");
+    assert_eq!(ok.spec.expect("spec").holder_identity.as_deref(), Some("b"));
+    let err = api_error(
+        send(json!([{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                    {"op": "replace", "path": "/spec/holderIdentity", "value": "c"}]))
+        .await
+        .expect_err("the test op fails on the old version"),
+    );
+    assert_eq!(err.code, 422);
+    assert_eq!(emu.object(Resource::Lease, "default", "lock").expect("stored")["spec"]["holderIdentity"], "b");
+}
