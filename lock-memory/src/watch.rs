@@ -111,7 +111,11 @@ impl MemoryWatch {
         } else if self.cursor < st.floor {
             self.cursor = st.counter;
             st.current_event()
-        } else if let Some((v, ev)) = st.history.iter().find(|(v, _)| *v > self.cursor) {
+        } else if let Some((v, ev)) = st
+            .history
+            .get(st.history.partition_point(|(v, _)| *v <= self.cursor))
+        {
+            // The history is ordered by version: the first entry after the cursor.
             self.cursor = *v;
             ev.clone()
         } else {
