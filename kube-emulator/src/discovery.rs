@@ -76,6 +76,10 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Value {
             doc
         })
         .collect();
-    let group_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
+    let group_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
 }

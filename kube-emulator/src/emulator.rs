@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::faults::{Faults, RequestCounts, WriteRecord, lock};
 use crate::resource::Resource;
-use crate::server::{Shared, accept_loop};
+use crate::server::{Shared, accept_loop, stopped};
 
 /// Why the emulator could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +33,15 @@ pub enum Error {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// [`Emulator::start`] was called outside a tokio runtime. Call it from
+    /// one, or use [`Emulator::start_blocking`], which brings its own.
+    #[error(
+        "failed to start: no tokio runtime here; use Emulator::start_blocking from other runtimes"
+    )]
+    NoRuntime,
+    /// The emulator's own thread or runtime could not be started.
+    #[error("failed to start the emulator thread: {0}")]
+    Thread(#[source] std::io::Error),
     /// Building a kube client failed.
     #[cfg(feature = "client")]
     #[error("failed to build a kube client: {0}")]
@@ -89,17 +98,69 @@ impl EmulatorBuilder {
 
     /// Binds 127.0.0.1 and starts serving on the current tokio runtime.
     pub async fn start(self) -> Result<Emulator, Error> {
-        let shared = Arc::new(Shared::new(self.history_limit, self.bookmark_interval, self.default_watch_timeout));
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let shared = Arc::new(Shared::new(
+            self.history_limit,
+            self.bookmark_interval,
+            self.default_watch_timeout,
+        ));
         let wanted = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
-        let listener = TcpListener::bind(wanted).await.map_err(|source| Error::Bind { addr: wanted, source })?;
-        let addr = listener.local_addr().map_err(|source| Error::Bind { addr: wanted, source })?;
+        let listener = TcpListener::bind(wanted)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: wanted,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            addr: wanted,
+            source,
+        })?;
         *lock(&shared.addr) = Some(addr);
-        let task = tokio::spawn(accept_loop(listener, shared.clone()));
+        let task = runtime.spawn(accept_loop(listener, shared.clone()));
         Ok(Emulator {
             addr,
             shared,
             accept: Mutex::new(Some(task)),
+            runtime,
         })
+    }
+
+    /// Starts the emulator on a thread of its own with its own tokio
+    /// runtime, and returns once it listens. Callable from any runtime (smol,
+    /// async-std) or none; the thread ends when the `Emulator` is dropped.
+    pub fn start_blocking(self) -> Result<Emulator, Error> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("kube-emulator".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(Error::Thread(e)));
+                        return;
+                    }
+                };
+                match rt.block_on(self.start()) {
+                    Ok(emu) => {
+                        let mut shutdown = emu.shared.shutdown.subscribe();
+                        if tx.send(Ok(emu)).is_ok() {
+                            rt.block_on(stopped(&mut shutdown));
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            })
+            .map_err(Error::Thread)?;
+        rx.recv().map_err(|_| {
+            Error::Thread(std::io::Error::other(
+                "the emulator thread ended before it started",
+            ))
+        })?
     }
 }
 
@@ -112,12 +173,19 @@ pub struct Emulator {
     pub addr: SocketAddr,
     shared: Arc<Shared>,
     accept: Mutex<Option<JoinHandle<()>>>,
+    runtime: tokio::runtime::Handle,
 }
 
 impl Emulator {
     /// Starts an emulator on a free port of 127.0.0.1 with default options.
     pub async fn start() -> Result<Emulator, Error> {
         EmulatorBuilder::default().start().await
+    }
+
+    /// Starts an emulator with default options on a thread and runtime of its
+    /// own (see [`EmulatorBuilder::start_blocking`]).
+    pub fn start_blocking() -> Result<Emulator, Error> {
+        EmulatorBuilder::default().start_blocking()
     }
 
     /// Options: port, watch history length, bookmark interval.
@@ -163,7 +231,9 @@ impl Emulator {
     /// The stored object, as a client would get it.
     pub fn object(&self, resource: Resource, namespace: &str, name: &str) -> Option<Value> {
         let ns = if resource.namespaced() { namespace } else { "" };
-        lock(&self.shared.store).get_object(resource, ns, name).cloned()
+        lock(&self.shared.store)
+            .get_object(resource, ns, name)
+            .cloned()
     }
 
     /// Drops the whole watch history, as an etcd compaction does: a watch
@@ -191,10 +261,19 @@ impl Emulator {
         if lock(&self.accept).is_some() {
             return Ok(());
         }
-        let listener = TcpListener::bind(self.addr)
-            .await
-            .map_err(|source| Error::Bind { addr: self.addr, source })?;
-        let task = tokio::spawn(accept_loop(listener, self.shared.clone()));
+        let bind_error = |source| Error::Bind {
+            addr: self.addr,
+            source,
+        };
+        let std_listener = std::net::TcpListener::bind(self.addr).map_err(bind_error)?;
+        std_listener.set_nonblocking(true).map_err(bind_error)?;
+        let listener = {
+            let _in_runtime = self.runtime.enter();
+            TcpListener::from_std(std_listener).map_err(bind_error)?
+        };
+        let task = self
+            .runtime
+            .spawn(accept_loop(listener, self.shared.clone()));
         *lock(&self.accept) = Some(task);
         Ok(())
     }

@@ -60,7 +60,9 @@ impl Fault {
             | Fault::DelayAfterCommit(_)
             | Fault::HangAfterCommit
             | Fault::DropAfterCommit => Stage::After,
-            Fault::WatchCloseAfter(_) | Fault::WatchBreakAfter(_) | Fault::WatchSilent => Stage::Watch,
+            Fault::WatchCloseAfter(_) | Fault::WatchBreakAfter(_) | Fault::WatchSilent => {
+                Stage::Watch
+            }
         }
     }
 }
@@ -209,7 +211,9 @@ impl RequestCounts {
 
     /// Every (client, verb, resource, count), ordered.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Verb, Resource, u64)> + '_ {
-        self.counts.iter().map(|((c, v, r), n)| (c.as_str(), *v, *r, *n))
+        self.counts
+            .iter()
+            .map(|((c, v, r), n)| (c.as_str(), *v, *r, *n))
     }
 }
 
@@ -228,7 +232,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Control {
     pub(crate) fn count(&mut self, client: &str, verb: Verb, resource: Resource) {
-        *self.counts.counts.entry((client.to_owned(), verb, resource)).or_insert(0) += 1;
+        *self
+            .counts
+            .counts
+            .entry((client.to_owned(), verb, resource))
+            .or_insert(0) += 1;
     }
 
     pub(crate) fn counts(&self) -> RequestCounts {
@@ -248,7 +256,13 @@ impl Control {
     }
 
     /// Decides the faults of one request and uses up counted rules.
-    pub(crate) fn plan(&mut self, client: &str, verb: Verb, resource: Resource, name: &str) -> Plan {
+    pub(crate) fn plan(
+        &mut self,
+        client: &str,
+        verb: Verb,
+        resource: Resource,
+        name: &str,
+    ) -> Plan {
         let mut plan = Plan::default();
         for key in [Some(client.to_owned()), None] {
             let Some(rules) = self.rules.get_mut(&key) else {
@@ -345,7 +359,11 @@ impl Faults {
             fault,
             remaining: self.times,
         };
-        lock(&self.control).rules.entry(self.client.clone()).or_default().push(rule);
+        lock(&self.control)
+            .rules
+            .entry(self.client.clone())
+            .or_default()
+            .push(rule);
         self
     }
 
@@ -356,7 +374,10 @@ impl Faults {
 
     /// Answers matching requests with `code` and a Status body.
     pub fn error(&self, code: u16) -> &Faults {
-        self.inject(Fault::Status { code, retry_after: None })
+        self.inject(Fault::Status {
+            code,
+            retry_after: None,
+        })
     }
 
     /// Answers matching requests with 429 and `Retry-After: secs`.
@@ -401,7 +422,10 @@ mod tests {
     fn counted_rules_run_out_and_match_filters_apply() {
         let control = Arc::new(Mutex::new(Control::default()));
         let f = Faults::new(control.clone(), Some("a".into()));
-        f.clone().on(Match::writes()).times(1).inject(Fault::StatusAfterCommit { code: 500 });
+        f.clone()
+            .on(Match::writes())
+            .times(1)
+            .inject(Fault::StatusAfterCommit { code: 500 });
         f.latency(Duration::from_millis(5));
         let mut c = lock(&control);
         let read = c.plan("a", Verb::Get, Resource::Lease, "l");

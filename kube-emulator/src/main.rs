@@ -26,16 +26,21 @@ struct Args {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let emu = match Emulator::builder().port(args.port).history_limit(args.history).start().await {
+    let emu = match Emulator::builder()
+        .port(args.port)
+        .history_limit(args.history)
+        .start()
+        .await
+    {
         Ok(emu) => emu,
         Err(e) => {
             eprintln!("kube-emulator: {e}");
             return std::process::ExitCode::FAILURE;
         }
     };
-    let path = args
-        .kubeconfig
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("kube-emulator-{}.kubeconfig", emu.addr.port())));
+    let path = args.kubeconfig.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("kube-emulator-{}.kubeconfig", emu.addr.port()))
+    });
     if let Err(e) = emu.write_kubeconfig(&path, &args.token) {
         eprintln!("kube-emulator: {e}");
         return std::process::ExitCode::FAILURE;

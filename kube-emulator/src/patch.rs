@@ -60,12 +60,19 @@ fn tokens(path: &str) -> Result<Vec<String>, PatchError> {
         return Ok(Vec::new());
     }
     let Some(rest) = path.strip_prefix('/') else {
-        return Err(PatchError::BadOperation(format!("path {path:?} does not start with '/'")));
+        return Err(PatchError::BadOperation(format!(
+            "path {path:?} does not start with '/'"
+        )));
     };
     Ok(rest.split('/').map(unescape).collect())
 }
 
-fn parent_mut<'a>(doc: &'a mut Value, toks: &[String], op: &str, path: &str) -> Result<&'a mut Value, PatchError> {
+fn parent_mut<'a>(
+    doc: &'a mut Value,
+    toks: &[String],
+    op: &str,
+    path: &str,
+) -> Result<&'a mut Value, PatchError> {
     let missing = || PatchError::MissingPath {
         op: op.to_owned(),
         path: path.to_owned(),
@@ -94,7 +101,9 @@ fn get<'a>(doc: &'a Value, path: &str, op: &str) -> Result<&'a Value, PatchError
     for t in &toks {
         cur = match cur {
             Value::Object(m) => m.get(t).ok_or_else(missing)?,
-            Value::Array(a) => a.get(t.parse::<usize>().map_err(|_| missing())?).ok_or_else(missing)?,
+            Value::Array(a) => a
+                .get(t.parse::<usize>().map_err(|_| missing())?)
+                .ok_or_else(missing)?,
             _ => return Err(missing()),
         };
     }
@@ -202,7 +211,9 @@ pub(crate) fn json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError
             "test" => {
                 let expected = value()?;
                 if get(&out, path, name)? != &expected {
-                    return Err(PatchError::TestFailed { path: path.to_owned() });
+                    return Err(PatchError::TestFailed {
+                        path: path.to_owned(),
+                    });
                 }
             }
             other => return Err(PatchError::BadOperation(format!("unknown op {other:?}"))),
@@ -228,7 +239,8 @@ mod tests {
 
     #[test]
     fn json_patch_follows_rfc6902() {
-        let doc = json!({"metadata": {"resourceVersion": "5", "labels": {"a/b": "x"}}, "list": [1, 2]});
+        let doc =
+            json!({"metadata": {"resourceVersion": "5", "labels": {"a/b": "x"}}, "list": [1, 2]});
         let out = json_patch(
             &doc,
             &json!([
@@ -241,11 +253,25 @@ mod tests {
             ]),
         )
         .expect("applies");
-        assert_eq!(out, json!({"metadata": {"resourceVersion": "5", "labels": {"a/b": "y"}}, "list": [2, 3], "moved": 2}));
+        assert_eq!(
+            out,
+            json!({"metadata": {"resourceVersion": "5", "labels": {"a/b": "y"}}, "list": [2, 3], "moved": 2})
+        );
 
-        let failed = json_patch(&doc, &json!([{"op": "test", "path": "/metadata/resourceVersion", "value": "4"}]));
-        assert_eq!(failed, Err(PatchError::TestFailed { path: "/metadata/resourceVersion".into() }));
-        let missing = json_patch(&doc, &json!([{"op": "replace", "path": "/spec/x", "value": 1}]));
+        let failed = json_patch(
+            &doc,
+            &json!([{"op": "test", "path": "/metadata/resourceVersion", "value": "4"}]),
+        );
+        assert_eq!(
+            failed,
+            Err(PatchError::TestFailed {
+                path: "/metadata/resourceVersion".into()
+            })
+        );
+        let missing = json_patch(
+            &doc,
+            &json!([{"op": "replace", "path": "/spec/x", "value": 1}]),
+        );
         assert!(matches!(missing, Err(PatchError::MissingPath { .. })));
         assert_eq!(json_patch(&doc, &json!({})), Err(PatchError::NotAnArray));
     }

@@ -130,7 +130,10 @@ pub enum Verb {
 impl Verb {
     /// Whether the verb changes state (create, update, patch, delete).
     pub fn is_write(self) -> bool {
-        matches!(self, Verb::Create | Verb::Update | Verb::Patch | Verb::Delete)
+        matches!(
+            self,
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete
+        )
     }
 
     /// The lower-case RBAC name (`get`, `update`, ...).

@@ -29,20 +29,35 @@ pub(crate) struct Selectors {
 fn parse_term(term: &str, allow_exists: bool) -> Option<Requirement> {
     let term = term.trim();
     if let Some((k, v)) = term.split_once("!=") {
-        return Some(Requirement { key: k.trim().to_owned(), op: Op::Ne(v.trim().to_owned()) });
+        return Some(Requirement {
+            key: k.trim().to_owned(),
+            op: Op::Ne(v.trim().to_owned()),
+        });
     }
     if let Some((k, v)) = term.split_once("==") {
-        return Some(Requirement { key: k.trim().to_owned(), op: Op::Eq(v.trim().to_owned()) });
+        return Some(Requirement {
+            key: k.trim().to_owned(),
+            op: Op::Eq(v.trim().to_owned()),
+        });
     }
     if let Some((k, v)) = term.split_once('=') {
-        return Some(Requirement { key: k.trim().to_owned(), op: Op::Eq(v.trim().to_owned()) });
+        return Some(Requirement {
+            key: k.trim().to_owned(),
+            op: Op::Eq(v.trim().to_owned()),
+        });
     }
     if !allow_exists || term.is_empty() {
         return None;
     }
     match term.strip_prefix('!') {
-        Some(k) => Some(Requirement { key: k.trim().to_owned(), op: Op::NotExists }),
-        None => Some(Requirement { key: term.to_owned(), op: Op::Exists }),
+        Some(k) => Some(Requirement {
+            key: k.trim().to_owned(),
+            op: Op::NotExists,
+        }),
+        None => Some(Requirement {
+            key: term.to_owned(),
+            op: Op::Exists,
+        }),
     }
 }
 
@@ -50,14 +65,26 @@ impl Selectors {
     /// Parses both selectors; a malformed term is a 400 as from the API server.
     pub(crate) fn parse(field: Option<&str>, label: Option<&str>) -> Result<Selectors, ApiError> {
         let mut s = Selectors::default();
-        for term in field.unwrap_or("").split(',').filter(|t| !t.trim().is_empty()) {
-            let r = parse_term(term, false)
-                .ok_or_else(|| ApiError::bad_request(format!("invalid selector: '{term}'; can't understand '{term}'")))?;
+        for term in field
+            .unwrap_or("")
+            .split(',')
+            .filter(|t| !t.trim().is_empty())
+        {
+            let r = parse_term(term, false).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "invalid selector: '{term}'; can't understand '{term}'"
+                ))
+            })?;
             s.fields.push(r);
         }
-        for term in label.unwrap_or("").split(',').filter(|t| !t.trim().is_empty()) {
-            let r = parse_term(term, true)
-                .ok_or_else(|| ApiError::bad_request(format!("unable to parse requirement: {term:?}")))?;
+        for term in label
+            .unwrap_or("")
+            .split(',')
+            .filter(|t| !t.trim().is_empty())
+        {
+            let r = parse_term(term, true).ok_or_else(|| {
+                ApiError::bad_request(format!("unable to parse requirement: {term:?}"))
+            })?;
             s.labels.push(r);
         }
         Ok(s)
@@ -105,7 +132,8 @@ mod tests {
         let obj = json!({"metadata": {"name": "a", "namespace": "ns", "labels": {"app": "x"}}});
         let by_name = Selectors::parse(Some("metadata.name=a"), None).expect("parses");
         assert!(by_name.matches(&obj));
-        let other = Selectors::parse(Some("metadata.name==b,metadata.namespace=ns"), None).expect("parses");
+        let other =
+            Selectors::parse(Some("metadata.name==b,metadata.namespace=ns"), None).expect("parses");
         assert!(!other.matches(&obj));
         let labels = Selectors::parse(None, Some("app=x,!tier")).expect("parses");
         assert!(labels.matches(&obj));

@@ -47,7 +47,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(history_limit: usize, bookmark_interval: Duration, default_watch_timeout: Duration) -> Shared {
+    pub(crate) fn new(
+        history_limit: usize,
+        bookmark_interval: Duration,
+        default_watch_timeout: Duration,
+    ) -> Shared {
         let store = Store::new(history_limit, Timestamp::from_system(SystemTime::now()));
         let rv = store.resource_version();
         Shared {
@@ -132,15 +136,18 @@ fn full(code: u16, body: &Value) -> Response<Body> {
     let bytes = Bytes::from(body.to_string());
     let mut resp = Response::new(Full::new(bytes).map_err(|never| match never {}).boxed());
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
 fn error_response(err: &ApiError) -> Response<Body> {
     let mut resp = full(err.code, &err.to_status());
     if let Some(secs) = err.retry_after {
-        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     resp
 }
@@ -155,7 +162,10 @@ pub(crate) fn client_of<B>(req: &Request<B>) -> String {
     {
         return token.trim().to_owned();
     }
-    if let Some(ua) = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()) {
+    if let Some(ua) = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+    {
         return ua.to_owned();
     }
     "anonymous".to_owned()
@@ -198,7 +208,10 @@ fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
 }
 
 fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    pairs
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
 }
 
 fn truthy(v: Option<&str>) -> bool {
@@ -210,15 +223,28 @@ fn truthy(v: Option<&str>) -> bool {
 enum Route {
     Discovery(Value),
     /// A collection, in one namespace or (None) across all.
-    Collection { resource: Resource, namespace: Option<String> },
-    Object { resource: Resource, namespace: String, name: String },
+    Collection {
+        resource: Resource,
+        namespace: Option<String>,
+    },
+    Object {
+        resource: Resource,
+        namespace: String,
+        name: String,
+    },
     Unknown,
 }
 
 fn route(path: &str, shared: &Shared) -> Route {
-    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(percent_decode).collect();
+    let segs: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect();
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
-    let addr = lock(&shared.addr).map(|a| a.to_string()).unwrap_or_default();
+    let addr = lock(&shared.addr)
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     let (group, version, rest): (&str, &str, &[&str]) = match s.as_slice() {
         ["version"] => return Route::Discovery(crate::discovery::version()),
         ["api"] => return Route::Discovery(crate::discovery::api_versions(&addr)),
@@ -242,7 +268,10 @@ fn route(path: &str, shared: &Shared) -> Route {
     let lookup = |plural: &str| Resource::lookup(group, version, plural);
     match rest {
         ["namespaces", ns, plural] => match lookup(plural) {
-            Some(r) if r.namespaced() => Route::Collection { resource: r, namespace: Some((*ns).to_owned()) },
+            Some(r) if r.namespaced() => Route::Collection {
+                resource: r,
+                namespace: Some((*ns).to_owned()),
+            },
             _ => Route::Unknown,
         },
         ["namespaces", ns, plural, name] => match lookup(plural) {
@@ -254,7 +283,10 @@ fn route(path: &str, shared: &Shared) -> Route {
             _ => Route::Unknown,
         },
         [plural] => match lookup(plural) {
-            Some(r) => Route::Collection { resource: r, namespace: None },
+            Some(r) => Route::Collection {
+                resource: r,
+                namespace: None,
+            },
             None => Route::Unknown,
         },
         [plural, name] => match lookup(plural) {
@@ -284,8 +316,9 @@ async fn read_json(req: Request<Incoming>) -> Result<(Option<String>, Value), Ap
     if bytes.is_empty() {
         return Ok((content_type, Value::Null));
     }
-    let value = serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::bad_request(format!("error decoding the request body as JSON: {e}")))?;
+    let value = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::bad_request(format!("error decoding the request body as JSON: {e}"))
+    })?;
     Ok((content_type, value))
 }
 
@@ -323,8 +356,15 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
             };
         }
         Route::Unknown => return error_response(&ApiError::no_route()),
-        Route::Collection { resource, namespace } => (resource, namespace, String::new(), true),
-        Route::Object { resource, namespace, name } => (resource, Some(namespace), name, false),
+        Route::Collection {
+            resource,
+            namespace,
+        } => (resource, namespace, String::new(), true),
+        Route::Object {
+            resource,
+            namespace,
+            name,
+        } => (resource, Some(namespace), name, false),
     };
     let watching = truthy(param(&pairs, "watch"));
     let verb = match (&method, collection) {
@@ -344,7 +384,10 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
     }
     let ns = namespace.clone().unwrap_or_default();
 
-    let (content_type, body) = if matches!(verb, Verb::Create | Verb::Update | Verb::Patch | Verb::Delete) {
+    let (content_type, body) = if matches!(
+        verb,
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete
+    ) {
         match read_json(req).await {
             Ok(x) => x,
             Err(e) => {
@@ -355,7 +398,11 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
     } else {
         (None, Value::Null)
     };
-    let target = if verb == Verb::Create { name_in_body(&body) } else { name.clone() };
+    let target = if verb == Verb::Create {
+        name_in_body(&body)
+    } else {
+        name.clone()
+    };
 
     let plan: Plan = {
         let mut control = lock(&shared.control);
@@ -370,7 +417,13 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
             return error_response(&ApiError::injected(*code, *retry_after));
         }
         Some(Fault::Forbidden) => {
-            return error_response(&ApiError::forbidden(&client, verb.as_str(), resource, &ns, &target));
+            return error_response(&ApiError::forbidden(
+                &client,
+                verb.as_str(),
+                resource,
+                &ns,
+                &target,
+            ));
         }
         Some(Fault::Hang) => {
             hang_forever(&shared).await;
@@ -384,7 +437,17 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
         _ => {}
     }
 
-    let outcome = execute(&shared, verb, resource, namespace, &name, content_type.as_deref(), body, &pairs, plan.watch.clone());
+    let outcome = execute(
+        &shared,
+        verb,
+        resource,
+        namespace,
+        &name,
+        content_type.as_deref(),
+        body,
+        &pairs,
+        plan.watch.clone(),
+    );
 
     if verb.is_write() {
         let (code, committed, rv, object) = match &outcome {
@@ -416,7 +479,9 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
     }
 
     match &plan.after {
-        Some(Fault::StatusAfterCommit { code }) => return error_response(&ApiError::injected(*code, None)),
+        Some(Fault::StatusAfterCommit { code }) => {
+            return error_response(&ApiError::injected(*code, None));
+        }
         Some(Fault::DelayAfterCommit(d)) => tokio::time::sleep(*d).await,
         Some(Fault::HangAfterCommit) => {
             hang_forever(&shared).await;
@@ -450,10 +515,11 @@ fn execute(
 ) -> Outcome {
     let now = Timestamp::from_system(SystemTime::now());
     let ns = namespace.clone().unwrap_or_default();
-    let selectors = match Selectors::parse(param(pairs, "fieldSelector"), param(pairs, "labelSelector")) {
-        Ok(s) => s,
-        Err(e) => return Outcome::Error(e),
-    };
+    let selectors =
+        match Selectors::parse(param(pairs, "fieldSelector"), param(pairs, "labelSelector")) {
+            Ok(s) => s,
+            Err(e) => return Outcome::Error(e),
+        };
     let result = match verb {
         Verb::Watch => {
             let mut selectors = selectors;
@@ -476,10 +542,14 @@ fn execute(
                 timeout,
                 faults: watch_faults,
             };
-            let stream = watching::start(shared.clone(), req).map(|item| item.map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>));
+            let stream = watching::start(shared.clone(), req).map(|item| {
+                item.map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+            });
             let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
-            resp.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
             return Outcome::Stream(resp);
         }
         Verb::List => {
@@ -509,8 +579,12 @@ fn execute(
                 false,
             ))
         }
-        Verb::Get => lock(&shared.store).get(resource, &ns, name).map(|r| (r, false)),
-        _ if param(pairs, "dryRun").is_some_and(|v| !v.is_empty()) => dry_run(shared, verb, resource, &ns, name, content_type, body, now),
+        Verb::Get => lock(&shared.store)
+            .get(resource, &ns, name)
+            .map(|r| (r, false)),
+        _ if param(pairs, "dryRun").is_some_and(|v| !v.is_empty()) => {
+            dry_run(shared, verb, resource, &ns, name, content_type, body, now)
+        }
         Verb::Create => write(shared, |s| s.create(resource, &ns, body, now)),
         Verb::Update => write(shared, |s| s.update(resource, &ns, name, body, now)),
         Verb::Patch => match patch_kind(content_type) {
@@ -530,7 +604,9 @@ fn execute(
 
 fn patch_kind(content_type: Option<&str>) -> Result<PatchKind, ApiError> {
     match content_type {
-        Some("application/merge-patch+json" | "application/strategic-merge-patch+json") => Ok(PatchKind::Merge),
+        Some("application/merge-patch+json" | "application/strategic-merge-patch+json") => {
+            Ok(PatchKind::Merge)
+        }
         Some("application/json-patch+json") => Ok(PatchKind::Json),
         other => Err(ApiError::unsupported_media_type(other.unwrap_or(""))),
     }
@@ -554,7 +630,12 @@ fn dry_run(
         Verb::Create => copy.create(resource, ns, body, now),
         Verb::Update => copy.update(resource, ns, name, body, now),
         Verb::Patch => copy.patch(resource, ns, name, patch_kind(content_type)?, &body),
-        Verb::Delete => copy.delete(resource, ns, name, if body.is_null() { None } else { Some(&body) }),
+        Verb::Delete => copy.delete(
+            resource,
+            ns,
+            name,
+            if body.is_null() { None } else { Some(&body) },
+        ),
         Verb::Get | Verb::List | Verb::Watch => return Err(ApiError::method_not_allowed("GET")),
     }?;
     Ok((reply, false))
@@ -562,7 +643,10 @@ fn dry_run(
 
 /// Runs a write under the store lock and tells watches when the version
 /// moved; the flag says whether it did (a no-op update does not).
-fn write(shared: &Shared, op: impl FnOnce(&mut Store) -> Result<Reply, ApiError>) -> Result<(Reply, bool), ApiError> {
+fn write(
+    shared: &Shared,
+    op: impl FnOnce(&mut Store) -> Result<Reply, ApiError>,
+) -> Result<(Reply, bool), ApiError> {
     let (result, before, after) = {
         let mut store = lock(&shared.store);
         let before = store.resource_version();
@@ -582,7 +666,10 @@ mod tests {
     #[test]
     fn percent_decoding_and_query_parsing() {
         let pairs = query_pairs(Some("fieldSelector=metadata.name%3Dmy-lease&watch=true&x"));
-        assert_eq!(param(&pairs, "fieldSelector"), Some("metadata.name=my-lease"));
+        assert_eq!(
+            param(&pairs, "fieldSelector"),
+            Some("metadata.name=my-lease")
+        );
         assert!(truthy(param(&pairs, "watch")));
         assert_eq!(param(&pairs, "x"), Some(""));
         assert_eq!(percent_decode("100%"), "100%");
@@ -593,19 +680,39 @@ mod tests {
     fn routes_kubernetes_paths() {
         let shared = Shared::new(10, Duration::from_secs(1), Duration::from_secs(60));
         assert_eq!(
-            route("/apis/coordination.k8s.io/v1/namespaces/default/leases/x", &shared),
-            Route::Object { resource: Resource::Lease, namespace: "default".into(), name: "x".into() }
+            route(
+                "/apis/coordination.k8s.io/v1/namespaces/default/leases/x",
+                &shared
+            ),
+            Route::Object {
+                resource: Resource::Lease,
+                namespace: "default".into(),
+                name: "x".into()
+            }
         );
         assert_eq!(
             route("/api/v1/namespaces/kube-system", &shared),
-            Route::Object { resource: Resource::Namespace, namespace: String::new(), name: "kube-system".into() }
+            Route::Object {
+                resource: Resource::Namespace,
+                namespace: String::new(),
+                name: "kube-system".into()
+            }
         );
         assert_eq!(
             route("/api/v1/configmaps", &shared),
-            Route::Collection { resource: Resource::ConfigMap, namespace: None }
+            Route::Collection {
+                resource: Resource::ConfigMap,
+                namespace: None
+            }
         );
-        assert_eq!(route("/apis/coordination.k8s.io/v1/namespaces", &shared), Route::Unknown);
-        assert_eq!(route("/apis/apps/v1/namespaces/default/deployments", &shared), Route::Unknown);
+        assert_eq!(
+            route("/apis/coordination.k8s.io/v1/namespaces", &shared),
+            Route::Unknown
+        );
+        assert_eq!(
+            route("/apis/apps/v1/namespaces/default/deployments", &shared),
+            Route::Unknown
+        );
         assert!(matches!(route("/version", &shared), Route::Discovery(_)));
     }
 }

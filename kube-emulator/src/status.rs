@@ -56,7 +56,10 @@ impl FieldError {
         FieldError {
             reason: "FieldValueNotSupported",
             field: field.to_owned(),
-            detail: format!("Unsupported value: {value:?}: supported values: {}", list.join(", ")),
+            detail: format!(
+                "Unsupported value: {value:?}: supported values: {}",
+                list.join(", ")
+            ),
         }
     }
 }
@@ -120,14 +123,20 @@ impl ApiError {
         Self::with_details(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} {name:?}: {cause}", resource.qualified()),
+            format!(
+                "Operation cannot be fulfilled on {} {name:?}: {cause}",
+                resource.qualified()
+            ),
             Self::resource_details(resource, name),
         )
     }
 
     /// `Lease.coordination.k8s.io "name" is invalid: <field errors>`.
     pub(crate) fn invalid(resource: Resource, name: &str, errors: &[FieldError]) -> Self {
-        let rendered: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.detail)).collect();
+        let rendered: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.detail))
+            .collect();
         let joined = if rendered.len() == 1 {
             rendered[0].clone()
         } else {
@@ -149,7 +158,10 @@ impl ApiError {
         Self::with_details(
             422,
             "Invalid",
-            format!("{} {name:?} is invalid: {joined}", resource.qualified_kind()),
+            format!(
+                "{} {name:?} is invalid: {joined}",
+                resource.qualified_kind()
+            ),
             Value::Object(details),
         )
     }
@@ -180,7 +192,9 @@ impl ApiError {
         ApiError {
             code: 405,
             reason: "MethodNotAllowed",
-            message: format!("the server does not allow this method on the requested resource ({method})"),
+            message: format!(
+                "the server does not allow this method on the requested resource ({method})"
+            ),
             details: None,
             retry_after: None,
         }
@@ -213,17 +227,38 @@ impl ApiError {
     /// An injected failure with a given code (reason chosen as the API server would).
     pub(crate) fn injected(code: u16, retry_after: Option<u32>) -> Self {
         let (reason, message) = match code {
-            400 => ("BadRequest", "the server rejected our request for an unknown reason"),
+            400 => (
+                "BadRequest",
+                "the server rejected our request for an unknown reason",
+            ),
             401 => ("Unauthorized", "Unauthorized"),
             403 => ("Forbidden", "forbidden: injected by the emulator"),
-            404 => ("NotFound", "the server could not find the requested resource"),
+            404 => (
+                "NotFound",
+                "the server could not find the requested resource",
+            ),
             409 => ("Conflict", "the server reported a conflict"),
             410 => ("Gone", "the requested resource is no longer available"),
-            422 => ("Invalid", "the server rejected our request due to an error in our request"),
-            429 => ("TooManyRequests", "the server has received too many requests and has asked us to try again later"),
-            500 => ("InternalError", "an error on the server (\"etcdserver: request timed out\") has prevented the request from succeeding"),
-            503 => ("ServiceUnavailable", "the server is currently unable to handle the request"),
-            504 => ("Timeout", "the server was unable to return a response in the time allotted, but may still be processing the request"),
+            422 => (
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            ),
+            429 => (
+                "TooManyRequests",
+                "the server has received too many requests and has asked us to try again later",
+            ),
+            500 => (
+                "InternalError",
+                "an error on the server (\"etcdserver: request timed out\") has prevented the request from succeeding",
+            ),
+            503 => (
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request",
+            ),
+            504 => (
+                "Timeout",
+                "the server was unable to return a response in the time allotted, but may still be processing the request",
+            ),
             _ => ("", "injected failure"),
         };
         let details = retry_after.map(|s| json!({"retryAfterSeconds": s}));
@@ -237,14 +272,28 @@ impl ApiError {
     }
 
     /// A 403 as RBAC words it.
-    pub(crate) fn forbidden(user: &str, verb: &str, resource: Resource, namespace: &str, name: &str) -> Self {
+    pub(crate) fn forbidden(
+        user: &str,
+        verb: &str,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Self {
         let scope = if namespace.is_empty() {
             "at the cluster scope".to_owned()
         } else {
             format!("in the namespace {namespace:?}")
         };
-        let group = if resource.group().is_empty() { "\"\"".to_owned() } else { format!("{:?}", resource.group()) };
-        let what = if name.is_empty() { String::new() } else { format!(" {name:?}") };
+        let group = if resource.group().is_empty() {
+            "\"\"".to_owned()
+        } else {
+            format!("{:?}", resource.group())
+        };
+        let what = if name.is_empty() {
+            String::new()
+        } else {
+            format!(" {name:?}")
+        };
         Self::with_details(
             403,
             "Forbidden",

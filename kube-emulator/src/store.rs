@@ -77,7 +77,10 @@ pub(crate) struct Store {
 
 /// Whether `resource` allows a PUT to create a missing object (`AllowCreateOnUpdate`).
 fn allow_create_on_update(resource: Resource) -> bool {
-    matches!(resource, Resource::Lease | Resource::Event | Resource::EventV1)
+    matches!(
+        resource,
+        Resource::Lease | Resource::Event | Resource::EventV1
+    )
 }
 
 fn meta(obj: &Value) -> Option<&Map<String, Value>> {
@@ -85,7 +88,10 @@ fn meta(obj: &Value) -> Option<&Map<String, Value>> {
 }
 
 fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
-    meta(obj).and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("")
+    meta(obj)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
@@ -101,7 +107,9 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 
 fn parse_rv(text: &str) -> Result<u64, ApiError> {
     text.parse::<u64>().map_err(|_| {
-        ApiError::bad_request(format!("invalid resource version {text:?}: strconv.ParseUint: parsing {text:?}: invalid syntax"))
+        ApiError::bad_request(format!(
+            "invalid resource version {text:?}: strconv.ParseUint: parsing {text:?}: invalid syntax"
+        ))
     })
 }
 
@@ -158,8 +166,14 @@ impl Store {
             .collect()
     }
 
-    pub(crate) fn get_object(&self, resource: Resource, namespace: &str, name: &str) -> Option<&Value> {
-        self.objects.get(&(resource, namespace.to_owned(), name.to_owned()))
+    pub(crate) fn get_object(
+        &self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<&Value> {
+        self.objects
+            .get(&(resource, namespace.to_owned(), name.to_owned()))
     }
 
     fn new_uid(&mut self) -> String {
@@ -168,7 +182,8 @@ impl Store {
         h.write_u64(self.uid_seed);
         h.write_u64(self.uid_counter);
         let a = h.finish();
-        let b = self.uid_seed.rotate_left(17) ^ self.uid_counter.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let b =
+            self.uid_seed.rotate_left(17) ^ self.uid_counter.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         format!(
             "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
             a >> 32,
@@ -179,7 +194,14 @@ impl Store {
         )
     }
 
-    fn commit(&mut self, resource: Resource, namespace: &str, name: &str, mut obj: Value, kind: ChangeKind) -> Value {
+    fn commit(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        mut obj: Value,
+        kind: ChangeKind,
+    ) -> Value {
         self.rv += 1;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
         let key = (resource, namespace.to_owned(), name.to_owned());
@@ -252,7 +274,11 @@ impl Store {
     }
 
     /// Type-specific decoding and validation; returns the field errors.
-    fn validate(resource: Resource, name: &str, obj: &mut Value) -> Result<Vec<FieldError>, ApiError> {
+    fn validate(
+        resource: Resource,
+        name: &str,
+        obj: &mut Value,
+    ) -> Result<Vec<FieldError>, ApiError> {
         let mut errs = validate_name(resource, name);
         match resource {
             Resource::Lease => errs.extend(check_lease_spec(obj)?),
@@ -263,7 +289,11 @@ impl Store {
     }
 
     fn require_namespace(&self, resource: Resource, namespace: &str) -> Result<(), ApiError> {
-        if resource.namespaced() && self.get_object(Resource::Namespace, "", namespace).is_none() {
+        if resource.namespaced()
+            && self
+                .get_object(Resource::Namespace, "", namespace)
+                .is_none()
+        {
             return Err(ApiError::not_found(Resource::Namespace, namespace));
         }
         Ok(())
@@ -280,7 +310,11 @@ impl Store {
         m.remove("deletionGracePeriodSeconds");
         m.remove("generateName");
         if resource == Resource::Namespace {
-            let name = m.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+            let name = m
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
             let labels = m.entry("labels").or_insert_with(|| json!({}));
             if let Value::Object(l) = labels {
                 l.insert("kubernetes.io/metadata.name".into(), json!(name));
@@ -305,7 +339,13 @@ impl Store {
     }
 
     /// POST to a collection.
-    pub(crate) fn create(&mut self, resource: Resource, namespace: &str, mut obj: Value, now: Timestamp) -> Result<Reply, ApiError> {
+    pub(crate) fn create(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        mut obj: Value,
+        now: Timestamp,
+    ) -> Result<Reply, ApiError> {
         Self::check_body(resource, namespace, &mut obj)?;
         let mut name = meta_str(&obj, "name").to_owned();
         let generate = meta_str(&obj, "generateName").to_owned();
@@ -328,16 +368,30 @@ impl Store {
     }
 
     /// GET of one object.
-    pub(crate) fn get(&self, resource: Resource, namespace: &str, name: &str) -> Result<Reply, ApiError> {
+    pub(crate) fn get(
+        &self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Reply, ApiError> {
         self.get_object(resource, namespace, name)
-            .map(|o| Reply { code: 200, body: o.clone() })
+            .map(|o| Reply {
+                code: 200,
+                body: o.clone(),
+            })
             .ok_or_else(|| ApiError::not_found(resource, name))
     }
 
     /// The UID precondition of an update: the API server takes the UID of the
     /// body as a precondition and checks it before anything else, even
     /// before create-on-update.
-    fn check_uid_precondition(resource: Resource, namespace: &str, name: &str, body_uid: &str, existing: Option<&Value>) -> Result<(), ApiError> {
+    fn check_uid_precondition(
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        body_uid: &str,
+        existing: Option<&Value>,
+    ) -> Result<(), ApiError> {
         if body_uid.is_empty() {
             return Ok(());
         }
@@ -363,7 +417,14 @@ impl Store {
     }
 
     /// The update path shared by PUT and PATCH once the new object is known.
-    fn update_existing(&mut self, resource: Resource, ns: &str, name: &str, mut obj: Value, existing: &Value) -> Result<Reply, ApiError> {
+    fn update_existing(
+        &mut self,
+        resource: Resource,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        existing: &Value,
+    ) -> Result<Reply, ApiError> {
         let new_rv = meta_str(&obj, "resourceVersion").to_owned();
         let existing_rv = meta_str(existing, "resourceVersion").to_owned();
         if !new_rv.is_empty() {
@@ -380,7 +441,12 @@ impl Store {
         {
             let old = meta(existing).cloned().unwrap_or_default();
             let m = meta_mut(&mut obj);
-            for field in ["uid", "creationTimestamp", "deletionTimestamp", "generateName"] {
+            for field in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "generateName",
+            ] {
                 match old.get(field) {
                     Some(v) => {
                         m.insert(field.into(), v.clone());
@@ -399,14 +465,24 @@ impl Store {
         // etcd3's GuaranteedUpdate skips a write whose bytes equal the stored
         // ones: same resourceVersion, no watch event.
         if &obj == existing {
-            return Ok(Reply { code: 200, body: obj });
+            return Ok(Reply {
+                code: 200,
+                body: obj,
+            });
         }
         let body = self.commit(resource, ns, name, obj, ChangeKind::Modified);
         Ok(Reply { code: 200, body })
     }
 
     /// PUT of one object.
-    pub(crate) fn update(&mut self, resource: Resource, namespace: &str, name: &str, mut obj: Value, now: Timestamp) -> Result<Reply, ApiError> {
+    pub(crate) fn update(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        mut obj: Value,
+        now: Timestamp,
+    ) -> Result<Reply, ApiError> {
         let ns = if resource.namespaced() { namespace } else { "" };
         Self::check_body(resource, ns, &mut obj)?;
         let body_name = meta_str(&obj, "name").to_owned();
@@ -437,7 +513,14 @@ impl Store {
 
     /// PATCH of one object. A `metadata.resourceVersion` in the patch is a
     /// precondition, as in the API server.
-    pub(crate) fn patch(&mut self, resource: Resource, namespace: &str, name: &str, kind: PatchKind, patch: &Value) -> Result<Reply, ApiError> {
+    pub(crate) fn patch(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        kind: PatchKind,
+        patch: &Value,
+    ) -> Result<Reply, ApiError> {
         let ns = if resource.namespaced() { namespace } else { "" };
         let Some(existing) = self.get_object(resource, ns, name).cloned() else {
             return Err(ApiError::not_found(resource, name));
@@ -454,7 +537,9 @@ impl Store {
                 o
             }
             PatchKind::Json => json_patch(&existing, patch).map_err(|e| match e {
-                PatchError::NotAnArray | PatchError::BadOperation(_) => ApiError::bad_request(e.to_string()),
+                PatchError::NotAnArray | PatchError::BadOperation(_) => {
+                    ApiError::bad_request(e.to_string())
+                }
                 PatchError::MissingPath { .. } | PatchError::TestFailed { .. } => {
                     let mut err = ApiError::bad_request(e.to_string());
                     err.code = 422;
@@ -475,7 +560,13 @@ impl Store {
     }
 
     /// DELETE of one object, honouring `preconditions` in DeleteOptions.
-    pub(crate) fn delete(&mut self, resource: Resource, namespace: &str, name: &str, options: Option<&Value>) -> Result<Reply, ApiError> {
+    pub(crate) fn delete(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        options: Option<&Value>,
+    ) -> Result<Reply, ApiError> {
         let ns = if resource.namespaced() { namespace } else { "" };
         let Some(existing) = self.get_object(resource, ns, name).cloned() else {
             return Err(ApiError::not_found(resource, name));
@@ -487,7 +578,9 @@ impl Store {
                     return Err(ApiError::conflict(
                         resource,
                         name,
-                        &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
+                        &format!(
+                            "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                        ),
                     ));
                 }
             }
@@ -497,7 +590,9 @@ impl Store {
                     return Err(ApiError::conflict(
                         resource,
                         name,
-                        &format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}"),
+                        &format!(
+                            "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}"
+                        ),
                     ));
                 }
             }
@@ -532,7 +627,10 @@ mod tests {
     use super::*;
 
     fn now() -> Timestamp {
-        Timestamp { secs: 1_700_000_000, nanos: 0 }
+        Timestamp {
+            secs: 1_700_000_000,
+            nanos: 0,
+        }
     }
 
     fn lease(name: &str) -> Value {
@@ -542,24 +640,45 @@ mod tests {
     #[test]
     fn versions_grow_and_stale_updates_conflict() {
         let mut s = Store::new(100, now());
-        let created = s.create(Resource::Lease, "default", lease("l"), now()).expect("created").body;
-        let rv1 = created["metadata"]["resourceVersion"].as_str().expect("rv").to_owned();
+        let created = s
+            .create(Resource::Lease, "default", lease("l"), now())
+            .expect("created")
+            .body;
+        let rv1 = created["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("rv")
+            .to_owned();
         let mut next = created.clone();
         next["spec"]["holderIdentity"] = json!("b");
-        let updated = s.update(Resource::Lease, "default", "l", next.clone(), now()).expect("updated").body;
+        let updated = s
+            .update(Resource::Lease, "default", "l", next.clone(), now())
+            .expect("updated")
+            .body;
         let rv2 = updated["metadata"]["resourceVersion"].as_str().expect("rv");
         assert!(rv2.parse::<u64>().expect("num") > rv1.parse::<u64>().expect("num"));
-        let err = s.update(Resource::Lease, "default", "l", next, now()).expect_err("stale");
+        let err = s
+            .update(Resource::Lease, "default", "l", next, now())
+            .expect_err("stale");
         assert_eq!((err.code, err.reason), (409, "Conflict"));
-        assert!(err.message.ends_with(OPTIMISTIC_LOCK_MSG), "{}", err.message);
+        assert!(
+            err.message.ends_with(OPTIMISTIC_LOCK_MSG),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
     fn identical_update_is_a_no_op_without_new_version() {
         let mut s = Store::new(100, now());
-        let created = s.create(Resource::Lease, "default", lease("l"), now()).expect("created").body;
+        let created = s
+            .create(Resource::Lease, "default", lease("l"), now())
+            .expect("created")
+            .body;
         let rv = s.resource_version();
-        let again = s.update(Resource::Lease, "default", "l", created.clone(), now()).expect("ok").body;
+        let again = s
+            .update(Resource::Lease, "default", "l", created.clone(), now())
+            .expect("ok")
+            .body;
         assert_eq!(again, created);
         assert_eq!(s.resource_version(), rv);
     }
@@ -569,15 +688,33 @@ mod tests {
         let mut s = Store::new(100, now());
         let mut body = lease("l");
         body["metadata"]["resourceVersion"] = json!("999");
-        let r = s.update(Resource::Lease, "default", "l", body, now()).expect("create-on-update");
+        let r = s
+            .update(Resource::Lease, "default", "l", body, now())
+            .expect("create-on-update");
         assert_eq!(r.code, 201);
-        s.delete(Resource::Lease, "default", "l", None).expect("deleted");
+        s.delete(Resource::Lease, "default", "l", None)
+            .expect("deleted");
         let mut with_uid = r.body.clone();
         with_uid["metadata"]["resourceVersion"] = json!("1");
-        let err = s.update(Resource::Lease, "default", "l", with_uid, now()).expect_err("uid precondition");
+        let err = s
+            .update(Resource::Lease, "default", "l", with_uid, now())
+            .expect_err("uid precondition");
         assert_eq!((err.code, err.reason), (409, "Conflict"));
-        assert!(err.message.contains("Precondition failed: UID in precondition"), "{}", err.message);
-        let err = s.update(Resource::ConfigMap, "default", "c", json!({"metadata": {"name": "c"}}), now()).expect_err("no create");
+        assert!(
+            err.message
+                .contains("Precondition failed: UID in precondition"),
+            "{}",
+            err.message
+        );
+        let err = s
+            .update(
+                Resource::ConfigMap,
+                "default",
+                "c",
+                json!({"metadata": {"name": "c"}}),
+                now(),
+            )
+            .expect_err("no create");
         assert_eq!(err.code, 404);
     }
 
@@ -585,7 +722,13 @@ mod tests {
     fn history_is_bounded_and_compaction_is_reported() {
         let mut s = Store::new(3, now());
         for i in 0..5 {
-            s.create(Resource::ConfigMap, "default", json!({"metadata": {"name": format!("c{i}")}}), now()).expect("created");
+            s.create(
+                Resource::ConfigMap,
+                "default",
+                json!({"metadata": {"name": format!("c{i}")}}),
+                now(),
+            )
+            .expect("created");
         }
         let rv = s.resource_version();
         assert_eq!(s.changes_since(rv - 3).map(|c| c.len()), Some(3));

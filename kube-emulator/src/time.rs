@@ -103,7 +103,12 @@ pub(crate) fn parse_rfc3339(text: &str) -> Option<Timestamp> {
     let hour = num(11..13)?;
     let minute = num(14..16)?;
     let second = num(17..19)?;
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
         return None;
     }
     let mut i = 19;
@@ -157,7 +162,13 @@ mod tests {
 
     #[test]
     fn rejects_what_is_not_rfc3339() {
-        for bad in ["", "2026-08-17 23:11:09", "2026-13-01T00:00:00Z", "2026-08-17T23:11:09", "x026-08-17T23:11:09Z"] {
+        for bad in [
+            "",
+            "2026-08-17 23:11:09",
+            "2026-13-01T00:00:00Z",
+            "2026-08-17T23:11:09",
+            "x026-08-17T23:11:09Z",
+        ] {
             assert_eq!(parse_rfc3339(bad), None, "{bad}");
         }
     }

@@ -15,7 +15,8 @@ fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -28,25 +29,44 @@ fn is_dns_subdomain(s: &str) -> bool {
 pub(crate) fn validate_name(resource: Resource, name: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if name.is_empty() {
-        errs.push(FieldError::required("metadata.name", "name or generateName is required"));
+        errs.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
         return errs;
     }
     let quoted = format!("{name:?}");
     match resource {
         Resource::Namespace => {
             if name.len() > 63 {
-                errs.push(FieldError::invalid("metadata.name", &quoted, "must be no more than 63 characters"));
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    &quoted,
+                    "must be no more than 63 characters",
+                ));
             }
             if !is_dns_label(name) {
-                errs.push(FieldError::invalid("metadata.name", &quoted, DNS1123_LABEL_MSG));
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    &quoted,
+                    DNS1123_LABEL_MSG,
+                ));
             }
         }
         _ => {
             if name.len() > 253 {
-                errs.push(FieldError::invalid("metadata.name", &quoted, "must be no more than 253 characters"));
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    &quoted,
+                    "must be no more than 253 characters",
+                ));
             }
             if !is_dns_subdomain(name) {
-                errs.push(FieldError::invalid("metadata.name", &quoted, DNS1123_SUBDOMAIN_MSG));
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    &quoted,
+                    DNS1123_SUBDOMAIN_MSG,
+                ));
             }
         }
     }
@@ -82,7 +102,11 @@ pub(crate) fn check_lease_spec(obj: &mut Value) -> Result<Vec<FieldError>, ApiEr
     let Some(spec) = spec.as_object_mut() else {
         return Err(decode_error(r, "Lease.spec", "v1.LeaseSpec", spec));
     };
-    for (field, go) in [("holderIdentity", "string"), ("strategy", "v1.CoordinatedLeaseStrategy"), ("preferredHolder", "string")] {
+    for (field, go) in [
+        ("holderIdentity", "string"),
+        ("strategy", "v1.CoordinatedLeaseStrategy"),
+        ("preferredHolder", "string"),
+    ] {
         if let Some(v) = spec.get(field) {
             if !(v.is_string() || v.is_null()) {
                 return Err(decode_error(r, &format!("LeaseSpec.spec.{field}"), go, v));
@@ -94,7 +118,12 @@ pub(crate) fn check_lease_spec(obj: &mut Value) -> Result<Vec<FieldError>, ApiEr
             None | Some(Value::Null) => Ok(None),
             Some(v) => match v.as_i64() {
                 Some(n) if i32::try_from(n).is_ok() => Ok(Some(n)),
-                _ => Err(decode_error(r, &format!("LeaseSpec.spec.{field}"), "int32", v)),
+                _ => Err(decode_error(
+                    r,
+                    &format!("LeaseSpec.spec.{field}"),
+                    "int32",
+                    v,
+                )),
             },
         }
     };
@@ -112,14 +141,25 @@ pub(crate) fn check_lease_spec(obj: &mut Value) -> Result<Vec<FieldError>, ApiEr
                         )));
                     }
                 },
-                other => return Err(decode_error(r, &format!("LeaseSpec.spec.{field}"), "v1.MicroTime", other)),
+                other => {
+                    return Err(decode_error(
+                        r,
+                        &format!("LeaseSpec.spec.{field}"),
+                        "v1.MicroTime",
+                        other,
+                    ));
+                }
             }
         }
     }
     let mut errs = Vec::new();
     if let Some(d) = duration {
         if d <= 0 {
-            errs.push(FieldError::invalid("spec.leaseDurationSeconds", &d.to_string(), "must be greater than 0"));
+            errs.push(FieldError::invalid(
+                "spec.leaseDurationSeconds",
+                &d.to_string(),
+                "must be greater than 0",
+            ));
         }
     }
     if let Some(t) = transitions {
@@ -135,7 +175,10 @@ pub(crate) fn check_lease_spec(obj: &mut Value) -> Result<Vec<FieldError>, ApiEr
     if spec.get("strategy").is_some_and(Value::is_string) {
         errs.extend(validate_strategy(strategy));
     }
-    let preferred = spec.get("preferredHolder").and_then(Value::as_str).unwrap_or("");
+    let preferred = spec
+        .get("preferredHolder")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if !preferred.is_empty() && strategy.is_empty() {
         errs.push(FieldError::forbidden(
             "spec.preferredHolder",
@@ -174,7 +217,9 @@ fn validate_strategy(strategy: &str) -> Vec<FieldError> {
         && name.len() <= 63
         && name[0].is_ascii_alphanumeric()
         && name[name.len() - 1].is_ascii_alphanumeric()
-        && name.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+        && name
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
     if !ok {
         errs.push(FieldError::invalid(
             field,
@@ -193,11 +238,23 @@ pub(crate) fn check_config_map(obj: &Value) -> Result<(), ApiError> {
             Value::Object(m) => {
                 for v in m.values() {
                     if !v.is_string() {
-                        return Err(decode_error(Resource::ConfigMap, "ConfigMap.data", "string", v));
+                        return Err(decode_error(
+                            Resource::ConfigMap,
+                            "ConfigMap.data",
+                            "string",
+                            v,
+                        ));
                     }
                 }
             }
-            other => return Err(decode_error(Resource::ConfigMap, "ConfigMap.data", "map[string]string", other)),
+            other => {
+                return Err(decode_error(
+                    Resource::ConfigMap,
+                    "ConfigMap.data",
+                    "map[string]string",
+                    other,
+                ));
+            }
         }
     }
     Ok(())
@@ -217,19 +274,40 @@ pub(crate) fn check_metadata_types(resource: Resource, obj: &Value) -> Result<()
             Some(Value::Object(m)) => {
                 for v in m.values() {
                     if !v.is_string() {
-                        return Err(decode_error(resource, &format!("ObjectMeta.metadata.{field}"), "string", v));
+                        return Err(decode_error(
+                            resource,
+                            &format!("ObjectMeta.metadata.{field}"),
+                            "string",
+                            v,
+                        ));
                     }
                 }
             }
             Some(other) => {
-                return Err(decode_error(resource, &format!("ObjectMeta.metadata.{field}"), "map[string]string", other));
+                return Err(decode_error(
+                    resource,
+                    &format!("ObjectMeta.metadata.{field}"),
+                    "map[string]string",
+                    other,
+                ));
             }
         }
     }
-    for field in ["name", "namespace", "resourceVersion", "uid", "generateName"] {
+    for field in [
+        "name",
+        "namespace",
+        "resourceVersion",
+        "uid",
+        "generateName",
+    ] {
         if let Some(v) = meta.get(field) {
             if !(v.is_string() || v.is_null()) {
-                return Err(decode_error(resource, &format!("ObjectMeta.metadata.{field}"), "string", v));
+                return Err(decode_error(
+                    resource,
+                    &format!("ObjectMeta.metadata.{field}"),
+                    "string",
+                    v,
+                ));
             }
         }
     }
@@ -250,7 +328,10 @@ mod tests {
 
         let mut zero = json!({"spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}});
         let errs = check_lease_spec(&mut zero).expect("types ok");
-        let text: Vec<String> = errs.iter().map(|e| format!("{}: {}", e.field, e.detail)).collect();
+        let text: Vec<String> = errs
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.detail))
+            .collect();
         assert_eq!(
             text,
             [
@@ -264,18 +345,32 @@ mod tests {
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].field, "spec.preferredHolder");
 
-        let mut with_strategy = json!({"spec": {"preferredHolder": "b", "strategy": "OldestEmulationVersion"}});
-        assert!(check_lease_spec(&mut with_strategy).expect("types ok").is_empty());
+        let mut with_strategy =
+            json!({"spec": {"preferredHolder": "b", "strategy": "OldestEmulationVersion"}});
+        assert!(
+            check_lease_spec(&mut with_strategy)
+                .expect("types ok")
+                .is_empty()
+        );
 
         let mut bad_strategy = json!({"spec": {"strategy": "Newest"}});
         let errs = check_lease_spec(&mut bad_strategy).expect("types ok");
         assert_eq!(errs[0].field, "spec.strategy.strategy");
-        assert!(errs[0].detail.starts_with("Unsupported value: \"Newest\""), "{}", errs[0].detail);
+        assert!(
+            errs[0].detail.starts_with("Unsupported value: \"Newest\""),
+            "{}",
+            errs[0].detail
+        );
 
         let mut wrong_type = json!({"spec": {"leaseDurationSeconds": "15"}});
-        let err = check_lease_spec(&mut wrong_type).expect_err("a string duration is a decode error");
+        let err =
+            check_lease_spec(&mut wrong_type).expect_err("a string duration is a decode error");
         assert_eq!(err.code, 400);
-        assert!(err.message.contains("cannot unmarshal string"), "{}", err.message);
+        assert!(
+            err.message.contains("cannot unmarshal string"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
@@ -284,6 +379,9 @@ mod tests {
         assert!(validate_name(Resource::Lease, "a.b-c").is_empty());
         assert_eq!(validate_name(Resource::Lease, "Bad_Name").len(), 1);
         assert_eq!(validate_name(Resource::Namespace, "a.b").len(), 1);
-        assert_eq!(validate_name(Resource::ConfigMap, "")[0].reason, "FieldValueRequired");
+        assert_eq!(
+            validate_name(Resource::ConfigMap, "")[0].reason,
+            "FieldValueRequired"
+        );
     }
 }

@@ -68,7 +68,11 @@ fn event(kind: &str, object: &Value) -> Bytes {
 impl State {
     fn matches(&self, change: &Change) -> bool {
         change.resource == self.req.resource
-            && self.req.namespace.as_deref().is_none_or(|n| n == change.namespace)
+            && self
+                .req
+                .namespace
+                .as_deref()
+                .is_none_or(|n| n == change.namespace)
             && self.req.selectors.matches(&change.object)
     }
 
@@ -111,7 +115,10 @@ enum Wake {
 type Item = Result<Frame<Bytes>, Broken>;
 
 /// Starts a watch: the initial events are decided now, under the store lock.
-pub(crate) fn start(shared: Arc<Shared>, req: WatchRequest) -> impl Stream<Item = Item> + Send + 'static {
+pub(crate) fn start(
+    shared: Arc<Shared>,
+    req: WatchRequest,
+) -> impl Stream<Item = Item> + Send + 'static {
     let now = Instant::now();
     let mut close_at = None;
     let mut break_at = None;
@@ -141,8 +148,16 @@ pub(crate) fn start(shared: Arc<Shared>, req: WatchRequest) -> impl Stream<Item 
         finished: false,
         req,
     };
-    let from = state.req.resource_version.clone().filter(|v| !v.is_empty() && v != "0");
-    let from = if state.req.send_initial_events { None } else { from };
+    let from = state
+        .req
+        .resource_version
+        .clone()
+        .filter(|v| !v.is_empty() && v != "0");
+    let from = if state.req.send_initial_events {
+        None
+    } else {
+        from
+    };
     match from.map(|v| v.parse::<u64>()) {
         None => {
             let store = lock(&state.shared.store);
@@ -169,7 +184,8 @@ pub(crate) fn start(shared: Arc<Shared>, req: WatchRequest) -> impl Stream<Item 
         }
         Some(Err(_)) => {
             let text = state.req.resource_version.clone().unwrap_or_default();
-            let status = ApiError::bad_request(format!("invalid resource version {text:?}")).to_status();
+            let status =
+                ApiError::bad_request(format!("invalid resource version {text:?}")).to_status();
             state.queue.push_back(event("ERROR", &status));
             state.finished = true;
         }

@@ -33,23 +33,38 @@ async fn binary_serves_and_writes_a_working_kubeconfig() {
     );
     let stdout = child.0.stdout.take().expect("piped");
     let lines: Vec<String> = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout).lines().take(2).collect::<Result<Vec<_>, _>>()
+        BufReader::new(stdout)
+            .lines()
+            .take(2)
+            .collect::<Result<Vec<_>, _>>()
     })
     .await
     .expect("joined")
     .expect("two lines");
-    assert!(lines[0].starts_with("kube-emulator listening on http://127.0.0.1:"), "{}", lines[0]);
-    assert_eq!(lines[1], format!("kubeconfig written to {}", path.display()));
+    assert!(
+        lines[0].starts_with("kube-emulator listening on http://127.0.0.1:"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(
+        lines[1],
+        format!("kubeconfig written to {}", path.display())
+    );
 
     let kubeconfig = Kubeconfig::read_from(&path).expect("a valid kubeconfig");
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .expect("usable config");
-    assert_eq!(config.cluster_url.to_string().trim_end_matches('/'), lines[0].trim_start_matches("kube-emulator listening on "));
+    assert_eq!(
+        config.cluster_url.to_string().trim_end_matches('/'),
+        lines[0].trim_start_matches("kube-emulator listening on ")
+    );
     let api: Api<Lease> = Api::default_namespaced(kube::Client::try_from(config).expect("client"));
     let mut lease = Lease::default();
     lease.metadata.name = Some("from-cli".into());
-    api.create(&PostParams::default(), &lease).await.expect("create through the binary");
+    api.create(&PostParams::default(), &lease)
+        .await
+        .expect("create through the binary");
     let got = api.get("from-cli").await.expect("get");
     assert_eq!(got.metadata.namespace.as_deref(), Some("default"));
     drop(child);

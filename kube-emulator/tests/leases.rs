@@ -34,8 +34,17 @@ async fn leases(emu: &Emulator, token: &str) -> Api<Lease> {
 async fn lease_create_get_update_delete() {
     let emu = Emulator::start().await.expect("start");
     let api = leases(&emu, "a").await;
-    let created = api.create(&PostParams::default(), &lease("lock", "a")).await.expect("create");
-    let rv1: u64 = created.metadata.resource_version.as_deref().expect("rv").parse().expect("decimal");
+    let created = api
+        .create(&PostParams::default(), &lease("lock", "a"))
+        .await
+        .expect("create");
+    let rv1: u64 = created
+        .metadata
+        .resource_version
+        .as_deref()
+        .expect("rv")
+        .parse()
+        .expect("decimal");
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
     assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
@@ -45,65 +54,123 @@ async fn lease_create_get_update_delete() {
 
     let mut next = got.clone();
     next.spec.as_mut().expect("spec").holder_identity = Some("b".into());
-    let updated = api.replace("lock", &PostParams::default(), &next).await.expect("update");
-    let rv2: u64 = updated.metadata.resource_version.as_deref().expect("rv").parse().expect("decimal");
+    let updated = api
+        .replace("lock", &PostParams::default(), &next)
+        .await
+        .expect("update");
+    let rv2: u64 = updated
+        .metadata
+        .resource_version
+        .as_deref()
+        .expect("rv")
+        .parse()
+        .expect("decimal");
     assert!(rv2 > rv1, "resourceVersion grows: {rv1} -> {rv2}");
     assert_eq!(updated.metadata.uid, created.metadata.uid);
-    assert_eq!(updated.spec.expect("spec").holder_identity.as_deref(), Some("b"));
+    assert_eq!(
+        updated.spec.expect("spec").holder_identity.as_deref(),
+        Some("b")
+    );
 
     let list = api.list(&Default::default()).await.expect("list");
     assert_eq!(list.items.len(), 1);
-    let list_rv: u64 = list.metadata.resource_version.as_deref().expect("rv").parse().expect("decimal");
+    let list_rv: u64 = list
+        .metadata
+        .resource_version
+        .as_deref()
+        .expect("rv")
+        .parse()
+        .expect("decimal");
     assert!(list_rv >= rv2);
 
-    let deleted = api.delete("lock", &DeleteParams::default()).await.expect("delete");
+    let deleted = api
+        .delete("lock", &DeleteParams::default())
+        .await
+        .expect("delete");
     assert!(deleted.is_right(), "a Lease delete answers with a Status");
     let err = api_error(api.get("lock").await.expect_err("gone"));
     assert_eq!((err.code, err.reason.as_str()), (404, "NotFound"));
     assert_eq!(err.message, "leases.coordination.k8s.io \"lock\" not found");
     let details = err.details.expect("details");
-    assert_eq!((details.name.as_str(), details.group.as_str(), details.kind.as_str()), ("lock", "coordination.k8s.io", "leases"));
+    assert_eq!(
+        (
+            details.name.as_str(),
+            details.group.as_str(),
+            details.kind.as_str()
+        ),
+        ("lock", "coordination.k8s.io", "leases")
+    );
 }
 
 #[tokio::test]
 async fn a1_stale_update_gets_409_conflict_with_the_real_reason() {
     let emu = Emulator::start().await.expect("start");
     let api = leases(&emu, "a").await;
-    let created = api.create(&PostParams::default(), &lease("lock", "a")).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &lease("lock", "a"))
+        .await
+        .expect("create");
     let mut first = created.clone();
     first.spec.as_mut().expect("spec").holder_identity = Some("b".into());
-    api.replace("lock", &PostParams::default(), &first).await.expect("first update wins");
+    api.replace("lock", &PostParams::default(), &first)
+        .await
+        .expect("first update wins");
     let mut second = created;
     second.spec.as_mut().expect("spec").holder_identity = Some("c".into());
-    let err = api_error(api.replace("lock", &PostParams::default(), &second).await.expect_err("stale"));
+    let err = api_error(
+        api.replace("lock", &PostParams::default(), &second)
+            .await
+            .expect_err("stale"),
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
     assert_eq!(
         err.message,
         "Operation cannot be fulfilled on leases.coordination.k8s.io \"lock\": the object has been modified; please apply your changes to the latest version and try again"
     );
-    assert_eq!(emu.object(Resource::Lease, "default", "lock").expect("kept")["spec"]["holderIdentity"], "b");
+    assert_eq!(
+        emu.object(Resource::Lease, "default", "lock")
+            .expect("kept")["spec"]["holderIdentity"],
+        "b"
+    );
 }
 
 #[tokio::test]
 async fn a3_second_create_gets_409_already_exists() {
     let emu = Emulator::start().await.expect("start");
     let api = leases(&emu, "a").await;
-    api.create(&PostParams::default(), &lease("lock", "a")).await.expect("create");
-    let err = api_error(api.create(&PostParams::default(), &lease("lock", "b")).await.expect_err("exists"));
+    api.create(&PostParams::default(), &lease("lock", "a"))
+        .await
+        .expect("create");
+    let err = api_error(
+        api.create(&PostParams::default(), &lease("lock", "b"))
+            .await
+            .expect_err("exists"),
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "AlreadyExists"));
-    assert_eq!(err.message, "leases.coordination.k8s.io \"lock\" already exists");
+    assert_eq!(
+        err.message,
+        "leases.coordination.k8s.io \"lock\" already exists"
+    );
 }
 
 #[tokio::test]
 async fn a5_create_in_a_missing_namespace_names_the_namespace() {
     let emu = Emulator::start().await.expect("start");
     let api: Api<Lease> = Api::namespaced(emu.client("a").expect("client"), "nowhere");
-    let err = api_error(api.create(&PostParams::default(), &lease("lock", "a")).await.expect_err("no namespace"));
+    let err = api_error(
+        api.create(&PostParams::default(), &lease("lock", "a"))
+            .await
+            .expect_err("no namespace"),
+    );
     assert_eq!((err.code, err.reason.as_str()), (404, "NotFound"));
     assert_eq!(err.message, "namespaces \"nowhere\" not found");
     assert_eq!(err.details.expect("details").kind, "namespaces");
     // A PUT that would create is refused the same way.
-    let err = api_error(api.replace("lock", &PostParams::default(), &lease("lock", "a")).await.expect_err("no namespace"));
+    let err = api_error(
+        api.replace("lock", &PostParams::default(), &lease("lock", "a"))
+            .await
+            .expect_err("no namespace"),
+    );
     assert_eq!(err.message, "namespaces \"nowhere\" not found");
     // Reads answer as for a missing object, like the API server.
     let err = api_error(api.get("lock").await.expect_err("missing"));
@@ -117,7 +184,11 @@ async fn a8_invalid_lease_gets_422_with_the_real_wording() {
     let rv_before = emu.resource_version();
     let mut zero = lease("lock", "a");
     zero.spec.as_mut().expect("spec").lease_duration_seconds = Some(0);
-    let err = api_error(api.create(&PostParams::default(), &zero).await.expect_err("invalid"));
+    let err = api_error(
+        api.create(&PostParams::default(), &zero)
+            .await
+            .expect_err("invalid"),
+    );
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
     assert_eq!(
         err.message,
@@ -129,18 +200,51 @@ async fn a8_invalid_lease_gets_422_with_the_real_wording() {
 
     let mut negative = lease("lock", "a");
     negative.spec.as_mut().expect("spec").lease_transitions = Some(-1);
-    let err = api_error(api.create(&PostParams::default(), &negative).await.expect_err("invalid"));
-    assert!(err.message.ends_with("spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0"), "{}", err.message);
+    let err = api_error(
+        api.create(&PostParams::default(), &negative)
+            .await
+            .expect_err("invalid"),
+    );
+    assert!(
+        err.message.ends_with(
+            "spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0"
+        ),
+        "{}",
+        err.message
+    );
 
     let mut preferred = lease("lock", "a");
     preferred.spec.as_mut().expect("spec").preferred_holder = Some("b".into());
-    let err = api_error(api.create(&PostParams::default(), &preferred).await.expect_err("invalid"));
-    assert!(err.message.ends_with("spec.preferredHolder: Forbidden: may only be specified if `strategy` is defined"), "{}", err.message);
+    let err = api_error(
+        api.create(&PostParams::default(), &preferred)
+            .await
+            .expect_err("invalid"),
+    );
+    assert!(
+        err.message.ends_with(
+            "spec.preferredHolder: Forbidden: may only be specified if `strategy` is defined"
+        ),
+        "{}",
+        err.message
+    );
 
-    let err = api_error(api.create(&PostParams::default(), &lease("Not_A_Name", "a")).await.expect_err("bad name"));
+    let err = api_error(
+        api.create(&PostParams::default(), &lease("Not_A_Name", "a"))
+            .await
+            .expect_err("bad name"),
+    );
     assert_eq!(err.code, 422);
-    assert!(err.message.contains("metadata.name: Invalid value: \"Not_A_Name\": a lowercase RFC 1123 subdomain"), "{}", err.message);
-    assert!(emu.object(Resource::Lease, "default", "lock").is_none(), "nothing was stored");
+    assert!(
+        err.message.contains(
+            "metadata.name: Invalid value: \"Not_A_Name\": a lowercase RFC 1123 subdomain"
+        ),
+        "{}",
+        err.message
+    );
+    assert!(
+        emu.object(Resource::Lease, "default", "lock").is_none(),
+        "nothing was stored"
+    );
     assert_eq!(emu.resource_version(), rv_before, "no write happened");
 }
 
@@ -151,15 +255,29 @@ async fn a4_put_to_a_missing_lease_creates_it_unless_it_carries_a_uid() {
     // No uid: create-on-update, even with a made-up resourceVersion.
     let mut fresh = lease("lock", "a");
     fresh.metadata.resource_version = Some("12345".into());
-    let created = api.replace("lock", &PostParams::default(), &fresh).await.expect("create-on-update");
+    let created = api
+        .replace("lock", &PostParams::default(), &fresh)
+        .await
+        .expect("create-on-update");
     assert!(created.metadata.uid.is_some());
 
     // A renew from the cached copy (which carries the uid) after a delete:
     // the uid is a precondition, so the API server refuses with 409.
-    api.delete("lock", &DeleteParams::default()).await.expect("delete");
-    let err = api_error(api.replace("lock", &PostParams::default(), &created).await.expect_err("uid precondition"));
+    api.delete("lock", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let err = api_error(
+        api.replace("lock", &PostParams::default(), &created)
+            .await
+            .expect_err("uid precondition"),
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
-    assert!(err.message.contains("Precondition failed: UID in precondition"), "{}", err.message);
+    assert!(
+        err.message
+            .contains("Precondition failed: UID in precondition"),
+        "{}",
+        err.message
+    );
     assert!(emu.object(Resource::Lease, "default", "lock").is_none());
 }
 
@@ -167,23 +285,47 @@ async fn a4_put_to_a_missing_lease_creates_it_unless_it_carries_a_uid() {
 async fn merge_patch_with_resource_version_precondition() {
     let emu = Emulator::start().await.expect("start");
     let api = leases(&emu, "a").await;
-    let created = api.create(&PostParams::default(), &lease("lock", "a")).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &lease("lock", "a"))
+        .await
+        .expect("create");
     let rv = created.metadata.resource_version.clone().expect("rv");
     let patch = json!({"metadata": {"resourceVersion": rv}, "spec": {"holderIdentity": "b", "renewTime": "2026-01-01T00:00:00Z"}});
-    let patched = api.patch("lock", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
+    let patched = api
+        .patch("lock", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("patch");
     let spec = patched.spec.clone().expect("spec");
     assert_eq!(spec.holder_identity.as_deref(), Some("b"));
-    assert_eq!(spec.lease_duration_seconds, Some(15), "merge keeps other fields");
+    assert_eq!(
+        spec.lease_duration_seconds,
+        Some(15),
+        "merge keeps other fields"
+    );
     assert!(spec.renew_time.is_some());
     // The same precondition again is stale now.
-    let err = api_error(api.patch("lock", &PatchParams::default(), &Patch::Merge(&patch)).await.expect_err("stale"));
+    let err = api_error(
+        api.patch("lock", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect_err("stale"),
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
     // Without a version the patch is unconditional.
     let blind = json!({"spec": {"holderIdentity": "c"}});
-    let patched = api.patch("lock", &PatchParams::default(), &Patch::Merge(&blind)).await.expect("blind patch");
-    assert_eq!(patched.spec.expect("spec").holder_identity.as_deref(), Some("c"));
+    let patched = api
+        .patch("lock", &PatchParams::default(), &Patch::Merge(&blind))
+        .await
+        .expect("blind patch");
+    assert_eq!(
+        patched.spec.expect("spec").holder_identity.as_deref(),
+        Some("c")
+    );
     // Patching a missing object is a 404.
-    let err = api_error(api.patch("nope", &PatchParams::default(), &Patch::Merge(&blind)).await.expect_err("missing"));
+    let err = api_error(
+        api.patch("nope", &PatchParams::default(), &Patch::Merge(&blind))
+            .await
+            .expect_err("missing"),
+    );
     assert_eq!(err.code, 404);
 }
 
@@ -194,14 +336,26 @@ async fn micro_time_is_normalised_to_six_digits_utc() {
     let mut l = lease("lock", "a");
     let patch = json!({"spec": {"renewTime": "2026-08-17T23:11:09.123456789+02:00"}});
     l.spec.as_mut().expect("spec").acquire_time = None;
-    api.create(&PostParams::default(), &l).await.expect("create");
-    api.patch("lock", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
-    let stored = emu.object(Resource::Lease, "default", "lock").expect("stored");
+    api.create(&PostParams::default(), &l)
+        .await
+        .expect("create");
+    api.patch("lock", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("patch");
+    let stored = emu
+        .object(Resource::Lease, "default", "lock")
+        .expect("stored");
     assert_eq!(stored["spec"]["renewTime"], "2026-08-17T21:11:09.123456Z");
     let got = api.get("lock").await.expect("get");
     let renew: Option<MicroTime> = got.spec.expect("spec").renew_time;
-    assert_eq!(serde_json::to_value(renew).expect("serialises"), json!("2026-08-17T21:11:09.123456Z"));
-    assert_eq!(emu.request_counts().get("a", Verb::Patch, Resource::Lease), 1);
+    assert_eq!(
+        serde_json::to_value(renew).expect("serialises"),
+        json!("2026-08-17T21:11:09.123456Z")
+    );
+    assert_eq!(
+        emu.request_counts().get("a", Verb::Patch, Resource::Lease),
+        1
+    );
 }
 
 #[tokio::test]
@@ -210,7 +364,10 @@ async fn n11_concurrent_writers_exactly_one_compare_and_swap_wins() {
     let mut tasks = Vec::new();
     for i in 0..16 {
         let api = leases(&emu, &format!("node-{i}")).await;
-        tasks.push(tokio::spawn(async move { api.create(&PostParams::default(), &lease("lock", &format!("node-{i}"))).await }));
+        tasks.push(tokio::spawn(async move {
+            api.create(&PostParams::default(), &lease("lock", &format!("node-{i}")))
+                .await
+        }));
     }
     let mut created = Vec::new();
     let mut exists = 0;
@@ -231,7 +388,9 @@ async fn n11_concurrent_writers_exactly_one_compare_and_swap_wins() {
         let mut mine = base.clone();
         mine.spec.as_mut().expect("spec").holder_identity = Some(format!("node-{i}"));
         mine.spec.as_mut().expect("spec").lease_transitions = Some(1);
-        tasks.push(tokio::spawn(async move { api.replace("lock", &PostParams::default(), &mine).await }));
+        tasks.push(tokio::spawn(async move {
+            api.replace("lock", &PostParams::default(), &mine).await
+        }));
     }
     let mut winners = Vec::new();
     let mut conflicts = 0;
@@ -243,31 +402,60 @@ async fn n11_concurrent_writers_exactly_one_compare_and_swap_wins() {
         }
     }
     assert_eq!((winners.len(), conflicts), (1, 15));
-    let stored = emu.object(Resource::Lease, "default", "lock").expect("stored");
-    assert_eq!(stored["spec"]["holderIdentity"], json!(winners[0].spec.as_ref().expect("spec").holder_identity));
+    let stored = emu
+        .object(Resource::Lease, "default", "lock")
+        .expect("stored");
+    assert_eq!(
+        stored["spec"]["holderIdentity"],
+        json!(winners[0].spec.as_ref().expect("spec").holder_identity)
+    );
 }
 
 #[tokio::test]
 async fn delete_honours_preconditions_and_dry_run_changes_nothing() {
     let emu = Emulator::start().await.expect("start");
     let api = leases(&emu, "a").await;
-    let created = api.create(&PostParams::default(), &lease("lock", "a")).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &lease("lock", "a"))
+        .await
+        .expect("create");
     let stale = DeleteParams {
-        preconditions: Some(kube::api::Preconditions { resource_version: Some("1".into()), uid: None }),
+        preconditions: Some(kube::api::Preconditions {
+            resource_version: Some("1".into()),
+            uid: None,
+        }),
         ..DeleteParams::default()
     };
     let err = api_error(api.delete("lock", &stale).await.expect_err("precondition"));
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
-    assert!(err.message.contains("Precondition failed: ResourceVersion in precondition: 1"), "{}", err.message);
+    assert!(
+        err.message
+            .contains("Precondition failed: ResourceVersion in precondition: 1"),
+        "{}",
+        err.message
+    );
 
     let rv_before = emu.resource_version();
-    let dry = PostParams { dry_run: true, ..PostParams::default() };
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
     let mut changed = created.clone();
     changed.spec.as_mut().expect("spec").holder_identity = Some("dry".into());
-    let answer = api.replace("lock", &dry, &changed).await.expect("dry-run update");
-    assert_eq!(answer.spec.expect("spec").holder_identity.as_deref(), Some("dry"));
+    let answer = api
+        .replace("lock", &dry, &changed)
+        .await
+        .expect("dry-run update");
+    assert_eq!(
+        answer.spec.expect("spec").holder_identity.as_deref(),
+        Some("dry")
+    );
     assert_eq!(emu.resource_version(), rv_before, "nothing committed");
-    assert_eq!(emu.object(Resource::Lease, "default", "lock").expect("stored")["spec"]["holderIdentity"], "a");
+    assert_eq!(
+        emu.object(Resource::Lease, "default", "lock")
+            .expect("stored")["spec"]["holderIdentity"],
+        "a"
+    );
 
     let exact = DeleteParams {
         preconditions: Some(kube::api::Preconditions {
@@ -276,7 +464,9 @@ async fn delete_honours_preconditions_and_dry_run_changes_nothing() {
         }),
         ..DeleteParams::default()
     };
-    api.delete("lock", &exact).await.expect("delete with matching preconditions");
+    api.delete("lock", &exact)
+        .await
+        .expect("delete with matching preconditions");
     assert!(emu.object(Resource::Lease, "default", "lock").is_none());
 }
 
@@ -285,29 +475,42 @@ async fn json_patch_with_a_test_operation_on_the_version() {
     let emu = Emulator::start().await.expect("start");
     let client = emu.client("a").expect("client");
     let api = leases(&emu, "a").await;
-    let created = api.create(&PostParams::default(), &lease("lock", "a")).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &lease("lock", "a"))
+        .await
+        .expect("create");
     let rv = created.metadata.resource_version.expect("rv");
     let send = |ops: serde_json::Value| {
         let client = client.clone();
         async move {
-            let req = hyper::Request::patch("/apis/coordination.k8s.io/v1/namespaces/default/leases/lock")
-                .header("content-type", "application/json-patch+json")
-                .body(ops.to_string().into_bytes())
-                .expect("request");
+            let req = hyper::Request::patch(
+                "/apis/coordination.k8s.io/v1/namespaces/default/leases/lock",
+            )
+            .header("content-type", "application/json-patch+json")
+            .body(ops.to_string().into_bytes())
+            .expect("request");
             client.request::<Lease>(req).await
         }
     };
-    let ok = send(json!([{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-                         {"op": "replace", "path": "/spec/holderIdentity", "value": "b"}]))
+    let ok = send(
+        json!([{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                         {"op": "replace", "path": "/spec/holderIdentity", "value": "b"}]),
+    )
     .await
     .expect("applies");
     assert_eq!(ok.spec.expect("spec").holder_identity.as_deref(), Some("b"));
     let err = api_error(
-        send(json!([{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-                    {"op": "replace", "path": "/spec/holderIdentity", "value": "c"}]))
+        send(
+            json!([{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                    {"op": "replace", "path": "/spec/holderIdentity", "value": "c"}]),
+        )
         .await
         .expect_err("the test op fails on the old version"),
     );
     assert_eq!(err.code, 422);
-    assert_eq!(emu.object(Resource::Lease, "default", "lock").expect("stored")["spec"]["holderIdentity"], "b");
+    assert_eq!(
+        emu.object(Resource::Lease, "default", "lock")
+            .expect("stored")["spec"]["holderIdentity"],
+        "b"
+    );
 }

@@ -31,36 +31,82 @@ async fn config_map_crud_and_conflict() {
     let emu = Emulator::start().await.expect("start");
     let api: Api<ConfigMap> = Api::namespaced(emu.client("a").expect("client"), "kube-system");
     let record = r#"{"holderIdentity":"a","leaseDurationSeconds":15,"acquireTime":"2026-01-01T00:00:00Z","renewTime":"2026-01-01T00:00:00Z","leaderTransitions":0}"#;
-    let created = api.create(&PostParams::default(), &config_map("lock", record)).await.expect("create");
-    assert_eq!(created.metadata.annotations.as_ref().expect("annotations")[LEADER], record);
+    let created = api
+        .create(&PostParams::default(), &config_map("lock", record))
+        .await
+        .expect("create");
+    assert_eq!(
+        created.metadata.annotations.as_ref().expect("annotations")[LEADER],
+        record
+    );
 
     let mut next = created.clone();
-    next.metadata.annotations.as_mut().expect("annotations").insert(LEADER.into(), "{}".into());
-    let updated = api.replace("lock", &PostParams::default(), &next).await.expect("update");
-    assert_eq!(updated.data.expect("data")["keep"], "me", "other data untouched");
+    next.metadata
+        .annotations
+        .as_mut()
+        .expect("annotations")
+        .insert(LEADER.into(), "{}".into());
+    let updated = api
+        .replace("lock", &PostParams::default(), &next)
+        .await
+        .expect("update");
+    assert_eq!(
+        updated.data.expect("data")["keep"],
+        "me",
+        "other data untouched"
+    );
 
-    let status = api_status(api.replace("lock", &PostParams::default(), &next).await.expect_err("stale"));
+    let status = api_status(
+        api.replace("lock", &PostParams::default(), &next)
+            .await
+            .expect_err("stale"),
+    );
     assert_eq!(
         status.message,
         "Operation cannot be fulfilled on configmaps \"lock\": the object has been modified; please apply your changes to the latest version and try again"
     );
     let details = status.details.expect("details");
-    assert_eq!((details.group.as_str(), details.kind.as_str()), ("", "configmaps"));
+    assert_eq!(
+        (details.group.as_str(), details.kind.as_str()),
+        ("", "configmaps")
+    );
 
-    let status = api_status(api.create(&PostParams::default(), &config_map("lock", "{}")).await.expect_err("exists"));
+    let status = api_status(
+        api.create(&PostParams::default(), &config_map("lock", "{}"))
+            .await
+            .expect_err("exists"),
+    );
     assert_eq!(status.message, "configmaps \"lock\" already exists");
 
     // ConfigMaps have no create-on-update: a PUT to a missing one is 404.
-    let status = api_status(api.replace("other", &PostParams::default(), &config_map("other", "{}")).await.expect_err("missing"));
-    assert_eq!((status.code, status.message.as_str()), (404, "configmaps \"other\" not found"));
+    let status = api_status(
+        api.replace("other", &PostParams::default(), &config_map("other", "{}"))
+            .await
+            .expect_err("missing"),
+    );
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (404, "configmaps \"other\" not found")
+    );
 
     let patch = json!({"metadata": {"annotations": {"extra": "x"}}});
-    let patched = api.patch("lock", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
+    let patched = api
+        .patch("lock", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("patch");
     let annotations = patched.metadata.annotations.expect("annotations");
-    assert_eq!((annotations["extra"].as_str(), annotations[LEADER].as_str()), ("x", "{}"));
+    assert_eq!(
+        (annotations["extra"].as_str(), annotations[LEADER].as_str()),
+        ("x", "{}")
+    );
 
-    api.delete("lock", &DeleteParams::default()).await.expect("delete");
-    assert!(emu.object(Resource::ConfigMap, "kube-system", "lock").is_none());
+    api.delete("lock", &DeleteParams::default())
+        .await
+        .expect("delete");
+    assert!(
+        emu.object(Resource::ConfigMap, "kube-system", "lock")
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -71,16 +117,35 @@ async fn lists_filter_by_label_and_span_namespaces() {
     let in_system: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
     let mut labelled = config_map("one", "{}");
     labelled.metadata.labels = Some(BTreeMap::from([("app".to_owned(), "x".to_owned())]));
-    in_default.create(&PostParams::default(), &labelled).await.expect("create");
-    in_default.create(&PostParams::default(), &config_map("two", "{}")).await.expect("create");
-    in_system.create(&PostParams::default(), &config_map("three", "{}")).await.expect("create");
+    in_default
+        .create(&PostParams::default(), &labelled)
+        .await
+        .expect("create");
+    in_default
+        .create(&PostParams::default(), &config_map("two", "{}"))
+        .await
+        .expect("create");
+    in_system
+        .create(&PostParams::default(), &config_map("three", "{}"))
+        .await
+        .expect("create");
 
-    let only_x = in_default.list(&ListParams::default().labels("app=x")).await.expect("list");
+    let only_x = in_default
+        .list(&ListParams::default().labels("app=x"))
+        .await
+        .expect("list");
     assert_eq!(only_x.items.len(), 1);
     assert_eq!(only_x.items[0].metadata.name.as_deref(), Some("one"));
     let everywhere: Api<ConfigMap> = Api::all(client);
-    let all = everywhere.list(&ListParams::default()).await.expect("list all");
-    let names: Vec<_> = all.items.iter().filter_map(|c| c.metadata.name.clone()).collect();
+    let all = everywhere
+        .list(&ListParams::default())
+        .await
+        .expect("list all");
+    let names: Vec<_> = all
+        .items
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
     assert_eq!(names, ["one", "two", "three"]);
 }
 
@@ -95,12 +160,27 @@ async fn namespaces_exist_at_start_and_can_be_created_and_deleted() {
     }
     let mut ns = Namespace::default();
     ns.metadata.name = Some("team".into());
-    namespaces.create(&PostParams::default(), &ns).await.expect("create namespace");
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("create namespace");
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
-    cms.create(&PostParams::default(), &config_map("lock", "{}")).await.expect("create in new namespace");
-    namespaces.delete("team", &DeleteParams::default()).await.expect("delete namespace");
-    assert!(emu.object(Resource::ConfigMap, "team", "lock").is_none(), "contents go with it");
-    let status = api_status(cms.create(&PostParams::default(), &config_map("lock", "{}")).await.expect_err("gone"));
+    cms.create(&PostParams::default(), &config_map("lock", "{}"))
+        .await
+        .expect("create in new namespace");
+    namespaces
+        .delete("team", &DeleteParams::default())
+        .await
+        .expect("delete namespace");
+    assert!(
+        emu.object(Resource::ConfigMap, "team", "lock").is_none(),
+        "contents go with it"
+    );
+    let status = api_status(
+        cms.create(&PostParams::default(), &config_map("lock", "{}"))
+            .await
+            .expect_err("gone"),
+    );
     assert_eq!(status.message, "namespaces \"team\" not found");
 }
 
@@ -121,10 +201,19 @@ async fn h9_events_in_both_apis() {
         api_version: Some("coordination.k8s.io/v1".into()),
         ..ObjectReference::default()
     };
-    let created = core.create(&PostParams::default(), &ev).await.expect("core event");
+    let created = core
+        .create(&PostParams::default(), &ev)
+        .await
+        .expect("core event");
     let name = created.metadata.name.expect("generated name");
-    assert!(name.starts_with("lock.") && name.len() == "lock.".len() + 5, "{name}");
-    let listed = core.list(&ListParams::default().fields("involvedObject.name=lock")).await.expect("list");
+    assert!(
+        name.starts_with("lock.") && name.len() == "lock.".len() + 5,
+        "{name}"
+    );
+    let listed = core
+        .list(&ListParams::default().fields("involvedObject.name=lock"))
+        .await
+        .expect("list");
     assert_eq!(listed.items.len(), 1);
 
     let v1: Api<EventV1> = Api::namespaced(client, "default");
@@ -137,11 +226,19 @@ async fn h9_events_in_both_apis() {
     e.reporting_instance = Some("a".into());
     e.action = Some("Acquired".into());
     e.type_ = Some("Normal".into());
-    v1.create(&PostParams::default(), &e).await.expect("events.k8s.io event");
+    v1.create(&PostParams::default(), &e)
+        .await
+        .expect("events.k8s.io event");
     assert!(emu.object(Resource::EventV1, "default", "lock.1").is_some());
     // Events fail like anything else when told to (for H9 tests of the locks).
-    emu.faults("a").on(kube_emulator::Match::any().resource(Resource::Event)).error(500);
-    let status = api_status(core.create(&PostParams::default(), &ev).await.expect_err("500"));
+    emu.faults("a")
+        .on(kube_emulator::Match::any().resource(Resource::Event))
+        .error(500);
+    let status = api_status(
+        core.create(&PostParams::default(), &ev)
+            .await
+            .expect_err("500"),
+    );
     assert_eq!(status.code, 500);
 }
 

@@ -22,7 +22,9 @@ fn lease(name: &str, holder: &str) -> Lease {
 async fn set_holder(api: &Api<Lease>, name: &str, holder: &str) -> Lease {
     let mut l = api.get(name).await.expect("get");
     l.spec.as_mut().expect("spec").holder_identity = Some(holder.to_owned());
-    api.replace(name, &PostParams::default(), &l).await.expect("update")
+    api.replace(name, &PostParams::default(), &l)
+        .await
+        .expect("update")
 }
 
 fn rv(l: &Lease) -> String {
@@ -30,7 +32,10 @@ fn rv(l: &Lease) -> String {
 }
 
 fn holder(l: &Lease) -> String {
-    l.spec.as_ref().and_then(|s| s.holder_identity.clone()).unwrap_or_default()
+    l.spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.clone())
+        .unwrap_or_default()
 }
 
 /// The next non-bookmark event, failing the test after two seconds.
@@ -54,8 +59,12 @@ where
 async fn watch_with_field_selector_sees_only_the_named_lease() {
     let emu = Emulator::start().await.expect("start");
     let api: Api<Lease> = Api::namespaced(emu.client("w").expect("client"), "default");
-    api.create(&PostParams::default(), &lease("a", "x")).await.expect("create a");
-    api.create(&PostParams::default(), &lease("b", "x")).await.expect("create b");
+    api.create(&PostParams::default(), &lease("a", "x"))
+        .await
+        .expect("create a");
+    api.create(&PostParams::default(), &lease("b", "x"))
+        .await
+        .expect("create b");
     let wp = WatchParams::default().fields("metadata.name=a").timeout(10);
     let mut stream = api.watch(&wp, "0").await.expect("watch").boxed();
     match next_change(&mut stream).await {
@@ -76,18 +85,27 @@ async fn watch_with_field_selector_sees_only_the_named_lease() {
     match next_change(&mut stream).await {
         WatchEvent::Deleted(l) => {
             let deleted_rv: u64 = rv(&l).parse().expect("decimal");
-            assert!(deleted_rv > rv(&a2).parse::<u64>().expect("decimal"), "a delete has its own version");
+            assert!(
+                deleted_rv > rv(&a2).parse::<u64>().expect("decimal"),
+                "a delete has its own version"
+            );
         }
         other => panic!("expected DELETED a, got {other:?}"),
     }
-    assert_eq!(emu.request_counts().get("w", Verb::Watch, Resource::Lease), 1);
+    assert_eq!(
+        emu.request_counts().get("w", Verb::Watch, Resource::Lease),
+        1
+    );
 }
 
 #[tokio::test]
 async fn watch_resumes_from_a_resource_version() {
     let emu = Emulator::start().await.expect("start");
     let api: Api<Lease> = Api::namespaced(emu.client("w").expect("client"), "default");
-    let created = api.create(&PostParams::default(), &lease("a", "h0")).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &lease("a", "h0"))
+        .await
+        .expect("create");
     let first = set_holder(&api, "a", "h1").await;
     let second = set_holder(&api, "a", "h2").await;
     let wp = WatchParams::default().fields("metadata.name=a").timeout(10);
@@ -105,9 +123,16 @@ async fn watch_resumes_from_a_resource_version() {
 
 #[tokio::test]
 async fn w2_watch_from_a_compacted_version_gets_410_expired() {
-    let emu = Emulator::builder().history_limit(2).start().await.expect("start");
+    let emu = Emulator::builder()
+        .history_limit(2)
+        .start()
+        .await
+        .expect("start");
     let api: Api<Lease> = Api::namespaced(emu.client("w").expect("client"), "default");
-    let created = api.create(&PostParams::default(), &lease("a", "h0")).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &lease("a", "h0"))
+        .await
+        .expect("create");
     for h in ["h1", "h2", "h3"] {
         set_holder(&api, "a", h).await;
     }
@@ -119,18 +144,28 @@ async fn w2_watch_from_a_compacted_version_gets_410_expired() {
     match next_change(&mut stream).await {
         WatchEvent::Error(status) => {
             assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
-            assert!(status.message.starts_with("too old resource version"), "{}", status.message);
+            assert!(
+                status.message.starts_with("too old resource version"),
+                "{}",
+                status.message
+            );
         }
         other => panic!("expected an ERROR event, got {other:?}"),
     }
-    let end = tokio::time::timeout(Duration::from_secs(2), stream.next()).await.expect("ends");
+    let end = tokio::time::timeout(Duration::from_secs(2), stream.next())
+        .await
+        .expect("ends");
     assert!(end.is_none(), "the server closes the watch after the 410");
 
     // An explicit compaction expires every older version, the latest included.
     let latest = api.get("a").await.expect("get");
     set_holder(&api, "a", "h4").await;
     emu.compact();
-    let mut stream = api.watch(&WatchParams::default().timeout(10), &rv(&latest)).await.expect("watch").boxed();
+    let mut stream = api
+        .watch(&WatchParams::default().timeout(10), &rv(&latest))
+        .await
+        .expect("watch")
+        .boxed();
     assert!(matches!(next_change(&mut stream).await, WatchEvent::Error(s) if s.code == 410));
 }
 
@@ -142,7 +177,9 @@ async fn watch_sends_bookmarks_with_the_current_version() {
         .await
         .expect("start");
     let api: Api<Lease> = Api::namespaced(emu.client("w").expect("client"), "default");
-    api.create(&PostParams::default(), &lease("a", "h0")).await.expect("create");
+    api.create(&PostParams::default(), &lease("a", "h0"))
+        .await
+        .expect("create");
     let wp = WatchParams::default().fields("metadata.name=a").timeout(10);
     let mut stream = api.watch(&wp, "0").await.expect("watch").boxed();
     let mut saw_added = false;
@@ -159,12 +196,21 @@ async fn watch_sends_bookmarks_with_the_current_version() {
         }
     };
     assert!(saw_added, "initial ADDED comes before the first bookmark");
-    assert_eq!(bookmark.metadata.resource_version, emu.resource_version().to_string());
+    assert_eq!(
+        bookmark.metadata.resource_version,
+        emu.resource_version().to_string()
+    );
 
     // Without allowWatchBookmarks there are none.
-    let quiet = WatchParams::default().fields("metadata.name=none").timeout(1).disable_bookmarks();
+    let quiet = WatchParams::default()
+        .fields("metadata.name=none")
+        .timeout(1)
+        .disable_bookmarks();
     let events: Vec<_> = api.watch(&quiet, "0").await.expect("watch").collect().await;
-    assert!(events.is_empty(), "no bookmarks asked for, none sent: {events:?}");
+    assert!(
+        events.is_empty(),
+        "no bookmarks asked for, none sent: {events:?}"
+    );
 }
 
 #[tokio::test]
@@ -173,25 +219,46 @@ async fn watch_ends_after_timeout_seconds() {
     let api: Api<Lease> = Api::namespaced(emu.client("w").expect("client"), "default");
     let started = tokio::time::Instant::now();
     let wp = WatchParams::default().timeout(1).disable_bookmarks();
-    let events: Vec<_> = tokio::time::timeout(Duration::from_secs(3), api.watch(&wp, "0").await.expect("watch").collect())
-        .await
-        .expect("the server ends the watch");
+    let events: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(3),
+        api.watch(&wp, "0").await.expect("watch").collect(),
+    )
+    .await
+    .expect("the server ends the watch");
     assert!(events.is_empty());
-    assert!(started.elapsed() >= Duration::from_millis(900), "not before timeoutSeconds");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "not before timeoutSeconds"
+    );
 }
 
 #[tokio::test]
 async fn streaming_list_sends_initial_events_then_a_marked_bookmark() {
     let emu = Emulator::start().await.expect("start");
     let api: Api<Lease> = Api::namespaced(emu.client("w").expect("client"), "default");
-    api.create(&PostParams::default(), &lease("a", "h0")).await.expect("create");
+    api.create(&PostParams::default(), &lease("a", "h0"))
+        .await
+        .expect("create");
     let wp = WatchParams::streaming_lists().timeout(10);
     let mut stream = api.watch(&wp, "").await.expect("watch").boxed();
-    assert!(matches!(next_change(&mut stream).await, WatchEvent::Added(_)));
-    let ev = tokio::time::timeout(Duration::from_secs(2), stream.try_next()).await.expect("in time").expect("ok").expect("open");
+    assert!(matches!(
+        next_change(&mut stream).await,
+        WatchEvent::Added(_)
+    ));
+    let ev = tokio::time::timeout(Duration::from_secs(2), stream.try_next())
+        .await
+        .expect("in time")
+        .expect("ok")
+        .expect("open");
     match ev {
         WatchEvent::Bookmark(b) => {
-            assert_eq!(b.metadata.annotations.get("k8s.io/initial-events-end").map(String::as_str), Some("true"));
+            assert_eq!(
+                b.metadata
+                    .annotations
+                    .get("k8s.io/initial-events-end")
+                    .map(String::as_str),
+                Some("true")
+            );
         }
         other => panic!("expected the initial-events-end bookmark, got {other:?}"),
     }
@@ -201,25 +268,42 @@ async fn streaming_list_sends_initial_events_then_a_marked_bookmark() {
 async fn w1_watch_closed_broken_or_silent_by_fault() {
     let emu = Emulator::start().await.expect("start");
     let api: Api<Lease> = Api::namespaced(emu.client("w").expect("client"), "default");
-    api.create(&PostParams::default(), &lease("a", "h0")).await.expect("create");
+    api.create(&PostParams::default(), &lease("a", "h0"))
+        .await
+        .expect("create");
     let wp = WatchParams::default().timeout(30).disable_bookmarks();
 
     // Clean close after 200 ms: the stream ends.
-    emu.faults("w").on(Match::verbs(&[Verb::Watch])).times(1).inject(Fault::WatchCloseAfter(Duration::from_millis(200)));
-    let events: Vec<_> = tokio::time::timeout(Duration::from_secs(2), api.watch(&wp, "0").await.expect("watch").collect())
-        .await
-        .expect("closed by the fault");
+    emu.faults("w")
+        .on(Match::verbs(&[Verb::Watch]))
+        .times(1)
+        .inject(Fault::WatchCloseAfter(Duration::from_millis(200)));
+    let events: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(2),
+        api.watch(&wp, "0").await.expect("watch").collect(),
+    )
+    .await
+    .expect("closed by the fault");
     assert_eq!(events.len(), 1, "the initial ADDED, then the end");
 
     // Broken connection after 200 ms: the stream ends too (kube treats it as EOF or an error).
-    emu.faults("w").on(Match::verbs(&[Verb::Watch])).times(1).inject(Fault::WatchBreakAfter(Duration::from_millis(200)));
-    let events: Vec<_> = tokio::time::timeout(Duration::from_secs(2), api.watch(&wp, "0").await.expect("watch").collect())
-        .await
-        .expect("broken by the fault");
+    emu.faults("w")
+        .on(Match::verbs(&[Verb::Watch]))
+        .times(1)
+        .inject(Fault::WatchBreakAfter(Duration::from_millis(200)));
+    let events: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(2),
+        api.watch(&wp, "0").await.expect("watch").collect(),
+    )
+    .await
+    .expect("broken by the fault");
     assert!(matches!(events.first(), Some(Ok(WatchEvent::Added(_)))));
 
     // Silent: a change happens, nothing arrives.
-    emu.faults("w").on(Match::verbs(&[Verb::Watch])).times(1).inject(Fault::WatchSilent);
+    emu.faults("w")
+        .on(Match::verbs(&[Verb::Watch]))
+        .times(1)
+        .inject(Fault::WatchSilent);
     let mut silent = api.watch(&wp, "0").await.expect("watch").boxed();
     set_holder(&api, "a", "h1").await;
     let got = tokio::time::timeout(Duration::from_millis(300), silent.next()).await;
