@@ -629,3 +629,25 @@ impl Cluster {
             .count()
     }
 }
+
+/// Runs a scenario on its own thread and fails if it takes longer than 20 s, so
+/// that an elector that spins (a handler that never returns) fails the test instead
+/// of stalling the suite. Panics inside the scenario are re-raised.
+pub fn within_time_limit(scenario: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        scenario();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok(()) => {}
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(panic) = handle.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the scenario did not finish within 20 s: a handler spins")
+        }
+    }
+}
