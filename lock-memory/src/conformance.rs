@@ -322,25 +322,29 @@ pub async fn run_case_with<H: Harness>(
     timeouts: Timeouts,
 ) -> Result<Outcome, CaseFailure> {
     let t = timeouts;
-    let (a, b) = harness.fresh().await;
+    let (a, b) = Box::pin(harness.fresh()).await;
     let result = match case {
-        Case::GetAbsentIsNotFound => get_absent_is_not_found(&t, &a).await,
-        Case::CreateThenGetRoundTrips => create_then_get_round_trips(&t, &a, &b).await,
-        Case::CreateRaceHasOneWinner => create_race_has_one_winner(&t, &a, &b).await,
-        Case::StaleVersionConflicts => stale_version_conflicts(&t, &a, &b).await,
-        Case::UpdateAbsentIsNotFound => update_absent_is_not_found(&t, &a).await,
-        Case::UpdateDeletedIsNotFound => update_deleted_is_not_found(&t, harness, &a, &b).await,
-        Case::VersionsChangeOnIdenticalRewrite => {
-            versions_change_on_identical_rewrite(&t, &a, &b).await
+        Case::GetAbsentIsNotFound => Box::pin(get_absent_is_not_found(&t, &a)).await,
+        Case::CreateThenGetRoundTrips => Box::pin(create_then_get_round_trips(&t, &a, &b)).await,
+        Case::CreateRaceHasOneWinner => Box::pin(create_race_has_one_winner(&t, &a, &b)).await,
+        Case::StaleVersionConflicts => Box::pin(stale_version_conflicts(&t, &a, &b)).await,
+        Case::UpdateAbsentIsNotFound => Box::pin(update_absent_is_not_found(&t, &a)).await,
+        Case::UpdateDeletedIsNotFound => {
+            Box::pin(update_deleted_is_not_found(&t, harness, &a, &b)).await
         }
-        Case::StampsAreStampedOrKept => stamps_are_stamped_or_kept(&t, &a, &b).await,
-        Case::ReleaseRoundTrips => release_round_trips(&t, &a, &b).await,
-        Case::TransitionsRoundTrip => transitions_round_trip(&t, &a, &b).await,
-        Case::AbsurdValuesReadTolerantly => absurd_values_read_tolerantly(&t, &a, &b).await,
-        Case::HandoverRoundTrips => handover_round_trips(&t, &a, &b).await,
-        Case::WatchDeliversInOrder => watch_delivers_in_order(&t, &a, &b).await,
-        Case::WatchResumesFromVersion => watch_resumes_from_version(&t, &a, &b).await,
-        Case::WatchSeesDeletion => watch_sees_deletion(&t, harness, &a, &b).await,
+        Case::VersionsChangeOnIdenticalRewrite => {
+            Box::pin(versions_change_on_identical_rewrite(&t, &a, &b)).await
+        }
+        Case::StampsAreStampedOrKept => Box::pin(stamps_are_stamped_or_kept(&t, &a, &b)).await,
+        Case::ReleaseRoundTrips => Box::pin(release_round_trips(&t, &a, &b)).await,
+        Case::TransitionsRoundTrip => Box::pin(transitions_round_trip(&t, &a, &b)).await,
+        Case::AbsurdValuesReadTolerantly => {
+            Box::pin(absurd_values_read_tolerantly(&t, &a, &b)).await
+        }
+        Case::HandoverRoundTrips => Box::pin(handover_round_trips(&t, &a, &b)).await,
+        Case::WatchDeliversInOrder => Box::pin(watch_delivers_in_order(&t, &a, &b)).await,
+        Case::WatchResumesFromVersion => Box::pin(watch_resumes_from_version(&t, &a, &b)).await,
+        Case::WatchSeesDeletion => Box::pin(watch_sees_deletion(&t, harness, &a, &b)).await,
     };
     result.map_err(|expectation| CaseFailure { case, expectation })
 }
@@ -366,26 +370,32 @@ async fn within<T>(d: Duration, f: impl Future<Output = T>) -> Option<T> {
     .await
 }
 
-/// Awaits a lock call, failing the case if it takes longer than [`CALL_TIMEOUT`].
-async fn call<T>(
-    t: &Timeouts,
-    what: &str,
-    f: impl Future<Output = Result<T, LockError>>,
-) -> Result<Result<T, LockError>, String> {
-    within(t.call, f)
-        .await
-        .ok_or_else(|| format!("{what} did not answer within {:?}", t.call))
+/// Awaits a lock call, failing the case if it takes longer than the call timeout.
+///
+/// The call's future is boxed at once: a backend's futures can be large (an HTTP
+/// client's are), and every enclosing future would otherwise carry a copy, which
+/// in debug builds makes for very deep stacks.
+fn call<'a, T: 'a>(
+    t: &'a Timeouts,
+    what: &'a str,
+    f: impl Future<Output = Result<T, LockError>> + 'a,
+) -> impl Future<Output = Result<Result<T, LockError>, String>> + 'a {
+    let f = Box::pin(f);
+    async move {
+        within(t.call, f)
+            .await
+            .ok_or_else(|| format!("{what} did not answer within {:?}", t.call))
+    }
 }
 
 /// Awaits a call that must succeed.
-async fn ok<T>(
-    t: &Timeouts,
-    what: &str,
-    f: impl Future<Output = Result<T, LockError>>,
-) -> Result<T, String> {
-    call(t, what, f)
-        .await?
-        .map_err(|e| format!("{what} failed: {e:?}"))
+fn ok<'a, T: 'a>(
+    t: &'a Timeouts,
+    what: &'a str,
+    f: impl Future<Output = Result<T, LockError>> + 'a,
+) -> impl Future<Output = Result<T, String>> + 'a {
+    let answer = call(t, what, f);
+    async move { answer.await?.map_err(|e| format!("{what} failed: {e:?}")) }
 }
 
 /// A plain record held by `holder`, with whole-second timestamps.
@@ -523,7 +533,7 @@ async fn update_deleted_is_not_found<H: Harness>(
     b: &H::Lock,
 ) -> CaseResult {
     let obs = ok(t, "create", a.create(&held("a"))).await?;
-    if !h.delete().await {
+    if !Box::pin(h.delete()).await {
         return Ok(Outcome::Skipped("the harness cannot delete the lock"));
     }
     let got = call(
@@ -786,7 +796,7 @@ async fn watch_sees_deletion<H: Harness>(
     let Some(mut watch) = b.watch(Some(&v1.version)) else {
         return Ok(Outcome::Skipped("the lock has no watch"));
     };
-    if !h.delete().await {
+    if !Box::pin(h.delete()).await {
         return Ok(Outcome::Skipped("the harness cannot delete the lock"));
     }
     next_is(t, &mut watch, &WatchEvent::Deleted, "the deletion").await?;

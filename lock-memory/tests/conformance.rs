@@ -237,3 +237,56 @@ fn a14_the_suite_fails_a_hanging_lock_instead_of_stalling() {
     assert!(failed.contains("get_absent_is_not_found"), "{failed:?}");
     assert!(failed.contains("create_then_get_round_trips"), "{failed:?}");
 }
+
+/// A lock whose futures are as large as an HTTP client's can be.
+struct Fat(MemoryLock);
+
+const PAD: usize = 64 * 1024;
+
+impl Lock for Fat {
+    async fn get(&self) -> Result<Observation, LockError> {
+        let pad = [1u8; PAD];
+        let r = self.0.get().await;
+        std::hint::black_box(&pad);
+        r
+    }
+
+    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
+        let pad = [1u8; PAD];
+        let r = self.0.create(record).await;
+        std::hint::black_box(&pad);
+        r
+    }
+
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LockRecord,
+    ) -> Result<Observation, LockError> {
+        let pad = [1u8; PAD];
+        let r = self.0.update(expected, record).await;
+        std::hint::black_box(&pad);
+        r
+    }
+
+    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
+        self.0.watch(from)
+    }
+
+    fn describe(&self) -> String {
+        "fat".into()
+    }
+}
+
+#[test]
+fn the_suite_keeps_large_backend_futures_off_the_stack() {
+    let mut harness = lock_memory::conformance::harness_fn(|| {
+        let store = MemoryStore::new();
+        (Fat(store.client("a")), Fat(store.client("b")))
+    });
+    let suite = run_all(&mut harness);
+    let size = std::mem::size_of_val(&suite);
+    assert!(size < PAD / 4, "the suite's future is {size} bytes");
+    let report = futures_lite::future::block_on(suite);
+    assert!(report.is_success(), "{report}");
+}
