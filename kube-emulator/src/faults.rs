@@ -49,6 +49,10 @@ pub enum Fault {
     WatchBreakAfter(Duration),
     /// A watch is accepted but never sends anything, bookmarks included.
     WatchSilent,
+    /// A GET is answered from a lagging cache: the object as it was before
+    /// its latest write (404 if that write created it), as a stale API
+    /// server replica or watch cache would serve it. Only affects GET.
+    StaleRead,
 }
 
 impl Fault {
@@ -63,6 +67,7 @@ impl Fault {
             Fault::WatchCloseAfter(_) | Fault::WatchBreakAfter(_) | Fault::WatchSilent => {
                 Stage::Watch
             }
+            Fault::StaleRead => Stage::Read,
         }
     }
 }
@@ -73,6 +78,7 @@ enum Stage {
     Before,
     After,
     Watch,
+    Read,
 }
 
 /// Which requests a rule applies to. The default matches every request.
@@ -142,6 +148,8 @@ pub(crate) struct Plan {
     pub(crate) before: Option<Fault>,
     pub(crate) after: Option<Fault>,
     pub(crate) watch: Vec<Fault>,
+    /// A GET is answered from before the latest write of the object.
+    pub(crate) stale_read: bool,
 }
 
 /// A committed or attempted write, with the server's wall-clock time.
@@ -291,7 +299,11 @@ impl Control {
                         plan.watch.push(rule.fault.clone());
                         true
                     }
-                    Stage::Before | Stage::After | Stage::Watch => false,
+                    Stage::Read if verb == Verb::Get => {
+                        plan.stale_read = true;
+                        true
+                    }
+                    Stage::Before | Stage::After | Stage::Watch | Stage::Read => false,
                 };
                 if used {
                     if let Some(n) = rule.remaining.as_mut() {

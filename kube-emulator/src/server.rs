@@ -447,6 +447,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
         body,
         &pairs,
         plan.watch.clone(),
+        plan.stale_read,
     );
 
     if verb.is_write() {
@@ -512,6 +513,7 @@ fn execute(
     body: Value,
     pairs: &[(String, String)],
     watch_faults: Vec<Fault>,
+    stale_read: bool,
 ) -> Outcome {
     let now = Timestamp::from_system(SystemTime::now());
     let ns = namespace.clone().unwrap_or_default();
@@ -579,6 +581,9 @@ fn execute(
                 false,
             ))
         }
+        Verb::Get if stale_read => lock(&shared.store)
+            .stale_get(resource, &ns, name)
+            .map(|r| (r, false)),
         Verb::Get => lock(&shared.store)
             .get(resource, &ns, name)
             .map(|r| (r, false)),
