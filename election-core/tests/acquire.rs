@@ -8,25 +8,6 @@
 mod support;
 use support::*;
 
-/// A follower campaigns against a lock whose every read is given by `lock(now)`,
-/// until it writes. Returns the instant of the write and the write.
-fn campaign(
-    n: &mut Node,
-    mut lock: impl FnMut(Instant) -> Result<Observation, LockError>,
-    limit: usize,
-) -> (Instant, Action) {
-    for _ in 0..limit {
-        match n.fire_until_action(10_000) {
-            Action::Get { op } => {
-                let r = lock(n.now);
-                n.answer(op, r);
-            }
-            write => return (n.now, write),
-        }
-    }
-    panic!("no write after {limit} reads");
-}
-
 #[test]
 fn absent_lock_is_created_with_zero_transitions_and_leads_at_once() {
     let cfg = fast("a");
@@ -118,7 +99,7 @@ fn held_lease_expires_by_local_observation_with_the_records_duration() {
                 leader: Some("b".into())
             }]
         );
-        let (at, write) = campaign(&mut n, |_| Ok(obs("7", rec.clone())), 1_000);
+        let (at, write) = n.campaign(|_| Ok(obs("7", rec.clone())), 1_000);
         let expiry = seen_at + std::time::Duration::from_secs(secs);
         assert!(at >= expiry, "{secs} s lease taken at {at:?}, before {expiry:?}");
         assert!(
@@ -148,7 +129,7 @@ fn r9_remote_timestamps_have_no_effect_on_decisions() {
         let mut n = Node::new(cfg.clone());
         let op = n.get();
         n.answer(op, Ok(obs("7", rec.clone())));
-        campaign(&mut n, |_| Ok(obs("7", rec.clone())), 1_000).0
+        n.campaign(|_| Ok(obs("7", rec.clone())), 1_000).0
     };
     let reference = takeover(Stamp::At(WallTime::new(1_700_000_000, 0)));
     for stamp in [
@@ -172,9 +153,7 @@ fn r10_new_version_with_identical_bytes_resets_the_timer() {
     let op = n.get();
     n.answer(op, Ok(obs("7", rec.clone())));
     // The holder renews at 1.5 s, with a stuck clock: same record, new version.
-    let (at, _) = campaign(
-        &mut n,
-        |now| {
+    let (at, _) = n.campaign(|now| {
             let v = if now < t(1_500) { "7" } else { "8" };
             Ok(obs(v, rec.clone()))
         },
@@ -195,7 +174,7 @@ fn r10_watched_new_version_resets_the_timer() {
     n.watch_active(true);
     n.advance_to(t(1_500));
     n.watch(WatchEvent::Changed(obs("8", rec.clone())));
-    let (at, _) = campaign(&mut n, |_| Ok(obs("8", rec.clone())), 1_000);
+    let (at, _) = n.campaign(|_| Ok(obs("8", rec.clone())), 1_000);
     assert_eq!(at, t(3_500), "expiry of version 8, seen at 1.5 s");
 }
 
@@ -229,7 +208,7 @@ fn r1_holder_changed_by_a_human_stops_the_leader_at_once() {
     );
     assert!(!n.e.is_leader(n.now));
     assert_eq!(n.e.role(), Role::Follower);
-    let (at, write) = campaign(&mut n, |_| Ok(obs("9", human.clone())), 1_000);
+    let (at, write) = n.campaign(|_| Ok(obs("9", human.clone())), 1_000);
     assert!(at >= t(2_100), "waited a lease from seeing the edit: {at:?}");
     let Action::Update { record, .. } = write else {
         panic!("expected a takeover, got {write:?}");
@@ -258,7 +237,7 @@ fn r3_missing_zero_or_negative_duration_uses_the_configured_one() {
             ],
             "{secs:?}"
         );
-        let (at, _) = campaign(&mut n, |_| Ok(obs("7", rec.clone())), 1_000);
+        let (at, _) = n.campaign(|_| Ok(obs("7", rec.clone())), 1_000);
         assert_eq!(at, t(2_000), "{secs:?}: the configured 2 s applies");
     }
 }
@@ -287,7 +266,7 @@ fn r4_huge_duration_is_capped_and_reported() {
             ],
             "{secs}"
         );
-        let (at, _) = campaign(&mut n, |_| Ok(obs("7", rec.clone())), 10_000);
+        let (at, _) = n.campaign(|_| Ok(obs("7", rec.clone())), 10_000);
         assert_eq!(at, t(10_000), "{secs}: capped to 10 s");
     }
 }
@@ -351,9 +330,7 @@ fn a2_conflict_on_acquisition_reads_the_winner_and_waits() {
     );
     assert_eq!(n.e.observed().map(|o| o.version.clone()), Some(Version::new("6")));
     let mut reads = 0;
-    let (at, _) = campaign(
-        &mut n,
-        |_| {
+    let (at, _) = n.campaign(|_| {
             reads += 1;
             Ok(obs("6", winner.clone()))
         },
@@ -377,7 +354,7 @@ fn a3_already_exists_on_create_reads_the_winner_and_waits_a_lease() {
     let winner = held("c", 2, 0);
     n.answer(op, Ok(obs("3", winner.clone())));
     assert!(!n.e.is_leader(n.now));
-    let (at, write) = campaign(&mut n, |_| Ok(obs("3", winner.clone())), 1_000);
+    let (at, write) = n.campaign(|_| Ok(obs("3", winner.clone())), 1_000);
     assert!(at >= t(2_040), "a full lease from the observation: {at:?}");
     assert!(matches!(write, Action::Update { ref expected, .. } if *expected == Version::new("3")));
 }
@@ -393,7 +370,7 @@ fn n2_restart_with_same_identity_leads_only_after_a_cas() {
     n.answer(op, Ok(obs("7", previous_life.clone())));
     assert!(!n.e.is_leader(n.now));
     assert_eq!(n.e.role(), Role::Follower);
-    let (_, write) = campaign(&mut n, |_| Ok(obs("7", previous_life.clone())), 1_000);
+    let (_, write) = n.campaign(|_| Ok(obs("7", previous_life.clone())), 1_000);
     let Action::Update {
         op,
         expected,
@@ -422,7 +399,7 @@ fn n6_paused_follower_rereads_before_taking_over() {
     let op = n.get();
     // The holder renewed meanwhile: the new version restarts the clock.
     n.answer(op, Ok(obs("12", held("b", 2, 1))));
-    let (at, _) = campaign(&mut n, |_| Ok(obs("12", held("b", 2, 1))), 1_000);
+    let (at, _) = n.campaign(|_| Ok(obs("12", held("b", 2, 1))), 1_000);
     assert!(at >= t(12_000), "{at:?}");
 }
 
@@ -462,9 +439,7 @@ fn polling_follower_sees_a_release_within_one_poll() {
     let op = n.get();
     n.answer(op, Ok(obs("7", held("b", 30, 1))));
     // "b" releases at 300 ms.
-    let (at, write) = campaign(
-        &mut n,
-        |now| {
+    let (at, write) = n.campaign(|now| {
             if now < t(300) {
                 Ok(obs("7", held("b", 30, 1)))
             } else {

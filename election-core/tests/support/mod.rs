@@ -355,6 +355,26 @@ impl Node {
         self.drain();
     }
 
+    /// Campaigns against a lock whose every read is answered by `lock(now)`, firing
+    /// timeouts as they come, until the elector writes. Returns the instant of the
+    /// write and the write (unanswered).
+    pub fn campaign(
+        &mut self,
+        mut lock: impl FnMut(Instant) -> Result<Observation, LockError>,
+        limit: usize,
+    ) -> (Instant, Action) {
+        for _ in 0..limit {
+            match self.fire_until_action(10_000) {
+                Action::Get { op } => {
+                    let r = lock(self.now);
+                    self.answer(op, r);
+                }
+                write => return (self.now, write),
+            }
+        }
+        panic!("no write after {limit} reads");
+    }
+
     /// Whether the term is currently started per the events.
     pub fn started(&self) -> Option<&Term> {
         self.started.as_ref()
