@@ -1,0 +1,200 @@
+//! Scenarios for an absent lock that may still have a believer (DESIGN §4 "Absent
+//! lock while another may believe"): the strict lock delay (default) and
+//! `LockDelay::Immediate`; FAULTS A4 (404 on renew); and the pairing rule for a
+//! node that held the lock without ever leading.
+//!
+//! Fast profile: 2 s lease, 1.5 s renew deadline, 250 ms retry.
+
+mod support;
+use support::*;
+
+/// A follower that saw "b" hold the lock (transitions 3), then saw it deleted, and
+/// created it at 1 s. Returns the node with the create answered (version 8).
+fn created_after_deletion(cfg: Config) -> Node {
+    let mut n = Node::follower(cfg.clone(), obs("7", held("b", 2, 3)));
+    n.watch_active(true);
+    n.set_clock(t(1_000));
+    n.watch(WatchEvent::Deleted);
+    let (op, record) = n.create();
+    let mut want = acquiring(&cfg, 4);
+    want.lease_duration_secs = Some(2);
+    assert_eq!(record, want, "transitions continue from the largest seen");
+    n.answer(op, Ok(obs("8", stamped(record, 8))));
+    n
+}
+
+/// Renews from the node's cache, answering each with a new version, until `until`.
+fn renew_until(n: &mut Node, until: Instant) {
+    let mut v = 100;
+    while n.timeout().is_some_and(|t| t <= until) {
+        n.fire();
+        if n.has_action() {
+            let (op, _, record) = match n.action() {
+                Action::Update {
+                    op,
+                    expected,
+                    record,
+                } => (op, expected, record),
+                other => panic!("expected a renew, got {other:?}"),
+            };
+            v += 1;
+            n.answer(op, Ok(obs(&v.to_string(), stamped(record, v))));
+        }
+    }
+}
+
+#[test]
+fn strict_lock_delay_waits_one_lease_after_creating() {
+    let mut n = created_after_deletion(fast("a"));
+    assert_eq!(n.e.role(), Role::Acquiring);
+    assert!(!n.e.is_leader(n.now));
+    assert_eq!(n.e.term(), None);
+    let evs = n.events();
+    assert!(
+        evs.contains(&Event::LeaderChanged {
+            leader: Some("a".into())
+        }),
+        "{evs:?}"
+    );
+    assert!(
+        !evs.iter()
+            .any(|e| matches!(e, Event::StartedLeading { .. })),
+        "{evs:?}"
+    );
+    // It renews meanwhile, and leads exactly one lease after the create was sent.
+    renew_until(&mut n, t(2_999));
+    assert!(n.started().is_none(), "not before 1 s + 2 s");
+    assert!(!n.e.is_leader(n.now));
+    renew_until(&mut n, t(3_000));
+    let start = n
+        .log
+        .iter()
+        .find(|(_, e)| matches!(e, Event::StartedLeading { .. }))
+        .expect("leads after the delay");
+    assert_eq!(
+        start,
+        &(t(3_000), Event::StartedLeading { term: term(4, "8") })
+    );
+    assert!(n.e.is_leader(t(3_000)));
+}
+
+#[test]
+fn immediate_lock_delay_leads_at_once_like_client_go() {
+    let mut cfg = fast("a");
+    cfg.lock_delay = LockDelay::Immediate;
+    let mut n = created_after_deletion(cfg);
+    assert!(n.e.is_leader(n.now));
+    assert!(
+        n.events()
+            .contains(&Event::StartedLeading { term: term(4, "8") })
+    );
+}
+
+/// A node that never saw the lock held creates it and leads at once, even strict.
+#[test]
+fn a_lock_never_seen_held_is_created_and_led_at_once() {
+    let n = Node::leader(fast("a"), "1");
+    assert_eq!(n.e.term(), Some(&term(0, "1")));
+}
+
+/// A4: 404 on the renew (deleted while held): leadership ends at once (no later
+/// than the deadline), and the lock is re-created under the strict delay.
+#[test]
+fn a4_lock_deleted_while_leading_ends_leadership_and_recreates() {
+    let cfg = fast("a");
+    let mut n = Node::leader(cfg.clone(), "1");
+    n.fire();
+    let (op, _, _) = n.update();
+    n.answer(op, Err(LockError::NotFound));
+    assert_eq!(
+        n.events().first(),
+        Some(&Event::StoppedLeading {
+            term: term(0, "1"),
+            reason: StopReason::LockDeleted
+        })
+    );
+    assert!(!n.e.is_leader(n.now));
+    let (op, record) = n.fire_until_action(4).into_create();
+    assert_eq!(record.transitions, 1, "the term keeps growing");
+    assert!(n.now <= t(1_500));
+    n.answer(op, Ok(obs("9", stamped(record, 9))));
+    assert_eq!(n.e.role(), Role::Acquiring, "strict: waits a lease first");
+    assert!(!n.e.is_leader(n.now));
+}
+
+/// Start and stop are strictly paired: a node that holds the lock under the delay
+/// and never led reports no stop, whether it shuts down, steps down, or misses
+/// its deadline.
+#[test]
+fn no_stop_without_a_start_while_delayed() {
+    // Shutdown: release without StoppedLeading.
+    let mut n = created_after_deletion(fast("a"));
+    n.events();
+    n.shutdown();
+    let (op, _, rel) = n.fire_until_action(4).into_update();
+    assert_eq!(&*rel.holder, "");
+    n.answer(op, Ok(obs("9", stamped(rel, 9))));
+    let evs = n.events();
+    assert!(evs.contains(&Event::Terminated), "{evs:?}");
+    assert!(
+        !evs.iter().any(|e| matches!(
+            e,
+            Event::StoppedLeading { .. } | Event::Draining { .. }
+        )),
+        "{evs:?}"
+    );
+    // Step-down: release without Draining or StoppedLeading.
+    let mut n = created_after_deletion(fast("a"));
+    n.events();
+    n.step_down();
+    let (op, _, rel) = n.fire_until_action(4).into_update();
+    assert_eq!(&*rel.holder, "");
+    n.answer(op, Ok(obs("9", stamped(rel, 9))));
+    assert!(
+        !n.events().iter().any(|e| matches!(
+            e,
+            Event::StoppedLeading { .. } | Event::Draining { .. }
+        ))
+    );
+    // Deadline: every renew fails; no stop is reported.
+    let mut n = created_after_deletion(fast("a"));
+    n.events();
+    while n.now < t(3_500) {
+        n.fire();
+        if n.has_action() {
+            let a = n.action();
+            n.answer(a.op(), Err(LockError::transient("503")));
+        }
+    }
+    assert!(n.started().is_none());
+    assert!(
+        !n.log
+            .iter()
+            .any(|(_, e)| matches!(e, Event::StoppedLeading { .. }))
+    );
+    assert_eq!(n.e.role(), Role::Follower);
+}
+
+trait Into2 {
+    fn into_create(self) -> (OpId, LockRecord);
+    fn into_update(self) -> (OpId, Version, LockRecord);
+}
+
+impl Into2 for Action {
+    fn into_create(self) -> (OpId, LockRecord) {
+        match self {
+            Action::Create { op, record } => (op, record),
+            other => panic!("expected a create, got {other:?}"),
+        }
+    }
+    fn into_update(self) -> (OpId, Version, LockRecord) {
+        match self {
+            Action::Update {
+                op,
+                expected,
+                record,
+            } => (op, expected, record),
+            other => panic!("expected an update, got {other:?}"),
+        }
+    }
+}

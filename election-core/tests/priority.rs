@@ -1,0 +1,121 @@
+//! Scenarios for priority (DESIGN §4 "Priority", FAULTS H7): the default handover
+//! (the leader drains and releases to the asker, no overlap) and the steal mode
+//! (overlap bounded by one renew interval), on a shared compare-and-swap store.
+//!
+//! Nodes: 0 = "low" (priority 1), 1 = "high" (priority 5), fast profile.
+
+mod support;
+use support::*;
+
+fn low() -> Config {
+    fast("low").priority(1)
+}
+
+/// H7, handover mode: the higher candidate asks; the leader drains and releases
+/// naming it; only it may take the lock for one lease; no overlap at any instant.
+#[test]
+fn h7_handover_drains_releases_and_hands_over_without_overlap() {
+    within_time_limit(|| {
+        let mut c = Cluster::new(vec![low(), fast("high").priority(5).seed(2), fast("mid").seed(3)]);
+        // "high" and "mid" start once "low" leads.
+        c.links[1] = Link::Paused;
+        c.links[2] = Link::Paused;
+        c.run_until(100);
+        assert_eq!(c.leaders(), vec![0]);
+        c.links[1] = Link::Up;
+        c.links[2] = Link::Up;
+        c.run_until(8_000); // the cluster checks "never two leaders" at every step
+        // The request was written by "high" into low's record, every other field kept.
+        let ask = c
+            .store
+            .history
+            .iter()
+            .find(|o| o.record.handover.is_some())
+            .expect("a handover request was written");
+        assert_eq!(&*ask.record.holder, "low");
+        assert_eq!(
+            ask.record.handover,
+            Some(Handover {
+                to: "high".into(),
+                priority: Some(5)
+            })
+        );
+        // "low" stopped, preempted by "high", and released naming it.
+        assert!(c.nodes[0].log.iter().any(|(_, e)| *e
+            == Event::Draining {
+                reason: StopReason::Preempted { by: "high".into() }
+            }));
+        let release = c
+            .store
+            .history
+            .iter()
+            .find(|o| o.record.holder.is_empty())
+            .expect("low released");
+        assert_eq!(release.record.handover.as_ref().map(|h| &*h.to), Some("high"));
+        assert_eq!(release.record.lease_duration_secs, Some(1));
+        // "high" leads, and "mid" (no priority) never did.
+        assert_eq!(c.leaders(), vec![1]);
+        assert_eq!(c.starts(1), 1);
+        assert_eq!(c.starts(2), 0);
+        assert_eq!(c.overlap_ms(0, 1), 0);
+    });
+}
+
+/// Equal priority never preempts: the order is total and cannot flap.
+#[test]
+fn equal_priority_never_preempts() {
+    within_time_limit(|| {
+        let mut c = Cluster::new(vec![fast("x").priority(5), fast("y").priority(5).seed(9)]);
+        c.links[1] = Link::Paused;
+        c.run_until(100);
+        c.links[1] = Link::Up;
+        c.run_until(6_000);
+        assert_eq!(c.leaders(), vec![0]);
+        assert_eq!(c.starts(1), 0);
+        assert!(c.store.history.iter().all(|o| o.record.handover.is_none()));
+    });
+}
+
+/// H7, steal mode (Istio's): the higher candidate takes the unexpired lease at
+/// once; the old leader learns at its next renew, so the overlap is bounded by one
+/// renew interval, as documented.
+#[test]
+fn h7_steal_mode_takes_at_once_with_bounded_overlap() {
+    within_time_limit(|| {
+        let mut high = fast("high").priority(5).seed(2);
+        high.preemption = Preemption::Steal;
+        let mut c = Cluster::new(vec![low(), high]);
+        c.check_safety = false;
+        c.links[1] = Link::Paused;
+        c.run_until(130);
+        c.links[1] = Link::Up;
+        c.run_until(3_000);
+        assert_eq!(c.leaders(), vec![1]);
+        let took = c.spans[1][0].0;
+        assert_eq!(took, 130, "at once");
+        let lost = c.nodes[0]
+            .log
+            .iter()
+            .find_map(|(at, e)| match e {
+                Event::StoppedLeading { reason, .. } => Some((*at, reason.clone())),
+                _ => None,
+            })
+            .expect("low stopped");
+        assert_eq!(
+            lost.1,
+            StopReason::LostConflict {
+                holder: "high".into()
+            }
+        );
+        let overlap = c.overlap_ms(0, 1);
+        assert!(overlap > 0, "steal overlaps until the old leader's next renew");
+        assert!(overlap <= 250, "bounded by one renew interval: {overlap} ms");
+        let stolen = c
+            .store
+            .history
+            .iter()
+            .find(|o| &*o.record.holder == "high")
+            .expect("stolen");
+        assert_eq!(stolen.record.transitions, 1);
+    });
+}
