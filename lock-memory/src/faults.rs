@@ -11,7 +11,8 @@
 //! 2. the request delay ([`Faults::request_delay`]), through the store's sleeper;
 //! 3. partition check again, then the drawn fate: hang (not applied), error
 //!    answer (not applied), or go on;
-//! 4. the call is applied to the store, atomically;
+//! 4. the call is applied to the store, atomically (a stale read is served from
+//!    the previous version instead);
 //! 5. the response delay ([`Faults::response_delay`]);
 //! 6. the answer: lost (applied, yet the caller gets [`LockError::Unknown`]), hung
 //!    after applying, lost because the client was partitioned meanwhile, or delivered.
@@ -76,6 +77,10 @@ pub struct Faults {
     /// The probability that a call is applied but its answer is lost: the caller
     /// gets [`LockError::Unknown`] (FAULTS A10, A13, N8).
     pub lost_answer_probability: f64,
+    /// The probability that a read is served from the previous version of the
+    /// lock, as a lagging cache or API server would (FAULTS W3). Writes are not
+    /// affected.
+    pub stale_read_probability: f64,
     /// The probability, per change about to be delivered, that a watch breaks
     /// instead (the stream ends; FAULTS W1).
     pub watch_break_probability: f64,
@@ -121,6 +126,13 @@ impl Faults {
         self
     }
 
+    /// Reads are served stale with probability `p`.
+    #[must_use]
+    pub fn stale_reads(mut self, p: f64) -> Self {
+        self.stale_read_probability = p;
+        self
+    }
+
     /// Watches break with probability `p` per change.
     #[must_use]
     pub fn watch_breaks(mut self, p: f64) -> Self {
@@ -160,6 +172,7 @@ impl Faults {
             ("hang_probability", self.hang_probability),
             ("error_probability", self.error_probability),
             ("lost_answer_probability", self.lost_answer_probability),
+            ("stale_read_probability", self.stale_read_probability),
             ("watch_break_probability", self.watch_break_probability),
         ] {
             if !(0.0..=1.0).contains(&p) {
@@ -218,6 +231,10 @@ pub enum Fault {
     Hang,
     /// The call is applied and then never answers (a response held forever).
     HangAfterApply,
+    /// A read is answered with the lock's previous version (the one before the
+    /// current), or the current one if the store no longer keeps it; a write
+    /// passes this fault by (FAULTS W3).
+    StaleRead,
     /// The call waits this long before reaching the store (added to the plan's
     /// request delay).
     Delay(Duration),
@@ -252,6 +269,7 @@ pub(crate) enum Fate {
     LoseAnswer,
     Hang,
     HangAfterApply,
+    StaleRead,
 }
 
 /// What a partition does to a call at one of its checkpoints.
@@ -345,11 +363,12 @@ impl ClientFaults {
             Some(Fault::LoseAnswer) => Fate::LoseAnswer,
             Some(Fault::Hang) => Fate::Hang,
             Some(Fault::HangAfterApply) => Fate::HangAfterApply,
+            Some(Fault::StaleRead) => Fate::StaleRead,
             Some(Fault::Delay(d)) => {
                 request_delay = request_delay.saturating_add(d);
                 Fate::Answer
             }
-            None if covered => self.draw_fate(),
+            None if covered => self.draw_fate(kind),
             None => Fate::Answer,
         };
         CallPlan {
@@ -359,7 +378,7 @@ impl ClientFaults {
         }
     }
 
-    fn draw_fate(&mut self) -> Fate {
+    fn draw_fate(&mut self, kind: OpKind) -> Fate {
         if self.rng.chance(self.plan.hang_probability) {
             return Fate::Hang;
         }
@@ -375,6 +394,9 @@ impl ClientFaults {
             if let Some(e) = errors.get(i) {
                 return Fate::Error(e.clone());
             }
+        }
+        if kind == OpKind::Get && self.rng.chance(self.plan.stale_read_probability) {
+            return Fate::StaleRead;
         }
         if self.rng.chance(self.plan.lost_answer_probability) {
             return Fate::LoseAnswer;

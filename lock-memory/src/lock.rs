@@ -116,7 +116,8 @@ impl MemoryLock {
             match &plan.fate {
                 Fate::Hang => Err(Stop::Hang),
                 Fate::Error(e) => Err(Stop::Fail(e.clone())),
-                Fate::Answer | Fate::LoseAnswer | Fate::HangAfterApply => {
+                Fate::StaleRead if matches!(call, Call::Get) => Ok(st.stale_get()),
+                Fate::Answer | Fate::LoseAnswer | Fate::HangAfterApply | Fate::StaleRead => {
                     Ok(call.apply(st, &self.name))
                 }
             }

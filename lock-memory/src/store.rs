@@ -119,6 +119,18 @@ impl State {
         self.current.clone().ok_or(LockError::NotFound)
     }
 
+    /// A read served from the version before the current one, if the history
+    /// still has it; else the current state.
+    pub(crate) fn stale_get(&self) -> Result<Observation, LockError> {
+        let n = self.history.len();
+        let current_is_last = self.history.back().is_some_and(|(v, _)| *v == self.counter);
+        match n.checked_sub(2).and_then(|i| self.history.get(i)) {
+            Some((_, WatchEvent::Changed(obs))) if current_is_last => Ok(obs.clone()),
+            Some((_, WatchEvent::Deleted)) if current_is_last => Err(LockError::NotFound),
+            _ => self.get(),
+        }
+    }
+
     pub(crate) fn create(
         &mut self,
         who: &str,

@@ -158,7 +158,10 @@ fn seeded_chaos_never_gives_two_leaders() {
             .map(|(n, i)| Node::new(&store, n, seed * 10 + i))
             .collect();
         for n in names {
-            let plan = Faults::none().errors(0.15, vec![]).lost_answers(0.15);
+            let plan = Faults::none()
+                .errors(0.15, vec![])
+                .lost_answers(0.15)
+                .stale_reads(0.15);
             store.faults(n).set(plan).unwrap();
         }
         // Every 7 s, partition or heal someone, chosen by the seed.

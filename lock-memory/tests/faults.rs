@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use election_core::{Lock, LockError, LockRecord, OpKind, Stamp, WatchEvent};
 use futures_lite::StreamExt;
+use futures_lite::future::block_on;
 use lock_memory::{Delay, Fault, FaultError, Faults, MemoryStore, PartitionMode, WriteKind};
 use tokio::time::{Instant, timeout};
 
@@ -393,4 +394,47 @@ fn blocking_calls_turn_a_hang_into_unknown_after_their_timeout() {
             .outcome_unknown()
     );
     assert!(a.blocking_get().is_ok());
+}
+
+#[test]
+fn w3_a_stale_read_serves_the_previous_version_and_a_cas_on_it_conflicts() {
+    let store = MemoryStore::new();
+    let (a, b) = (store.client("a"), store.client("b"));
+    assert_eq!(
+        store.faults("b").set(Faults::none().stale_reads(1.0)),
+        Ok(())
+    );
+    assert_eq!(
+        block_on(b.get()),
+        Err(LockError::NotFound),
+        "nothing to be stale about"
+    );
+    let v1 = block_on(a.create(&record("a"))).unwrap();
+    assert_eq!(
+        block_on(b.get()),
+        Ok(v1.clone()),
+        "no previous version: the current one"
+    );
+    let v2 = block_on(a.update(&v1.version, &record("a"))).unwrap();
+    assert_eq!(
+        block_on(b.get()),
+        Ok(v1.clone()),
+        "served one version behind"
+    );
+    assert_eq!(
+        block_on(b.update(&v1.version, &record("b"))),
+        Err(LockError::Conflict)
+    );
+    assert_eq!(store.current(), Some(v2.clone()));
+    store.delete();
+    assert_eq!(block_on(b.get()), Ok(v2), "the deletion is not seen yet");
+    store.faults("b").clear();
+    store.faults("b").inject(Fault::StaleRead);
+    let v4 = block_on(a.create(&record("a"))).unwrap();
+    assert_eq!(
+        block_on(b.get()),
+        Err(LockError::NotFound),
+        "the deleted state, one behind"
+    );
+    assert_eq!(block_on(b.get()), Ok(v4), "the fault was one-shot");
 }
