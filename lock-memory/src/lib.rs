@@ -4,7 +4,8 @@
 //! A [`MemoryStore`] holds one lock record. Each elector gets its own client
 //! handle, a [`MemoryLock`], which implements [`election_core::Lock`] including
 //! [`watch`](election_core::Lock::watch). The store is linearizable: each call is
-//! applied atomically at one instant between its start and its answer.
+//! applied atomically at one instant between its start and its answer (unless a
+//! stale-read fault is injected on purpose).
 //!
 //! - **Versions** are decimal strings of a store-global counter that grows by one
 //!   per write and never resets, also across delete and re-create.
@@ -13,14 +14,15 @@
 //! - **Faults**, per client and reproducible from [`MemoryStore::with_seed`]:
 //!   latency, error answers of every [`LockError`](election_core::LockError) class,
 //!   lost answers (applied, yet the caller gets `Unknown`), hangs, partitions that
-//!   heal, broken watches. See [`faults`].
+//!   heal (refusing or black-holing), stale reads, broken watches. See [`faults`].
 //! - **Observation for tests**: [`MemoryStore::current`], the [`MemoryStore::write_log`]
 //!   with sequence numbers, and human edits ([`MemoryStore::set_record`],
 //!   [`MemoryStore::delete`]).
 //! - **Timers**: latency is waited out by a pluggable sleeper, by default
 //!   `async-io`'s timer (any executor); plug `tokio::time::sleep` for paused time
 //!   ([`MemoryStore::with_sleeper`]). The blocking calls
-//!   ([`MemoryLock::blocking_get`], …) need no runtime at all.
+//!   ([`MemoryLock::blocking_get`], …) need no runtime at all: the example
+//!   `threads` drives three electors on plain threads with them.
 //! - With the `conformance` feature, the `conformance` module is a suite of
 //!   adversarial cases that any `Lock` implementation can run.
 //!
