@@ -19,7 +19,7 @@ pub(crate) enum Timer {
 }
 
 impl Timer {
-    const ALL: [Timer; 5] = [
+    pub(crate) const ALL: [Timer; 5] = [
         Timer::Deadline,
         Timer::Request,
         Timer::LockDelay,
@@ -52,12 +52,14 @@ impl TimerTable {
         self.at.iter().flatten().min().copied()
     }
 
-    /// The first timer, in firing order, that has expired at `now`; it is cleared.
-    pub(crate) fn take_expired(&mut self, now: Instant) -> Option<Timer> {
-        let t = Timer::ALL
-            .into_iter()
-            .find(|t| self.get(*t).is_some_and(|at| at <= now))?;
-        self.stop(t);
-        Some(t)
+    /// Clears `timer` and says whether it had expired at `now`. `handle_timeout`
+    /// asks once per timer, in firing order, so a timer re-set by its own handler
+    /// fires on the next call, never in a loop.
+    pub(crate) fn take_if_expired(&mut self, timer: Timer, now: Instant) -> bool {
+        let due = self.get(timer).is_some_and(|at| at <= now);
+        if due {
+            self.stop(timer);
+        }
+        due
     }
 }

@@ -143,9 +143,6 @@ impl Elector {
         match result {
             Ok(obs) => {
                 self.remember_written(&obs.version);
-                let delayed_create = call.purpose == Purpose::Create
-                    && self.seen_held
-                    && self.config.lock_delay == LockDelay::Strict;
                 let term = Term {
                     transitions: obs.record.transitions,
                     version: obs.version.clone(),
@@ -158,14 +155,14 @@ impl Elector {
                 self.stats.acquisitions += 1;
                 self.unknown_write_sent = None;
                 self.foreign_self_versions = 0;
-                self.take_holding(term, call.sent_at, delayed_create, now);
+                self.take_holding(term, call.sent_at, now);
             }
             Err(LockError::AlreadyExists | LockError::Conflict | LockError::Unknown { .. }) => {
                 // Lost a race, or do not know: read the lock, then wait as it says.
                 self.read_wanted = true;
             }
             Err(LockError::NotFound) => {
-                self.absent = true;
+                self.note_absent(now);
                 self.timers.set(Timer::Attempt, now);
             }
             Err(e) => {
@@ -177,13 +174,12 @@ impl Elector {
 
     /// Holds the lock from a write sent at `sent`: lead now, after the lock delay,
     /// or (shutting down) only release it.
-    fn take_holding(&mut self, term: Term, sent: Instant, delayed: bool, now: Instant) {
+    fn take_holding(&mut self, term: Term, sent: Instant, now: Instant) {
         let deadline = sent + self.config.renew_deadline;
         let state = if self.phase == Phase::ShuttingDown {
             Lead::Releasing
-        } else if delayed {
-            self.timers
-                .set(Timer::LockDelay, sent + self.config.lease_duration);
+        } else if now < self.lead_not_before {
+            self.timers.set(Timer::LockDelay, self.lead_not_before);
             Lead::Delayed
         } else {
             Lead::Leading
@@ -200,6 +196,17 @@ impl Elector {
         self.timers.set(Timer::Deadline, deadline);
         let next_renew = (sent + self.config.retry_period).max(now);
         self.timers.set(Timer::Attempt, next_renew);
+    }
+
+    /// The lock is absent. If it was seen held, whoever held it may still believe
+    /// it leads until its deadline, which passed one lease duration from now at the
+    /// latest: with the strict lock delay, do not lead before then, whichever write
+    /// (a create, or taking over a record whose create's outcome was unknown) wins.
+    pub(super) fn note_absent(&mut self, now: Instant) {
+        self.absent = true;
+        if self.seen_held && self.config.lock_delay == LockDelay::Strict {
+            self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
+        }
     }
 
     /// The strict lock delay ended: lead, if still holding within the deadline.

@@ -83,6 +83,9 @@ pub struct Elector {
     foreign_self_versions: u32,
     /// We hold the lock (our write is the current version, as far as we know).
     holding: Option<Holding>,
+    /// Do not lead before this instant (the strict lock delay after the lock was
+    /// found absent).
+    lead_not_before: Instant,
     /// Do not try to acquire before this instant (after a step-down).
     no_acquire_until: Instant,
     /// Consecutive failed calls, for backoff.
@@ -220,6 +223,7 @@ impl Elector {
             conflict_read: false,
             foreign_self_versions: 0,
             holding: None,
+            lead_not_before: Instant::ZERO,
             no_acquire_until: Instant::ZERO,
             failures: 0,
             phase: Phase::Running,
@@ -264,7 +268,10 @@ impl Elector {
     /// Fires the timers that expired at `now`. Idempotent; safe to call early.
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock(now);
-        while let Some(timer) = self.timers.take_expired(now) {
+        for timer in Timer::ALL {
+            if !self.timers.take_if_expired(timer, now) {
+                continue;
+            }
             match timer {
                 Timer::Deadline => self.check_deadline(now),
                 Timer::Request => self.on_request_timeout(now),
@@ -577,12 +584,10 @@ impl Elector {
         }
     }
 
-    /// The attempt timer fired: act now if no call is in flight (else `drive` acts
-    /// when the answer comes, since the timer stays due).
+    /// The attempt timer fired: act now, unless a call is in flight (every answer
+    /// plans the next attempt).
     fn read_or_attempt_due(&mut self, now: Instant) {
-        if self.in_flight.is_some() {
-            self.timers.set(Timer::Attempt, now);
-        } else {
+        if self.in_flight.is_none() {
             self.attempt(now);
         }
     }

@@ -118,7 +118,7 @@ impl Elector {
         if self.holding.is_some() {
             self.read_wanted = true;
         } else {
-            self.absent = true;
+            self.note_absent(now);
             self.timers.set(crate::timer::Timer::Attempt, now);
         }
     }
@@ -128,7 +128,16 @@ impl Elector {
     /// treated as held by another; a second such version proves a twin.
     pub(super) fn note_foreign_self_record(&mut self) {
         let Some(seen) = &self.seen else { return };
-        if seen.obs.record.holder == *self.identity() && !self.wrote(&seen.obs.version) {
+        // A write of ours in flight or of unknown outcome may be what we see.
+        let own_write_pending = self
+            .in_flight
+            .as_ref()
+            .is_some_and(|c| c.purpose.is_write())
+            || self.unknown_write_sent.is_some();
+        if seen.obs.record.holder == *self.identity()
+            && !self.wrote(&seen.obs.version)
+            && !own_write_pending
+        {
             if self.foreign_self_versions > 0 {
                 let id = self.identity().clone();
                 self.warn(Warning::IdentityCollision(id));
@@ -157,7 +166,7 @@ impl Elector {
                 if self.holding.is_some() {
                     self.lose(StopReason::LockDeleted, now);
                 }
-                self.absent = true;
+                self.note_absent(now);
                 self.timers.set(crate::timer::Timer::Attempt, now);
             }
             Err(e) => {

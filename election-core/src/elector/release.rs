@@ -111,7 +111,7 @@ impl Elector {
                 self.read_wanted = true;
             }
             Err(LockError::NotFound) => {
-                self.absent = true;
+                self.note_absent(now);
                 self.let_go(now);
             }
             Err(_) => self

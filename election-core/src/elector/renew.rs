@@ -81,7 +81,7 @@ impl Elector {
             }
             Err(LockError::NotFound) => {
                 self.lose(StopReason::LockDeleted, now);
-                self.absent = true;
+                self.note_absent(now);
                 self.timers.set(Timer::Attempt, now);
             }
             Err(LockError::Unknown { .. }) => {

@@ -1,0 +1,246 @@
+//! The invariants, checked after every step of a run.
+
+use std::fmt;
+
+use election_core::{Event, Term};
+
+use crate::store::AppliedWrite;
+
+/// A broken promise.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Violation {
+    /// Two nodes reported leadership at the same real instant.
+    Overlap {
+        /// Real time, in nanoseconds.
+        at: u64,
+        /// The nodes.
+        nodes: Vec<usize>,
+    },
+    /// A leadership started with a term not above every earlier one.
+    TermNotGrowing {
+        /// The node.
+        node: usize,
+        /// Its term.
+        term: String,
+        /// The largest earlier term.
+        previous: String,
+    },
+    /// A start without a stop before it, or a stop without its start.
+    Pairing {
+        /// The node.
+        node: usize,
+        /// What happened.
+        what: String,
+    },
+    /// A release was sent before leadership was reported stopped.
+    ReleaseWhileLeading {
+        /// The node.
+        node: usize,
+    },
+    /// A release replaced a record that did not name the releaser.
+    ReleaseEvicted {
+        /// The releaser.
+        by: String,
+        /// The holder it replaced.
+        holder: String,
+    },
+    /// No leader within the liveness bound after the faults healed.
+    NoLeader {
+        /// The bound, in milliseconds.
+        after_heal_ms: u64,
+    },
+    /// The run made no progress in time: a node busy-loops.
+    Stuck {
+        /// Real time, in nanoseconds.
+        at: u64,
+    },
+    /// A fault-free run changed leaders (without priorities), or did not end with
+    /// the highest priority leading (with them).
+    LeaderChangedWithoutFaults {
+        /// Leaderships started.
+        starts: usize,
+    },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::Overlap { at, nodes } => {
+                write!(
+                    f,
+                    "overlap: nodes {nodes:?} both leaders at {:.3} ms",
+                    *at as f64 / 1e6
+                )
+            }
+            Violation::TermNotGrowing {
+                node,
+                term,
+                previous,
+            } => {
+                write!(
+                    f,
+                    "term did not grow: n{node} started {term} after {previous}"
+                )
+            }
+            Violation::Pairing { node, what } => {
+                write!(f, "start/stop pairing broken at n{node}: {what}")
+            }
+            Violation::ReleaseWhileLeading { node } => {
+                write!(f, "n{node} sent a release while leading")
+            }
+            Violation::ReleaseEvicted { by, holder } => {
+                write!(f, "{by} released a lock held by {holder:?}")
+            }
+            Violation::NoLeader { after_heal_ms } => {
+                write!(
+                    f,
+                    "no leader within {after_heal_ms} ms after the faults healed"
+                )
+            }
+            Violation::Stuck { at } => {
+                write!(f, "livelock: too many steps by {:.3} ms", *at as f64 / 1e6)
+            }
+            Violation::LeaderChangedWithoutFaults { starts } => {
+                write!(f, "fault-free run started {starts} leaderships, expected 1")
+            }
+        }
+    }
+}
+
+/// Tracks what the invariants need.
+#[derive(Debug)]
+pub struct Checker {
+    started: Vec<Option<Term>>,
+    max_term: Option<Term>,
+    starts: usize,
+    /// Leaderships that a human evicted (holder set to ""): their holder keeps
+    /// believing until its deadline, which no protocol can prevent (FAULTS R2).
+    evicted: Vec<Term>,
+}
+
+impl Checker {
+    /// A checker for `nodes` candidates.
+    pub fn new(nodes: usize) -> Self {
+        Checker {
+            started: vec![None; nodes],
+            max_term: None,
+            starts: 0,
+            evicted: Vec::new(),
+        }
+    }
+
+    /// Leaderships started so far.
+    pub fn starts(&self) -> usize {
+        self.starts
+    }
+
+    /// At most one leader at any real instant.
+    pub fn check_overlap(&self, at: u64, leaders: &[usize]) -> Result<(), Violation> {
+        let counted = leaders
+            .iter()
+            .filter(|&&n| {
+                !self.started[n]
+                    .as_ref()
+                    .is_some_and(|t| self.evicted.contains(t))
+            })
+            .count();
+        if counted > 1 {
+            return Err(Violation::Overlap {
+                at,
+                nodes: leaders.to_vec(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Start/stop pairing and growing terms.
+    pub fn on_event(&mut self, node: usize, ev: &Event, _at: u64) -> Result<(), Violation> {
+        match ev {
+            Event::StartedLeading { term } => {
+                if let Some(t) = &self.started[node] {
+                    return Err(Violation::Pairing {
+                        node,
+                        what: format!("started {term} while leading {t}"),
+                    });
+                }
+                if let Some(prev) = &self.max_term {
+                    if term <= prev {
+                        let (term, previous) = (term.to_string(), prev.to_string());
+                        return Err(Violation::TermNotGrowing {
+                            node,
+                            term,
+                            previous,
+                        });
+                    }
+                }
+                self.max_term = Some(term.clone());
+                self.started[node] = Some(term.clone());
+                self.starts += 1;
+            }
+            Event::StoppedLeading { term, .. } => {
+                if self.started[node].as_ref() != Some(term) {
+                    let what = format!("stopped {term} while started {:?}", self.started[node]);
+                    return Err(Violation::Pairing { node, what });
+                }
+                self.started[node] = None;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A node sent a release write.
+    pub fn on_release_sent(
+        &mut self,
+        node: usize,
+        leading: bool,
+        _at: u64,
+    ) -> Result<(), Violation> {
+        if leading || self.started[node].is_some() {
+            return Err(Violation::ReleaseWhileLeading { node });
+        }
+        Ok(())
+    }
+
+    /// The store applied a write by `by`.
+    pub fn on_write(&mut self, w: &AppliedWrite, by: &str, _at: u64) -> Result<(), Violation> {
+        let released = w.now.as_ref().is_some_and(|o| !o.record.is_held());
+        if released {
+            if let Some(old) = &w.replaced {
+                if &*old.holder != by {
+                    return Err(Violation::ReleaseEvicted {
+                        by: by.into(),
+                        holder: old.holder.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A human set the holder to "" while `node` may lead: its current term is
+    /// excused from the overlap check.
+    pub fn on_evicted(&mut self, node: usize) {
+        if let Some(t) = &self.started[node] {
+            self.evicted.push(t.clone());
+        }
+    }
+
+    /// The node leading now, if exactly one started and has not stopped.
+    pub fn leading(&self) -> Option<usize> {
+        let mut it = (0..self.started.len()).filter(|&n| self.started[n].is_some());
+        let first = it.next();
+        if it.next().is_some() { None } else { first }
+    }
+
+    /// A node's process died: whatever it led ended with it.
+    pub fn on_crash(&mut self, node: usize) {
+        self.started[node] = None;
+    }
+
+    /// The lock was deleted: its transition count starts over, so terms are
+    /// compared from here on.
+    pub fn on_delete(&mut self) {
+        self.max_term = None;
+    }
+}

@@ -1,0 +1,206 @@
+//! What a run simulates: the cluster, its clocks, and the faults drawn from the seed.
+
+use core::time::Duration;
+
+use election_core::Config;
+
+use crate::rng::SimRng;
+use crate::store::WriteMode;
+
+/// How a run is set up.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// Number of candidates.
+    pub nodes: usize,
+    /// The configuration every candidate uses (identity and seed are set per node).
+    pub config: Config,
+    /// Faults are injected during `[0, fault_window)`; then everything heals.
+    pub fault_window: Duration,
+    /// Inject faults at all. A fault-free run must elect one leader and keep it.
+    pub faults: bool,
+    /// The spread of clock rates, fastest over slowest. Safety is promised below
+    /// [`Config::tolerated_clock_ratio`].
+    pub clock_ratio: f64,
+    /// Compare-and-swap or blind writes.
+    pub write_mode: WriteMode,
+    /// Which nodes use a watch (else they poll).
+    pub watch: WatchUse,
+    /// Give nodes distinct priorities (handover mode).
+    pub priorities: bool,
+    /// Keep a trace of every step, for replays.
+    pub trace: bool,
+}
+
+/// Which nodes watch the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchUse {
+    /// Everybody polls (client-go).
+    None,
+    /// Everybody watches.
+    All,
+    /// Even nodes watch, odd ones poll.
+    Mixed,
+}
+
+impl SimOptions {
+    /// The scenario a seed stands for: its configuration, size, watch use and
+    /// whether it has faults, all drawn from the seed.
+    pub fn for_seed(seed: u64) -> Self {
+        let mut rng = SimRng::new(seed.wrapping_mul(31).wrapping_add(7));
+        let config = match rng.range(0, 3) {
+            0 => Config::client_go("x"),
+            _ => Config::fast("x"),
+        };
+        let ratio = config.tolerated_clock_ratio();
+        let watch = match rng.range(0, 3) {
+            0 => WatchUse::None,
+            1 => WatchUse::All,
+            _ => WatchUse::Mixed,
+        };
+        let window = config.lease_duration * 6;
+        SimOptions {
+            nodes: rng.range(2, 6) as usize,
+            fault_window: window,
+            faults: !rng.chance(0.1),
+            // Anywhere from equal rates to 95 % of what the configuration tolerates.
+            clock_ratio: 1.0 + (ratio - 1.0) * 0.95 * rng.unit(),
+            write_mode: WriteMode::CompareAndSwap,
+            watch,
+            priorities: rng.chance(0.25),
+            trace: false,
+            config,
+        }
+    }
+
+    /// How long after the faults heal a leader must exist (real time): two lease
+    /// durations (an expiry, and the strict lock delay after a deleted lock), the
+    /// longest retry interval and a few request timeouts, stretched by the slowest clock.
+    pub fn liveness_bound(&self) -> Duration {
+        let c = &self.config;
+        let local = c.lease_duration * 2 + c.max_retry_interval() + c.request_timeout * 4;
+        local.mul_f64(self.clock_ratio.sqrt() * 1.01)
+    }
+}
+
+/// A fault, scheduled at a real time. `node` is a node's index; times are real
+/// nanoseconds.
+#[derive(Clone, Debug)]
+#[allow(missing_docs)] // the fields are named by the variant's doc
+pub enum Fault {
+    /// The node's process freezes until the given real time (nanoseconds).
+    Pause { node: usize, until: u64 },
+    /// The node crashes: its state is gone, its pending answers too.
+    Crash { node: usize },
+    /// The node starts again, with a fresh elector and the same identity.
+    Restart { node: usize },
+    /// The node shuts down gracefully (and restarts later).
+    Shutdown { node: usize },
+    /// The node asks to step down.
+    StepDown { node: usize },
+    /// The node is cut off from the lock: requests fail or vanish.
+    Partition { node: usize, answers_only: bool },
+    /// The partition heals.
+    Heal { node: usize },
+    /// Someone deletes the lock.
+    DeleteLock,
+    /// Someone edits the holder by hand.
+    HumanEdit { holder: &'static str },
+    /// Messages take up to this long, until the given real time.
+    Latency { max: Duration, until: u64 },
+}
+
+/// Per-message fault rates.
+#[derive(Clone, Debug, Default)]
+pub struct MessageFaults {
+    /// A request vanishes before reaching the lock.
+    pub lose_request: f64,
+    /// An answer vanishes (the write happened).
+    pub lose_answer: f64,
+    /// An answer is delivered twice.
+    pub duplicate: f64,
+    /// A write is applied but answered "outcome unknown" (500 after commit).
+    pub unknown_after_commit: f64,
+    /// A call fails without happening (503, 429 with Retry-After).
+    pub transient: f64,
+    /// Base delay of each message, up to this.
+    pub max_delay: Duration,
+}
+
+/// Draws the fault schedule of a run.
+pub fn draw_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Fault)>, MessageFaults) {
+    let window = opts.fault_window.as_nanos() as u64;
+    let lease = opts.config.lease_duration.as_nanos() as u64;
+    let rd = opts.config.renew_deadline;
+    if !opts.faults {
+        let msg = MessageFaults {
+            max_delay: Duration::from_millis(5),
+            ..Default::default()
+        };
+        return (Vec::new(), msg);
+    }
+    let msg = MessageFaults {
+        lose_request: 0.02 * rng.unit(),
+        lose_answer: 0.02 * rng.unit(),
+        duplicate: 0.05 * rng.unit(),
+        unknown_after_commit: 0.03 * rng.unit(),
+        transient: 0.05 * rng.unit(),
+        max_delay: Duration::from_millis(rng.range(1, 40)),
+    };
+    let mut faults = Vec::new();
+    let count = rng.range(1, 8);
+    for _ in 0..count {
+        let at = rng.range(0, window);
+        let node = rng.range(0, opts.nodes as u64) as usize;
+        let span = rng.range(lease / 10, lease * 2);
+        let end = (at + span).min(window);
+        match rng.range(0, 9) {
+            0 => faults.push((at, Fault::Pause { node, until: end })),
+            1 => {
+                faults.push((at, Fault::Crash { node }));
+                faults.push((end, Fault::Restart { node }));
+            }
+            2 => {
+                faults.push((at, Fault::Shutdown { node }));
+                faults.push((end, Fault::Restart { node }));
+            }
+            3 => faults.push((at, Fault::StepDown { node })),
+            4 => {
+                faults.push((
+                    at,
+                    Fault::Partition {
+                        node,
+                        answers_only: rng.chance(0.3),
+                    },
+                ));
+                faults.push((end, Fault::Heal { node }));
+            }
+            5 => faults.push((at, Fault::DeleteLock)),
+            6 => faults.push((
+                at,
+                Fault::HumanEdit {
+                    holder: if rng.chance(0.5) { "" } else { "mallory" },
+                },
+            )),
+            7 => {
+                let max = rd.mul_f64(0.2 + 1.6 * rng.unit());
+                faults.push((at, Fault::Latency { max, until: end }));
+            }
+            _ => {
+                // Everyone paused at once (a frozen control plane host) is a
+                // partition of all nodes.
+                for n in 0..opts.nodes {
+                    faults.push((
+                        at,
+                        Fault::Partition {
+                            node: n,
+                            answers_only: false,
+                        },
+                    ));
+                    faults.push((end, Fault::Heal { node: n }));
+                }
+            }
+        }
+    }
+    faults.sort_by_key(|(t, _)| *t);
+    (faults, msg)
+}

@@ -1,0 +1,703 @@
+//! The simulated cluster: electors, a store, a network of delayed messages, and a
+//! virtual real-time clock that jumps to the next thing that happens.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use election_core::{
+    Action, Config, Elector, Event, Input, Instant, LockError, LockRecord, OpId, Stamp, WallTime,
+    WatchEvent,
+};
+
+use crate::checker::{Checker, Violation};
+use crate::plan::{Fault, MessageFaults, SimOptions, WatchUse, draw_faults};
+use crate::rng::SimRng;
+use crate::store::{AppliedWrite, Store};
+
+/// Something that happens at a real instant.
+#[derive(Debug)]
+enum Happening {
+    /// A node's timer may be due.
+    Wake { node: usize },
+    /// A node's request reaches the store.
+    Arrive {
+        node: usize,
+        life: u32,
+        action: Action,
+    },
+    /// An answer reaches a node.
+    Answer {
+        node: usize,
+        life: u32,
+        op: OpId,
+        result: Result<election_core::Observation, LockError>,
+    },
+    /// A watch delivers to a node.
+    Watch {
+        node: usize,
+        life: u32,
+        input: Input,
+    },
+    /// A node's leader work finished draining.
+    Drained { node: usize, life: u32 },
+    /// A scheduled fault.
+    Fault(Fault),
+}
+
+struct Queued {
+    at: u64,
+    seq: u64,
+    what: Happening,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// More steps than any sane run needs: a livelock (calls or wake-ups without end).
+const MAX_STEPS: u64 = 2_000_000;
+
+/// One candidate process.
+struct Node {
+    id: Arc<str>,
+    elector: Option<Elector>,
+    /// Incarnation: messages for an earlier life are dropped.
+    life: u32,
+    /// Local nanoseconds per real nanosecond.
+    rate: f64,
+    /// Local clock at real time zero.
+    offset: u64,
+    paused_until: u64,
+    partitioned: Option<bool>,
+    watches: bool,
+    /// Real time of the pending wake-up.
+    wake: Option<u64>,
+    /// Real time of the last watch delivery (watches deliver in order).
+    last_watch: u64,
+    priority: Option<i64>,
+    down_gracefully: bool,
+}
+
+impl Node {
+    fn local(&self, real: u64) -> Instant {
+        Instant::from_nanos(self.offset + (real as f64 * self.rate) as u64)
+    }
+
+    fn real(&self, local: Instant) -> u64 {
+        let l = local.as_nanos().saturating_sub(self.offset) as f64;
+        (l / self.rate).ceil() as u64
+    }
+}
+
+/// What a finished run reports.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Leaderships started.
+    pub starts: usize,
+    /// Real nanoseconds from the end of the faults to the first leader after it.
+    pub recovery: Option<u64>,
+    /// Steps simulated.
+    pub steps: u64,
+}
+
+/// The simulated cluster.
+pub struct World {
+    opts: SimOptions,
+    rng: SimRng,
+    now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Queued>>,
+    nodes: Vec<Node>,
+    store: Store,
+    msg: MessageFaults,
+    latency: Option<(Duration, u64)>,
+    checker: Checker,
+    trace: Option<String>,
+    steps: u64,
+}
+
+impl World {
+    /// A cluster for `opts`, with faults and clocks drawn from `seed`.
+    pub fn new(seed: u64, opts: SimOptions) -> Self {
+        let mut rng = SimRng::new(seed);
+        let (faults, msg) = draw_faults(&opts, &mut rng);
+        let (lo, hi) = (1.0 / opts.clock_ratio.sqrt(), opts.clock_ratio.sqrt());
+        let nodes = (0..opts.nodes)
+            .map(|i| Node {
+                id: format!("n{i}").into(),
+                elector: None,
+                life: 0,
+                rate: if opts.nodes == 1 {
+                    1.0
+                } else {
+                    lo + (hi - lo) * (i as f64 / (opts.nodes - 1) as f64)
+                },
+                offset: rng.range(0, 1_000_000_000_000),
+                paused_until: 0,
+                partitioned: None,
+                watches: match opts.watch {
+                    WatchUse::None => false,
+                    WatchUse::All => true,
+                    WatchUse::Mixed => i % 2 == 0,
+                },
+                wake: None,
+                last_watch: 0,
+                priority: opts.priorities.then_some(i as i64),
+                down_gracefully: false,
+            })
+            .collect();
+        let mut w = World {
+            store: Store::new(opts.write_mode),
+            trace: opts.trace.then(String::new),
+            checker: Checker::new(opts.nodes),
+            opts,
+            rng,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            nodes,
+            msg,
+            latency: None,
+            steps: 0,
+        };
+        for (at, f) in faults {
+            w.push(at, Happening::Fault(f));
+        }
+        for i in 0..w.nodes.len() {
+            // Candidates start a little apart.
+            let at = w.rng.range(0, 50_000_000);
+            w.push(at, Happening::Fault(Fault::Restart { node: i }));
+        }
+        w
+    }
+
+    /// The trace of the run so far (when tracing).
+    pub fn trace(&self) -> Option<&str> {
+        self.trace.as_deref()
+    }
+
+    fn push(&mut self, at: u64, what: Happening) {
+        self.seq += 1;
+        self.queue.push(Reverse(Queued {
+            at,
+            seq: self.seq,
+            what,
+        }));
+    }
+
+    fn log(&mut self, line: impl FnOnce() -> String) {
+        if let Some(t) = &mut self.trace {
+            let _ = writeln!(t, "{:>9.3}ms {}", self.now as f64 / 1e6, line());
+        }
+    }
+
+    fn delay(&mut self) -> u64 {
+        let mut max = self.msg.max_delay;
+        if let Some((spike, until)) = self.latency {
+            if self.now < until {
+                max = max.max(spike);
+            }
+        }
+        self.rng.range(0, max.as_nanos() as u64 + 1)
+    }
+
+    /// Runs until the faults have healed and a liveness bound has passed.
+    pub fn run(mut self) -> Result<(Report, Option<String>), (Violation, Option<String>)> {
+        let heal = self.opts.fault_window.as_nanos() as u64;
+        let bound = self.opts.liveness_bound().as_nanos() as u64;
+        let end = heal + bound + self.opts.config.lease_duration.as_nanos() as u64;
+        // Everything faulty ends at `heal`.
+        for i in 0..self.nodes.len() {
+            self.push(heal, Happening::Fault(Fault::Heal { node: i }));
+            self.push(heal, Happening::Fault(Fault::Restart { node: i }));
+        }
+        let mut recovery = None;
+        while let Some(Reverse(q)) = self.queue.pop() {
+            if q.at > end {
+                break;
+            }
+            self.now = self.now.max(q.at);
+            self.steps += 1;
+            if self.steps > MAX_STEPS {
+                return Err((Violation::Stuck { at: self.now }, self.trace));
+            }
+            if let Err(v) = self.step(q) {
+                return Err((v, self.trace));
+            }
+            let leaders = self.leaders();
+            if let Err(v) = self.checker.check_overlap(self.now, &leaders) {
+                return Err((v, self.trace));
+            }
+            if recovery.is_none() && self.now >= heal && !leaders.is_empty() {
+                recovery = Some(self.now - heal);
+            }
+        }
+        let report = Report {
+            starts: self.checker.starts(),
+            recovery,
+            steps: self.steps,
+        };
+        match recovery {
+            Some(r) if r <= bound => {}
+            _ => {
+                let v = Violation::NoLeader {
+                    after_heal_ms: bound / 1_000_000,
+                };
+                return Err((v, self.trace));
+            }
+        }
+        let top = self.nodes.len() - 1; // the highest priority, when there are priorities
+        let settled = if self.opts.priorities {
+            self.checker.leading() == Some(top)
+        } else {
+            self.checker.starts() == 1
+        };
+        if !self.opts.faults && !settled {
+            return Err((
+                Violation::LeaderChangedWithoutFaults {
+                    starts: self.checker.starts(),
+                },
+                self.trace,
+            ));
+        }
+        Ok((report, self.trace))
+    }
+
+    fn leaders(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| {
+                let n = &self.nodes[i];
+                n.elector
+                    .as_ref()
+                    .is_some_and(|e| e.is_leader(n.local(self.now)))
+            })
+            .collect()
+    }
+
+    fn step(&mut self, q: Queued) -> Result<(), Violation> {
+        // A paused process handles nothing until it resumes.
+        let node_of = match &q.what {
+            Happening::Wake { node }
+            | Happening::Answer { node, .. }
+            | Happening::Watch { node, .. }
+            | Happening::Drained { node, .. } => Some(*node),
+            _ => None,
+        };
+        if let Some(n) = node_of {
+            if self.nodes[n].paused_until > self.now {
+                let at = self.nodes[n].paused_until;
+                if let Happening::Wake { .. } = q.what {
+                    if self.nodes[n].wake != Some(q.at) {
+                        return Ok(()); // superseded
+                    }
+                    self.nodes[n].wake = Some(at);
+                }
+                self.push(at, q.what);
+                return Ok(());
+            }
+        }
+        match q.what {
+            Happening::Wake { node } => {
+                if self.nodes[node].wake != Some(q.at) {
+                    return Ok(()); // superseded
+                }
+                self.nodes[node].wake = None;
+                let local = self.nodes[node].local(self.now);
+                if let Some(e) = &mut self.nodes[node].elector {
+                    e.handle_timeout(local);
+                }
+                self.pump(node)
+            }
+            Happening::Arrive { node, life, action } => self.arrive(node, life, action),
+            Happening::Answer {
+                node,
+                life,
+                op,
+                result,
+            } => {
+                if life != self.nodes[node].life || self.nodes[node].partitioned.is_some() {
+                    return Ok(());
+                }
+                let local = self.nodes[node].local(self.now);
+                let id = self.nodes[node].id.clone();
+                self.log(|| format!("{id} <- {op:?} {}", brief_result(&result)));
+                if let Some(e) = &mut self.nodes[node].elector {
+                    e.handle(Input::Answer { op, result }, local);
+                }
+                self.pump(node)
+            }
+            Happening::Watch { node, life, input } => {
+                if life != self.nodes[node].life {
+                    return Ok(());
+                }
+                let local = self.nodes[node].local(self.now);
+                if let Some(e) = &mut self.nodes[node].elector {
+                    e.handle(input, local);
+                }
+                self.pump(node)
+            }
+            Happening::Drained { node, life } => {
+                if life != self.nodes[node].life {
+                    return Ok(());
+                }
+                let local = self.nodes[node].local(self.now);
+                if let Some(e) = &mut self.nodes[node].elector {
+                    e.work_stopped(local);
+                }
+                self.pump(node)
+            }
+            Happening::Fault(f) => self.fault(f),
+        }
+    }
+
+    /// Drains a node's actions and events, checks them, schedules its wake-up.
+    fn pump(&mut self, node: usize) -> Result<(), Violation> {
+        let local = self.nodes[node].local(self.now);
+        let life = self.nodes[node].life;
+        let Some(e) = &mut self.nodes[node].elector else {
+            return Ok(());
+        };
+        let mut actions = Vec::new();
+        while let Some(a) = e.poll_action() {
+            actions.push(a);
+        }
+        let mut events = Vec::new();
+        while let Some(ev) = e.poll_event() {
+            events.push(ev);
+        }
+        let leading = e.is_leader(local);
+        let timeout = e.poll_timeout();
+        let id = self.nodes[node].id.clone();
+        for ev in events {
+            self.log(|| format!("{id} event {ev:?}"));
+            self.checker.on_event(node, &ev, self.now)?;
+            match ev {
+                Event::Draining { .. } => {
+                    let drain = if self.rng.chance(0.05) {
+                        self.opts.config.renew_deadline.as_nanos() as u64 * 2
+                    } else {
+                        self.rng.range(0, 300_000_000)
+                    };
+                    self.push(self.now + drain, Happening::Drained { node, life });
+                }
+                Event::Terminated => {
+                    self.nodes[node].elector = None;
+                    self.nodes[node].life += 1;
+                    self.nodes[node].down_gracefully = true;
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        for a in actions {
+            if let Action::Update { record, .. } = &a {
+                if !record.is_held() {
+                    self.checker.on_release_sent(node, leading, self.now)?;
+                }
+            }
+            self.log(|| format!("{id} -> {}", brief_action(&a)));
+            self.send(node, a);
+        }
+        if let Some(t) = timeout {
+            let real = self.nodes[node].real(t).max(self.now);
+            if self.nodes[node]
+                .wake
+                .is_none_or(|w| real < w || w < self.now)
+            {
+                self.nodes[node].wake = Some(real);
+                self.push(real, Happening::Wake { node });
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, node: usize, action: Action) {
+        let life = self.nodes[node].life;
+        let op = action.op();
+        match self.nodes[node].partitioned {
+            Some(false) => {
+                // Cut off: refused at once, or lost.
+                if self.rng.chance(0.5) {
+                    let at = self.now + self.delay();
+                    let result = Err(LockError::transient("connection refused"));
+                    self.push(
+                        at,
+                        Happening::Answer {
+                            node,
+                            life,
+                            op,
+                            result,
+                        },
+                    );
+                }
+                return;
+            }
+            Some(true) | None => {}
+        }
+        if self.rng.chance(self.msg.lose_request) {
+            return;
+        }
+        let at = self.now + self.delay();
+        self.push(at, Happening::Arrive { node, life, action });
+    }
+
+    fn arrive(&mut self, node: usize, life: u32, action: Action) -> Result<(), Violation> {
+        let op = action.op();
+        let is_write = !matches!(action, Action::Get { .. });
+        if is_write && self.rng.chance(self.msg.transient) {
+            let retry_after = self
+                .rng
+                .chance(0.3)
+                .then(|| Duration::from_millis(self.rng.range(100, 3_000)));
+            let result = Err(LockError::Transient {
+                message: "503".into(),
+                retry_after,
+            });
+            let at = self.now + self.delay();
+            self.push(
+                at,
+                Happening::Answer {
+                    node,
+                    life,
+                    op,
+                    result,
+                },
+            );
+            return Ok(());
+        }
+        let wall = WallTime::new(
+            (self.now / 1_000_000_000) as i64 + 1_700_000_000,
+            (self.now % 1_000_000_000) as u32,
+        );
+        let id = self.nodes[node].id.clone();
+        let (mut result, write) = self.store.apply(&action, &id, wall);
+        if let Some(w) = write {
+            self.checker.on_write(&w, &id, self.now)?;
+            self.broadcast(&w);
+            if self.rng.chance(self.msg.unknown_after_commit) {
+                result = Err(LockError::unknown("500 after commit"));
+            }
+        }
+        if self.rng.chance(self.msg.lose_answer) {
+            return Ok(());
+        }
+        let dup = self.rng.chance(self.msg.duplicate);
+        let at = self.now + self.delay();
+        self.push(
+            at,
+            Happening::Answer {
+                node,
+                life,
+                op,
+                result: result.clone(),
+            },
+        );
+        if dup {
+            let at = self.now + self.delay();
+            self.push(
+                at,
+                Happening::Answer {
+                    node,
+                    life,
+                    op,
+                    result,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Delivers a change to every watching node, in order per node.
+    fn broadcast(&mut self, w: &AppliedWrite) {
+        let event = match &w.now {
+            Some(obs) => WatchEvent::Changed(obs.clone()),
+            None => WatchEvent::Deleted,
+        };
+        for i in 0..self.nodes.len() {
+            let n = &self.nodes[i];
+            if !n.watches || n.elector.is_none() || n.partitioned.is_some() {
+                continue;
+            }
+            let at = (self.now + self.delay()).max(self.nodes[i].last_watch + 1);
+            self.nodes[i].last_watch = at;
+            let life = self.nodes[i].life;
+            self.push(
+                at,
+                Happening::Watch {
+                    node: i,
+                    life,
+                    input: Input::Watch(event.clone()),
+                },
+            );
+        }
+    }
+
+    /// A (re)started watch: active, and the current state first.
+    fn start_watch(&mut self, node: usize) {
+        if !self.nodes[node].watches {
+            return;
+        }
+        let life = self.nodes[node].life;
+        let at = (self.now + self.delay()).max(self.nodes[node].last_watch + 1);
+        self.nodes[node].last_watch = at;
+        self.push(
+            at,
+            Happening::Watch {
+                node,
+                life,
+                input: Input::WatchActive(true),
+            },
+        );
+        let event = match self.store.current() {
+            Some(obs) => WatchEvent::Changed(obs.clone()),
+            None => WatchEvent::Deleted,
+        };
+        self.push(
+            at,
+            Happening::Watch {
+                node,
+                life,
+                input: Input::Watch(event),
+            },
+        );
+    }
+
+    fn fault(&mut self, f: Fault) -> Result<(), Violation> {
+        self.log(|| format!("FAULT {f:?}"));
+        match f {
+            Fault::Pause { node, until } => self.nodes[node].paused_until = until,
+            Fault::Crash { node } => {
+                if self.nodes[node].elector.take().is_some() {
+                    self.nodes[node].life += 1;
+                    self.checker.on_crash(node);
+                }
+            }
+            Fault::Restart { node } => {
+                if self.nodes[node].elector.is_some() {
+                    return Ok(());
+                }
+                self.nodes[node].life += 1;
+                self.nodes[node].down_gracefully = false;
+                let mut config: Config = self
+                    .opts
+                    .config
+                    .clone()
+                    .identity(self.nodes[node].id.clone());
+                config.seed = self.rng.next_u64();
+                config.priority = self.nodes[node].priority;
+                let local = self.nodes[node].local(self.now);
+                self.nodes[node].elector =
+                    Some(Elector::new(config, local).expect("simulated configs are valid"));
+                self.nodes[node].wake = None;
+                self.start_watch(node);
+                return self.pump(node);
+            }
+            Fault::Shutdown { node } => {
+                let local = self.nodes[node].local(self.now);
+                if let Some(e) = &mut self.nodes[node].elector {
+                    e.shutdown(local);
+                    return self.pump(node);
+                }
+            }
+            Fault::StepDown { node } => {
+                let local = self.nodes[node].local(self.now);
+                if let Some(e) = &mut self.nodes[node].elector {
+                    e.step_down(local);
+                    return self.pump(node);
+                }
+            }
+            Fault::Partition { node, answers_only } => {
+                self.nodes[node].partitioned = Some(answers_only);
+                if self.nodes[node].watches {
+                    let local = self.nodes[node].local(self.now);
+                    if let Some(e) = &mut self.nodes[node].elector {
+                        e.handle(Input::WatchActive(false), local);
+                        return self.pump(node);
+                    }
+                }
+            }
+            Fault::Heal { node } => {
+                self.latency = None;
+                self.nodes[node].paused_until = self.nodes[node].paused_until.min(self.now);
+                if self.nodes[node].partitioned.take().is_some()
+                    && self.nodes[node].elector.is_some()
+                {
+                    self.start_watch(node);
+                }
+            }
+            Fault::DeleteLock => {
+                let w = self.store.delete();
+                self.checker.on_delete();
+                self.broadcast(&w);
+            }
+            Fault::HumanEdit { holder } => {
+                let mut record = self
+                    .store
+                    .current()
+                    .map(|o| o.record.clone())
+                    .unwrap_or_else(LockRecord::default);
+                if holder.is_empty() {
+                    // An empty holder is acquirable at once (FAULTS R2): whoever
+                    // believes it leads (the holder, or the holder of a deleted
+                    // lock) keeps believing until its deadline.
+                    for n in 0..self.nodes.len() {
+                        self.checker.on_evicted(n);
+                    }
+                }
+                record.holder = holder.into();
+                record.renew_time = Stamp::Now;
+                let wall = WallTime::new((self.now / 1_000_000_000) as i64 + 1_700_000_000, 0);
+                let w = self.store.human_edit(record, wall);
+                self.broadcast(&w);
+            }
+            Fault::Latency { max, until } => self.latency = Some((max, until)),
+        }
+        Ok(())
+    }
+}
+
+fn brief_action(a: &Action) -> String {
+    match a {
+        Action::Get { op } => format!("{op:?} get"),
+        Action::Create { op, record } => format!(
+            "{op:?} create holder={:?} t={}",
+            record.holder, record.transitions
+        ),
+        Action::Update {
+            op,
+            expected,
+            record,
+        } => format!(
+            "{op:?} update@{expected} holder={:?} t={} handover={:?}",
+            record.holder,
+            record.transitions,
+            record.handover.as_ref().map(|h| &h.to)
+        ),
+    }
+}
+
+fn brief_result(r: &Result<election_core::Observation, LockError>) -> String {
+    match r {
+        Ok(o) => format!(
+            "ok {:?} holder={:?} t={}",
+            o.version, o.record.holder, o.record.transitions
+        ),
+        Err(e) => format!("err {e}"),
+    }
+}
