@@ -52,20 +52,30 @@ fn r2_empty_holder_is_acquired_at_once() {
     for (what, record) in [
         ("released by its holder", held("", 1, 3)),
         ("emptied by a human, long duration", held("", 3_600, 3)),
-        ("fields missing ({})", LockRecord {
-            transitions: 3,
-            ..LockRecord::default()
-        }),
+        (
+            "fields missing ({})",
+            LockRecord {
+                transitions: 3,
+                ..LockRecord::default()
+            },
+        ),
     ] {
         let mut n = Node::new(cfg.clone());
         let op = n.get();
         n.answer(op, Ok(obs("5", record.clone())));
-        assert_eq!(n.events(), vec![], "{what}: nobody leads, nothing to report");
+        assert_eq!(
+            n.events(),
+            vec![],
+            "{what}: nobody leads, nothing to report"
+        );
         let (op, expected, write) = n.update();
         assert_eq!(expected, Version::new("5"), "{what}");
         let mut want = acquiring(&cfg, 4);
         want.strategy = record.strategy.clone();
-        assert_eq!(write, want, "{what}: transitions + 1, both times stamped now");
+        assert_eq!(
+            write, want,
+            "{what}: transitions + 1, both times stamped now"
+        );
         assert_eq!(n.now, t(0), "{what}: at once");
         n.answer(op, Ok(obs("6", stamped(write, 1))));
         assert_eq!(
@@ -101,7 +111,10 @@ fn held_lease_expires_by_local_observation_with_the_records_duration() {
         );
         let (at, write) = n.campaign(|_| Ok(obs("7", rec.clone())), 1_000);
         let expiry = seen_at + std::time::Duration::from_secs(secs);
-        assert!(at >= expiry, "{secs} s lease taken at {at:?}, before {expiry:?}");
+        assert!(
+            at >= expiry,
+            "{secs} s lease taken at {at:?}, before {expiry:?}"
+        );
         assert!(
             at < expiry + cfg.max_retry_interval(),
             "{secs} s lease taken at {at:?}, long after {expiry:?}"
@@ -153,7 +166,8 @@ fn r10_new_version_with_identical_bytes_resets_the_timer() {
     let op = n.get();
     n.answer(op, Ok(obs("7", rec.clone())));
     // The holder renews at 1.5 s, with a stuck clock: same record, new version.
-    let (at, _) = n.campaign(|now| {
+    let (at, _) = n.campaign(
+        |now| {
             let v = if now < t(1_500) { "7" } else { "8" };
             Ok(obs(v, rec.clone()))
         },
@@ -190,7 +204,10 @@ fn r1_holder_changed_by_a_human_stops_the_leader_at_once() {
     n.watch(WatchEvent::Changed(obs("9", human.clone())));
     // The watch event is confirmed by a read before anything is decided.
     let op = n.get();
-    assert!(n.e.is_leader(n.now), "not stopped on an unconfirmed watch event");
+    assert!(
+        n.e.is_leader(n.now),
+        "not stopped on an unconfirmed watch event"
+    );
     n.answer(op, Ok(obs("9", human.clone())));
     assert_eq!(
         n.events(),
@@ -209,11 +226,17 @@ fn r1_holder_changed_by_a_human_stops_the_leader_at_once() {
     assert!(!n.e.is_leader(n.now));
     assert_eq!(n.e.role(), Role::Follower);
     let (at, write) = n.campaign(|_| Ok(obs("9", human.clone())), 1_000);
-    assert!(at >= t(2_100), "waited a lease from seeing the edit: {at:?}");
+    assert!(
+        at >= t(2_100),
+        "waited a lease from seeing the edit: {at:?}"
+    );
     let Action::Update { record, .. } = write else {
         panic!("expected a takeover, got {write:?}");
     };
-    assert_eq!(record.transitions, 1, "transitions increase on the next acquisition");
+    assert_eq!(
+        record.transitions, 1,
+        "transitions increase on the next acquisition"
+    );
 }
 
 /// R3 (and R7): a held record without a usable duration is timed with the
@@ -281,7 +304,10 @@ fn r5_transitions_saturate_and_the_term_still_grows() {
     n.answer(op, Ok(obs("900", held("", 1, MAX_TRANSITIONS))));
     let (op, expected, record) = n.update();
     assert_eq!(expected, Version::new("900"));
-    assert_eq!(record.transitions, MAX_TRANSITIONS, "saturates, never wraps");
+    assert_eq!(
+        record.transitions, MAX_TRANSITIONS,
+        "saturates, never wraps"
+    );
     n.answer(op, Ok(obs("901", stamped(record, 1))));
     let started = n
         .events()
@@ -328,15 +354,22 @@ fn a2_conflict_on_acquisition_reads_the_winner_and_waits() {
             leader: Some("c".into())
         }]
     );
-    assert_eq!(n.e.observed().map(|o| o.version.clone()), Some(Version::new("6")));
+    assert_eq!(
+        n.e.observed().map(|o| o.version.clone()),
+        Some(Version::new("6"))
+    );
     let mut reads = 0;
-    let (at, _) = n.campaign(|_| {
+    let (at, _) = n.campaign(
+        |_| {
             reads += 1;
             Ok(obs("6", winner.clone()))
         },
         1_000,
     );
-    assert!(at >= t(2_020), "waited a lease from the winner's version: {at:?}");
+    assert!(
+        at >= t(2_020),
+        "waited a lease from the winner's version: {at:?}"
+    );
     assert!(reads <= 12, "no tight loop: {reads} reads in 2 s");
 }
 
@@ -381,7 +414,10 @@ fn n2_restart_with_same_identity_leads_only_after_a_cas() {
     };
     assert_eq!(expected, Version::new("7"));
     assert_eq!(record.transitions, 5, "a new term");
-    assert!(n.started().is_none(), "not leading before the write succeeded");
+    assert!(
+        n.started().is_none(),
+        "not leading before the write succeeded"
+    );
     n.answer(op, Ok(obs("8", stamped(record, 3))));
     assert!(n.e.is_leader(n.now));
     assert_eq!(n.e.term(), Some(&term(5, "8")));
@@ -439,7 +475,8 @@ fn polling_follower_sees_a_release_within_one_poll() {
     let op = n.get();
     n.answer(op, Ok(obs("7", held("b", 30, 1))));
     // "b" releases at 300 ms.
-    let (at, write) = n.campaign(|now| {
+    let (at, write) = n.campaign(
+        |now| {
             if now < t(300) {
                 Ok(obs("7", held("b", 30, 1)))
             } else {

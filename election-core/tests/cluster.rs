@@ -67,13 +67,11 @@ fn n7_partitioned_leader_stops_at_its_deadline_and_another_takes_over() {
             "a lease after the last change: {took}"
         );
         assert_eq!(c.leaders(), vec![1]);
-        assert!(
-            c.nodes[0].log.iter().any(|(_, e)| *e
-                == Event::StoppedLeading {
-                    term: term(0, "101"),
-                    reason: StopReason::DeadlineExceeded
-                })
-        );
+        assert!(c.nodes[0].log.iter().any(|(_, e)| *e
+            == Event::StoppedLeading {
+                term: term(0, "101"),
+                reason: StopReason::DeadlineExceeded
+            }));
     });
 }
 
@@ -158,7 +156,11 @@ fn n10_control_plane_down_longer_than_the_deadline() {
         }
         c.run_until(6_000);
         assert!(c.leaders().is_empty(), "nobody leads during the outage");
-        assert_eq!(c.spans[0][0].1, Some(2_500), "the leader stopped at its deadline");
+        assert_eq!(
+            c.spans[0][0].1,
+            Some(2_500),
+            "the leader stopped at its deadline"
+        );
         // The old leader does not come back; the others see the API again.
         c.links = vec![Link::Paused, Link::Up, Link::Up];
         c.run_until(15_000);

@@ -137,10 +137,8 @@ fn no_stop_without_a_start_while_delayed() {
     let evs = n.events();
     assert!(evs.contains(&Event::Terminated), "{evs:?}");
     assert!(
-        !evs.iter().any(|e| matches!(
-            e,
-            Event::StoppedLeading { .. } | Event::Draining { .. }
-        )),
+        !evs.iter()
+            .any(|e| matches!(e, Event::StoppedLeading { .. } | Event::Draining { .. })),
         "{evs:?}"
     );
     // Step-down: release without Draining or StoppedLeading.
@@ -151,10 +149,9 @@ fn no_stop_without_a_start_while_delayed() {
     assert_eq!(&*rel.holder, "");
     n.answer(op, Ok(obs("9", stamped(rel, 9))));
     assert!(
-        !n.events().iter().any(|e| matches!(
-            e,
-            Event::StoppedLeading { .. } | Event::Draining { .. }
-        ))
+        !n.events()
+            .iter()
+            .any(|e| matches!(e, Event::StoppedLeading { .. } | Event::Draining { .. }))
     );
     // Deadline: every renew fails; no stop is reported.
     let mut n = created_after_deletion(fast("a"));

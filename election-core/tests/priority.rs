@@ -16,7 +16,11 @@ fn low() -> Config {
 #[test]
 fn h7_handover_drains_releases_and_hands_over_without_overlap() {
     within_time_limit(|| {
-        let mut c = Cluster::new(vec![low(), fast("high").priority(5).seed(2), fast("mid").seed(3)]);
+        let mut c = Cluster::new(vec![
+            low(),
+            fast("high").priority(5).seed(2),
+            fast("mid").seed(3),
+        ]);
         // "high" and "mid" start once "low" leads.
         c.links[1] = Link::Paused;
         c.links[2] = Link::Paused;
@@ -51,7 +55,10 @@ fn h7_handover_drains_releases_and_hands_over_without_overlap() {
             .iter()
             .find(|o| o.record.holder.is_empty())
             .expect("low released");
-        assert_eq!(release.record.handover.as_ref().map(|h| &*h.to), Some("high"));
+        assert_eq!(
+            release.record.handover.as_ref().map(|h| &*h.to),
+            Some("high")
+        );
         assert_eq!(release.record.lease_duration_secs, Some(1));
         // "high" leads, and "mid" (no priority) never did.
         assert_eq!(c.leaders(), vec![1]);
@@ -108,8 +115,14 @@ fn h7_steal_mode_takes_at_once_with_bounded_overlap() {
             }
         );
         let overlap = c.overlap_ms(0, 1);
-        assert!(overlap > 0, "steal overlaps until the old leader's next renew");
-        assert!(overlap <= 250, "bounded by one renew interval: {overlap} ms");
+        assert!(
+            overlap > 0,
+            "steal overlaps until the old leader's next renew"
+        );
+        assert!(
+            overlap <= 250,
+            "bounded by one renew interval: {overlap} ms"
+        );
         let stolen = c
             .store
             .history

@@ -53,7 +53,10 @@ fn step_down_drains_then_stops_then_releases() {
             reason: StopReason::SteppedDown
         }]
     );
-    assert!(!n.e.is_leader(n.now), "not leader before the release is sent");
+    assert!(
+        !n.e.is_leader(n.now),
+        "not leader before the release is sent"
+    );
     assert_eq!(n.e.role(), Role::Releasing);
     let (op, expected, record) = n.update();
     assert_eq!(expected, Version::new("2"), "CAS on the version it holds");
@@ -121,7 +124,10 @@ fn h4_release_when_another_already_holds_writes_nothing() {
     assert_eq!(n.e.role(), Role::Follower);
     // Nothing is written while b's lease runs.
     let (at, write) = n.campaign(|_| Ok(obs("5", held("b", 2, 1))), 1_000);
-    assert!(at >= t(2_100), "wrote {write:?} at {at:?} while b held the lock");
+    assert!(
+        at >= t(2_100),
+        "wrote {write:?} at {at:?} while b held the lock"
+    );
     let Action::Update { record, .. } = write else {
         panic!("{write:?}")
     };
@@ -371,7 +377,10 @@ fn h5_shutdown_racing_a_successful_acquisition_releases() {
     assert_eq!(&*record.holder, "");
     n.answer(op, Ok(obs("7", stamped(record, 7))));
     assert!(n.e.is_terminated());
-    assert!(n.started().is_none(), "a start, if any, was followed by a stop");
+    assert!(
+        n.started().is_none(),
+        "a start, if any, was followed by a stop"
+    );
 }
 
 /// H5 with an unknown outcome: the acquisition timed out; the elector reads, and

@@ -27,7 +27,11 @@ fn leader_renews_every_retry_period_from_its_cache_without_reading() {
         n.fire();
         let (op, expected, record) = n.update();
         assert_eq!(n.now, t(250 * k));
-        assert_eq!(expected, Version::new(version.to_string()), "CAS on our last write");
+        assert_eq!(
+            expected,
+            Version::new(version.to_string()),
+            "CAS on our last write"
+        );
         let mut want = renew_of_created(&cfg);
         if k > 1 {
             want.acquire_time = Stamp::At(WallTime::new(1, 0)); // kept, never re-stamped
@@ -175,7 +179,11 @@ fn a16_deadline_is_anchored_at_send_time() {
     assert_eq!(n.now, t(250));
     n.set_clock(t(700));
     n.answer(op, Ok(obs("2", stamped(record, 1))));
-    assert_eq!(n.e.deadline(), Some(t(1_750)), "250 ms + 1.5 s, not 700 ms + 1.5 s");
+    assert_eq!(
+        n.e.deadline(),
+        Some(t(1_750)),
+        "250 ms + 1.5 s, not 700 ms + 1.5 s"
+    );
     assert_eq!(n.e.last_renew(), Some(t(250)));
     // The next renew was due at 500 ms: it goes at once, with the answer.
     let (_, expected, _) = n.update();
@@ -220,7 +228,11 @@ fn a10_unknown_outcome_reads_before_acting() {
         } else {
             assert_eq!(n.e.deadline(), Some(t(1_500)));
             let (_, expected, _) = n.update();
-            assert_eq!(expected, Version::new("1"), "renews at once on the old version");
+            assert_eq!(
+                expected,
+                Version::new("1"),
+                "renews at once on the old version"
+            );
         }
     }
 }
@@ -277,13 +289,10 @@ fn a9_retry_after_is_honoured_within_the_deadline() {
             assert!(n.e.is_leader(n.now));
         } else {
             assert!(!n.e.is_leader(n.now), "the deadline comes first");
-            assert!(
-                n.events()
-                    .contains(&Event::StoppedLeading {
-                        term: term(0, "1"),
-                        reason: StopReason::DeadlineExceeded
-                    })
-            );
+            assert!(n.events().contains(&Event::StoppedLeading {
+                term: term(0, "1"),
+                reason: StopReason::DeadlineExceeded
+            }));
         }
     }
 }
@@ -478,10 +487,24 @@ fn handle_timeout_returns_when_a_timer_fires_during_a_call() {
     std::thread::spawn(move || {
         let mut e = Elector::new(fast("a"), t(0)).expect("valid");
         let get = e.poll_action().expect("read").op();
-        e.handle(Input::Answer { op: get, result: Err(LockError::NotFound) }, t(0));
+        e.handle(
+            Input::Answer {
+                op: get,
+                result: Err(LockError::NotFound),
+            },
+            t(0),
+        );
         let create = e.poll_action().expect("create");
-        let Action::Create { op, record } = create else { panic!("{create:?}") };
-        e.handle(Input::Answer { op, result: Ok(obs("1", record)) }, t(0));
+        let Action::Create { op, record } = create else {
+            panic!("{create:?}")
+        };
+        e.handle(
+            Input::Answer {
+                op,
+                result: Ok(obs("1", record)),
+            },
+            t(0),
+        );
         // Nothing is answered from now on: renew at 250 ms, read at 750 ms and at
         // 1.25 s (request timeouts), deadline at 1.5 s with the read in flight.
         for at in [250, 750, 1_250, 1_500] {

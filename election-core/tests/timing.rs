@@ -45,8 +45,14 @@ fn jitter_stays_within_bounds_for_many_seeds() {
         }
     }
     assert!(count > 1_000);
-    assert!(min < Duration::from_millis(2_100), "jitter spreads low: {min:?}");
-    assert!(max > Duration::from_millis(4_300), "jitter spreads high: {max:?}");
+    assert!(
+        min < Duration::from_millis(2_100),
+        "jitter spreads low: {min:?}"
+    );
+    assert!(
+        max > Duration::from_millis(4_300),
+        "jitter spreads high: {max:?}"
+    );
 }
 
 /// The seed replays a run exactly; different seeds give different runs.
@@ -56,7 +62,11 @@ fn jitter_replays_from_its_seed() {
     let run = |seed| wakeups(base.clone().seed(seed), t(12_000));
     assert_eq!(run(42), run(42));
     let distinct: std::collections::HashSet<_> = (0..20u64).map(run).collect();
-    assert!(distinct.len() >= 19, "{} distinct runs of 20", distinct.len());
+    assert!(
+        distinct.len() >= 19,
+        "{} distinct runs of 20",
+        distinct.len()
+    );
 }
 
 /// Without jitter, retries come exactly every retry period.
@@ -168,5 +178,8 @@ fn h8_edge_configurations_are_rejected_or_safe() {
     let mut n = Node::leader(c, "1");
     assert_eq!(n.e.deadline(), Some(t(10_999)));
     n.advance_to(t(10_999));
-    assert!(!n.e.is_leader(n.now), "stops before others may take over at 11 s");
+    assert!(
+        !n.e.is_leader(n.now),
+        "stops before others may take over at 11 s"
+    );
 }

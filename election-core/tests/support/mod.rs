@@ -18,8 +18,8 @@ use std::time::Duration;
 #[allow(unused_imports)] // each test file uses a part of the names
 pub use election_core::{
     Action, Config, Elector, Event, Handover, Input, Instant, LockDelay, LockError, LockRecord,
-    MAX_TRANSITIONS, Observation, OpId, OpKind, Preemption, Role, Stamp, StopReason, Term,
-    Version, WallTime, Warning, WatchEvent,
+    MAX_TRANSITIONS, Observation, OpId, OpKind, Preemption, Role, Stamp, StopReason, Term, Version,
+    WallTime, Warning, WatchEvent,
 };
 
 /// `n` milliseconds.
@@ -139,7 +139,10 @@ impl Node {
         n.answer(op, Err(LockError::NotFound));
         let (op, record) = n.create();
         n.answer(op, Ok(obs(version, stamped(record, 1))));
-        assert!(n.e.is_leader(n.now), "the node leads after creating the lock");
+        assert!(
+            n.e.is_leader(n.now),
+            "the node leads after creating the lock"
+        );
         n.events();
         n
     }
@@ -229,7 +232,11 @@ impl Node {
     /// instant. Panics if there is no timeout.
     pub fn fire(&mut self) -> Instant {
         let at = self.e.poll_timeout().expect("a timeout is set");
-        assert!(at >= self.now, "timeout {at:?} in the past (now {:?})", self.now);
+        assert!(
+            at >= self.now,
+            "timeout {at:?} in the past (now {:?})",
+            self.now
+        );
         self.advance_to(at);
         at
     }
@@ -310,7 +317,11 @@ impl Node {
     /// Asserts that no event is waiting.
     pub fn no_events(&mut self) {
         let evs = self.events();
-        assert!(evs.is_empty(), "expected no event at {:?}, got {evs:?}", self.now);
+        assert!(
+            evs.is_empty(),
+            "expected no event at {:?}, got {evs:?}",
+            self.now
+        );
     }
 
     /// Takes the events and drops warnings (for scenarios about something else).
@@ -592,7 +603,8 @@ impl Cluster {
     fn record_spans(&mut self) {
         let ms = self.real_ms();
         for i in 0..self.nodes.len() {
-            let leading = self.nodes[i].started().is_some() && self.nodes[i].e.is_leader(self.local(i));
+            let leading =
+                self.nodes[i].started().is_some() && self.nodes[i].e.is_leader(self.local(i));
             let spans = &mut self.spans[i];
             let open = spans.last().is_some_and(|s| s.1.is_none());
             if leading && !open {
