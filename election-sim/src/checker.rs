@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use election_core::{Event, Term};
+use election_core::{Event, Term, Version};
 
 use crate::store::AppliedWrite;
 
@@ -113,9 +113,10 @@ pub struct Checker {
     started: Vec<Option<Term>>,
     max_term: Option<Term>,
     starts: usize,
-    /// Leaderships that a human evicted (holder set to ""): their holder keeps
-    /// believing until its deadline, which no protocol can prevent (FAULTS R2).
-    evicted: Vec<Term>,
+    /// Versions at which a human set the holder to "": a leadership acquired
+    /// before such an edit may be evicted by it, and its holder keeps believing
+    /// until its deadline, which no protocol can prevent (FAULTS R2).
+    evictions: Vec<Version>,
 }
 
 impl Checker {
@@ -125,7 +126,7 @@ impl Checker {
             started: vec![None; nodes],
             max_term: None,
             starts: 0,
-            evicted: Vec::new(),
+            evictions: Vec::new(),
         }
     }
 
@@ -138,11 +139,7 @@ impl Checker {
     pub fn check_overlap(&self, at: u64, leaders: &[usize]) -> Result<(), Violation> {
         let counted = leaders
             .iter()
-            .filter(|&&n| {
-                !self.started[n]
-                    .as_ref()
-                    .is_some_and(|t| self.evicted.contains(t))
-            })
+            .filter(|&&n| !self.started[n].as_ref().is_some_and(|t| self.evicted(t)))
             .count();
         if counted > 1 {
             return Err(Violation::Overlap {
@@ -163,7 +160,7 @@ impl Checker {
                         what: format!("started {term} while leading {t}"),
                     });
                 }
-                if let Some(prev) = &self.max_term {
+                if let Some(prev) = self.max_term.as_ref().filter(|_| !self.evicted(term)) {
                     if term <= prev {
                         let (term, previous) = (term.to_string(), prev.to_string());
                         return Err(Violation::TermNotGrowing {
@@ -218,12 +215,15 @@ impl Checker {
         Ok(())
     }
 
-    /// A human set the holder to "" while `node` may lead: its current term is
-    /// excused from the overlap check.
-    pub fn on_evicted(&mut self, node: usize) {
-        if let Some(t) = &self.started[node] {
-            self.evicted.push(t.clone());
-        }
+    /// A human set the holder to "" at `version`.
+    pub fn on_eviction(&mut self, version: Version) {
+        self.evictions.push(version);
+    }
+
+    fn evicted(&self, term: &Term) -> bool {
+        self.evictions
+            .iter()
+            .any(|v| term.version.cmp_numeric(v).is_lt())
     }
 
     /// The node leading now, if exactly one started and has not stopped.

@@ -652,18 +652,17 @@ impl World {
                     .current()
                     .map(|o| o.record.clone())
                     .unwrap_or_else(LockRecord::default);
-                if holder.is_empty() {
-                    // An empty holder is acquirable at once (FAULTS R2): whoever
-                    // believes it leads (the holder, or the holder of a deleted
-                    // lock) keeps believing until its deadline.
-                    for n in 0..self.nodes.len() {
-                        self.checker.on_evicted(n);
-                    }
-                }
                 record.holder = holder.into();
                 record.renew_time = Stamp::Now;
                 let wall = WallTime::new((self.now / 1_000_000_000) as i64 + 1_700_000_000, 0);
                 let w = self.store.human_edit(record, wall);
+                if holder.is_empty() {
+                    // An empty holder is acquirable at once (FAULTS R2): whoever
+                    // believes it leads keeps believing until its deadline.
+                    if let Some(obs) = &w.now {
+                        self.checker.on_eviction(obs.version.clone());
+                    }
+                }
                 self.broadcast(&w);
             }
             Fault::Latency { max, until } => self.latency = Some((max, until)),

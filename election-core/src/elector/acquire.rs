@@ -176,6 +176,12 @@ impl Elector {
     /// or (shutting down) only release it.
     fn take_holding(&mut self, term: Term, sent: Instant, now: Instant) {
         let deadline = sent + self.config.renew_deadline;
+        if now >= deadline && self.phase != Phase::ShuttingDown {
+            // The answer came after the deadline it would have given (a pause, a
+            // slow network): too late to lead on. Take the lock back as a new term.
+            self.timers.set(Timer::Attempt, now);
+            return;
+        }
         let state = if self.phase == Phase::ShuttingDown {
             Lead::Releasing
         } else if now < self.lead_not_before {
@@ -198,13 +204,16 @@ impl Elector {
         self.timers.set(Timer::Attempt, next_renew);
     }
 
-    /// The lock is absent. If it was seen held, whoever held it may still believe
-    /// it leads until its deadline, which passed one lease duration from now at the
-    /// latest: with the strict lock delay, do not lead before then, whichever write
-    /// (a create, or taking over a record whose create's outcome was unknown) wins.
+    /// The lock is absent. Whoever held it before it was deleted may still believe
+    /// it leads until its deadline, which passes within one lease duration from now
+    /// (the deletion came before this observation). With the strict lock delay, do
+    /// not lead before then, whichever write wins (a create, or taking over a
+    /// record whose create's outcome was unknown). A node cannot tell a lock never
+    /// created from one deleted under a live leader, so this holds for a node that
+    /// never saw the lock held too.
     pub(super) fn note_absent(&mut self, now: Instant) {
         self.absent = true;
-        if self.seen_held && self.config.lock_delay == LockDelay::Strict {
+        if self.config.lock_delay == LockDelay::Strict {
             self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
         }
     }
