@@ -111,7 +111,11 @@ impl fmt::Display for Violation {
 #[derive(Debug)]
 pub struct Checker {
     started: Vec<Option<Term>>,
-    max_term: Option<Term>,
+    /// The largest term started, per generation of the lock (a deletion starts a
+    /// new one: its transition count starts over).
+    max_term: Vec<Option<Term>>,
+    /// The store's last version at each deletion.
+    deletions: Vec<u64>,
     starts: usize,
     /// Versions at which a human set the holder to "": a leadership acquired
     /// before such an edit may be evicted by it, and its holder keeps believing
@@ -124,7 +128,8 @@ impl Checker {
     pub fn new(nodes: usize) -> Self {
         Checker {
             started: vec![None; nodes],
-            max_term: None,
+            max_term: vec![None],
+            deletions: Vec::new(),
             starts: 0,
             evictions: Vec::new(),
         }
@@ -160,7 +165,11 @@ impl Checker {
                         what: format!("started {term} while leading {t}"),
                     });
                 }
-                if let Some(prev) = self.max_term.as_ref().filter(|_| !self.evicted(term)) {
+                let generation = self.generation(term);
+                if let Some(prev) = self.max_term[generation]
+                    .as_ref()
+                    .filter(|_| !self.evicted(term))
+                {
                     if term <= prev {
                         let (term, previous) = (term.to_string(), prev.to_string());
                         return Err(Violation::TermNotGrowing {
@@ -170,7 +179,7 @@ impl Checker {
                         });
                     }
                 }
-                self.max_term = Some(term.clone());
+                self.max_term[generation] = Some(term.clone());
                 self.started[node] = Some(term.clone());
                 self.starts += 1;
             }
@@ -240,7 +249,15 @@ impl Checker {
 
     /// The lock was deleted: its transition count starts over, so terms are
     /// compared from here on.
-    pub fn on_delete(&mut self) {
-        self.max_term = None;
+    pub fn on_delete(&mut self, last_version: u64) {
+        self.deletions.push(last_version);
+        self.max_term.push(None);
+    }
+
+    /// Which generation of the lock a term belongs to: how many deletions came
+    /// before the version that started it.
+    fn generation(&self, term: &Term) -> usize {
+        let v: u64 = term.version.as_str().parse().unwrap_or(u64::MAX);
+        self.deletions.iter().filter(|&&d| d < v).count()
     }
 }

@@ -42,6 +42,11 @@ impl Store {
         }
     }
 
+    /// The last version the store handed out.
+    pub fn last_version(&self) -> u64 {
+        self.counter
+    }
+
     /// The lock as it is.
     pub fn current(&self) -> Option<&Observation> {
         self.current.as_ref()

@@ -415,7 +415,11 @@ impl World {
             self.send(node, a);
         }
         if let Some(t) = timeout {
-            let real = self.nodes[node].real(t).max(self.now);
+            let mut real = self.nodes[node].real(t).max(self.now);
+            // Float rounding must not wake the node a hair before its timer.
+            while self.nodes[node].local(real) < t {
+                real += 1;
+            }
             if self.nodes[node]
                 .wake
                 .is_none_or(|w| real < w || w < self.now)
@@ -643,7 +647,7 @@ impl World {
             }
             Fault::DeleteLock => {
                 let w = self.store.delete();
-                self.checker.on_delete();
+                self.checker.on_delete(self.store.last_version());
                 self.broadcast(&w);
             }
             Fault::HumanEdit { holder } => {

@@ -186,7 +186,7 @@ impl Elector {
             Lead::Releasing
         } else if now < self.lead_not_before {
             self.timers.set(Timer::LockDelay, self.lead_not_before);
-            Lead::Delayed
+            Lead::Delayed { then_release: None }
         } else {
             Lead::Leading
         };
@@ -221,7 +221,15 @@ impl Elector {
     /// The strict lock delay ended: lead, if still holding within the deadline.
     pub(super) fn on_lock_delay_end(&mut self, now: Instant) {
         let Some(h) = &mut self.holding else { return };
-        if h.state != Lead::Delayed || now >= h.deadline {
+        let Lead::Delayed { then_release } = &mut h.state else {
+            return;
+        };
+        if let Some(reason) = then_release.take() {
+            h.state = Lead::Releasing;
+            self.after_stop(&reason, now);
+            return;
+        }
+        if now >= h.deadline {
             return;
         }
         h.state = Lead::Leading;

@@ -143,8 +143,13 @@ struct Holding {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Lead {
-    /// Holding, but not leading yet: the strict lock delay runs.
-    Delayed,
+    /// Holding, but not leading yet: the strict lock delay runs. A holder asked
+    /// to give up meanwhile releases only once the delay is over, since whoever
+    /// believed in the deleted lock may still lead until then.
+    Delayed {
+        /// Release (for this reason) instead of leading when the delay ends.
+        then_release: Option<StopReason>,
+    },
     /// Leading: [`Event::StartedLeading`] was emitted.
     Leading,
     /// Leading, giving up gracefully: [`Event::Draining`] was emitted and the host
@@ -353,7 +358,7 @@ impl Elector {
         }
         match self.holding.as_ref().map(|h| &h.state) {
             None => Role::Follower,
-            Some(Lead::Delayed) => Role::Acquiring,
+            Some(Lead::Delayed { .. }) => Role::Acquiring,
             Some(Lead::Leading) => Role::Leader,
             Some(Lead::Draining(_)) => Role::Draining,
             Some(Lead::Releasing) => Role::Releasing,

@@ -101,8 +101,14 @@ impl Elector {
         if self.holding.is_some() {
             // While holding, the cache is our own last write: a watch event that
             // is not ours (a human edit, a steal, a handover request, or a lagging
-            // watch) is confirmed by a read before anything is decided.
-            if !self.wrote(&obs.version) {
+            // watch) is confirmed by a read before anything is decided. While a
+            // write of ours is in flight, the event may be its echo; the write's
+            // answer tells (a conflict leads to the same read).
+            let write_in_flight = self
+                .in_flight
+                .as_ref()
+                .is_some_and(|c| c.purpose.is_write());
+            if !self.wrote(&obs.version) && !write_in_flight {
                 self.read_wanted = true;
             }
             return;

@@ -19,13 +19,15 @@ impl Elector {
     /// Starts giving up the lock for `reason`.
     pub(super) fn begin_giving_up(&mut self, reason: StopReason, now: Instant) {
         let Some(h) = &mut self.holding else { return };
+        // The budget starts when the release may start: after any lock delay.
+        let start = now.max(self.lead_not_before);
         self.timers
-            .set(Timer::ReleaseBudget, now + self.config.renew_deadline);
-        match h.state {
-            Lead::Delayed => {
-                // Never started leading: nothing to drain or report.
-                h.state = Lead::Releasing;
-                self.after_stop(&reason, now);
+            .set(Timer::ReleaseBudget, start + self.config.renew_deadline);
+        match &mut h.state {
+            Lead::Delayed { then_release } => {
+                // Never started leading: nothing to drain or report; release
+                // once the lock delay is over.
+                then_release.get_or_insert(reason);
             }
             Lead::Leading => {
                 h.state = Lead::Draining(reason.clone());
@@ -52,7 +54,7 @@ impl Elector {
     }
 
     /// After leadership stopped for `reason`: release if due, else let go.
-    fn after_stop(&mut self, reason: &StopReason, now: Instant) {
+    pub(super) fn after_stop(&mut self, reason: &StopReason, now: Instant) {
         let release = match reason {
             StopReason::ShutDown => self.config.release_on_shutdown,
             _ => true,
