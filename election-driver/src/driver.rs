@@ -29,6 +29,14 @@ use crate::work::{LeaderWork, WorkEnd, WorkRunner};
 /// clock within this long (and a resumed leader is already past its deadline).
 pub const MAX_SLEEP: Duration = Duration::from_secs(1);
 
+/// How long the loop waits before looking again when the elector reports a
+/// timeout that is already due right after handling it (see `arm_timer`).
+const SPIN_GUARD: Duration = Duration::from_millis(1);
+
+/// An operation id the elector never issues (ids count up from zero): an answer
+/// to it is ignored after the elector checked its deadline.
+const NO_OP: OpId = OpId(u64::MAX);
+
 /// What the driver does when leadership is lost (not given up on request).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OnLoss {
@@ -115,6 +123,8 @@ impl<L: Lock> Builder<L> {
             on_loss: self.on_loss,
             step_down_waiters: Vec::new(),
             shutdown_waiters: Vec::new(),
+            shutting_down: false,
+            deferred_watch: None,
         };
         Ok((driver, handle))
     }
@@ -165,6 +175,14 @@ pub struct Driver<L, R> {
     on_loss: OnLoss,
     step_down_waiters: Vec<oneshot::Sender<()>>,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
+    /// `Elector::shutdown` was called.
+    shutting_down: bool,
+    /// Workaround: a watch event that arrived while a shutting-down follower had a
+    /// call in flight. The elector terminates on any input in that state once its
+    /// confirming read was sent (`drive` reads "no read wanted" as "nothing to
+    /// release"), which can leave a lease taken by a create whose answer was lost
+    /// (FAULTS H5). The event is delivered when the call has ended.
+    deferred_watch: Option<WatchEvent>,
 }
 
 impl<L: Lock, R: Runtime> Driver<L, R> {
@@ -208,7 +226,11 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             }
         }
         if self.elector.poll_timeout().is_some_and(|t| t <= now) {
-            self.elector.handle_timeout(now);
+            if self.call.is_none() {
+                self.elector.handle_timeout(now);
+            } else {
+                self.check_deadline(now);
+            }
         }
         self.flush(now);
         if self.elector.is_terminated() {
@@ -293,6 +315,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 );
                 self.publish(Change::StoppedLeading { term, reason }, now);
                 if lost && self.on_loss == OnLoss::Exit {
+                    self.shutting_down = true;
                     self.elector.shutdown(now);
                 }
             }
@@ -333,6 +356,31 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         }
     }
 
+    /// Hands the elector a watch event held back while a call was in flight.
+    fn deliver_deferred_watch(&mut self, now: Instant) {
+        if self.call.is_none() {
+            if let Some(event) = self.deferred_watch.take() {
+                self.elector.handle(Input::Watch(event), now);
+            }
+        }
+    }
+
+    /// While a call is in flight, fires only the leadership deadline.
+    ///
+    /// Workaround: `Elector::handle_timeout` never returns when the attempt timer
+    /// is due while a call is in flight (`read_or_attempt_due` re-arms it at `now`
+    /// and `take_expired(now)` picks it again). So while a call is in flight the
+    /// driver does not call it: the request timeout is the driver's own (the call's
+    /// timeout future), the lock-delay and release-budget timers fire when the call
+    /// has ended (at most one request timeout later, the safe direction), and the
+    /// deadline is checked by a no-op input, since every handler checks it first.
+    fn check_deadline(&mut self, now: Instant) {
+        if self.elector.deadline().is_some_and(|d| d <= now) {
+            let result = Err(LockError::unknown("no call: deadline check"));
+            self.elector.handle(Input::Answer { op: NO_OP, result }, now);
+        }
+    }
+
     /// The watch broke (`error`) or ended: tell the elector (it polls meanwhile)
     /// and resume later, backing off from the retry period up to a lease duration.
     fn watch_broke(&mut self, error: Option<LockError>, now: Instant) {
@@ -357,8 +405,19 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     /// [`MAX_SLEEP`] from now. Kept when the deadline did not change.
     fn arm_timer(&mut self, now: Instant) {
         let mut at = now + MAX_SLEEP;
-        if let Some(t) = self.elector.poll_timeout() {
-            at = at.min(t);
+        match self.elector.poll_timeout() {
+            // Still due after `handle_timeout(now)`: the elector waits for the call
+            // in flight (an attempt that fell due meanwhile stays due). The call's
+            // answer or its request timeout wakes the loop; a zero timer would spin.
+            Some(t) if t <= now && self.call.is_some() => {
+                if let Some(d) = self.elector.deadline().filter(|d| *d > now) {
+                    at = at.min(d);
+                }
+            }
+            // Due and nothing in flight: retry shortly rather than spin.
+            Some(t) if t <= now => at = now + SPIN_GUARD,
+            Some(t) => at = at.min(t),
+            None => {}
         }
         if let WatchState::Broken { at: w } = self.watch {
             at = at.min(w);
@@ -408,6 +467,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 // Every handle is gone: shut down (drain, release best effort).
                 debug!("handle dropped; shutting down");
                 self.commands = None;
+                self.shutting_down = true;
                 self.elector.shutdown(now);
             }
             Wake::Command(Some(Command::StepDown(reply))) => {
@@ -416,6 +476,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             }
             Wake::Command(Some(Command::Shutdown(reply))) => {
                 self.shutdown_waiters.push(reply);
+                self.shutting_down = true;
                 self.elector.shutdown(now);
             }
             Wake::Command(Some(Command::Abort)) => {
@@ -428,6 +489,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Wake::Answer(op, result) => {
                 self.call = None;
                 self.elector.handle(Input::Answer { op, result }, now);
+                self.deliver_deferred_watch(now);
             }
             Wake::CallTimedOut(op) => {
                 self.call = None;
@@ -436,10 +498,19 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                     "no answer within the request timeout ({timeout:?})"
                 )));
                 self.elector.handle(Input::Answer { op, result }, now);
+                self.deliver_deferred_watch(now);
             }
             Wake::Watch(Some(Ok(event))) => {
                 self.watch_failures = 0;
-                self.elector.handle(Input::Watch(event), now);
+                if self.shutting_down
+                    && self.call.is_some()
+                    && self.elector.role() == Role::Follower
+                {
+                    // Workaround (see `deferred_watch`): hold it until the call ends.
+                    self.deferred_watch = Some(event);
+                } else {
+                    self.elector.handle(Input::Watch(event), now);
+                }
             }
             Wake::Watch(Some(Err(e))) => self.watch_broke(Some(e), now),
             Wake::Watch(None) => self.watch_broke(None, now),

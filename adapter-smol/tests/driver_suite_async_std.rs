@@ -1,0 +1,8 @@
+//! The driver test suite on async-std (the test bodies run on async-std's
+//! executor; the driver uses smol's timers and executor, which work from any), in
+//! real time.
+
+election_driver::driver_suite!(
+    block_on = async_std::task::block_on,
+    runtime = adapter_smol::SmolRuntime::new()
+);

@@ -1,0 +1,820 @@
+//! The driver test suite, written once and run on every runtime.
+//!
+//! Each case is a generic `async fn(rt: R)` over a [`Runtime`], driving real
+//! [`Driver`](crate::Driver)s against the memory lock (`lock-memory`), with
+//! [`Config::fast`] timings (2 s lease, 1.5 s renew deadline, 250 ms retry). The
+//! adapters instantiate the whole suite with [`driver_suite!`](crate::driver_suite):
+//! on tokio with paused (virtual) time, on smol and on async-std in real time.
+//!
+//! The cases read like stories of a small cluster; those covering a row of
+//! `FAULTS.md` are named after it.
+//!
+//! Every case panics (fails) with a message saying what it waited for.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use election_core::{Config, OpKind, Role, StopReason, Term};
+use futures::StreamExt;
+use lock_memory::{Delay, Fault, Faults, LoggedWrite, MemoryStore, WriteKind};
+
+use crate::{Builder, CancelSignal, Change, Handle, LeaderWork, LeadershipState, OnLoss, Runtime, WorkRun};
+
+/// Instantiates the suite as `#[test]` functions.
+///
+/// `block_on` is a function running a future to completion on the runtime (for
+/// tokio, a paused current-thread runtime); `runtime` an expression evaluated
+/// inside it that yields the [`Runtime`].
+///
+/// ```ignore
+/// election_driver::driver_suite!(block_on = smol::block_on, runtime = adapter_smol::SmolRuntime::new());
+/// ```
+#[macro_export]
+macro_rules! driver_suite {
+    (block_on = $block_on:path, runtime = $rt:expr) => {
+        $crate::driver_suite!(@cases $block_on, $rt;
+            three_candidates_elect_exactly_one,
+            leader_shutdown_hands_over,
+            leader_step_down_hands_over,
+            dropped_handle_releases_best_effort,
+            leader_crash_fails_over_after_one_lease,
+            work_is_cancelled_and_awaited_before_release,
+            on_loss_exit_ends_the_driver,
+            h1_shutdown_while_renew_in_flight_releases,
+            h2_shutdown_while_read_in_flight_exits_promptly,
+            h3_slow_work_delays_release_while_renewals_go_on,
+            h4_release_when_another_holds_writes_nothing,
+            h5_shutdown_racing_acquisition_never_holds_silently,
+            h6_panicking_work_is_reported_and_renewals_go_on,
+            h6_blocking_work_is_bounded_by_the_release_budget,
+            n5_paused_leader_is_past_its_deadline_on_resume,
+            n7_partitioned_leader_stops_at_deadline_and_others_take_over,
+            w1_broken_watch_resumes_and_polls_meanwhile,
+        );
+    };
+    (@cases $block_on:path, $rt:expr; $($case:ident,)*) => {
+        $(
+            #[test]
+            fn $case() {
+                $block_on(async { $crate::testsuite::$case($rt).await })
+            }
+        )*
+    };
+}
+
+// ---- timings (Config::fast) ----
+
+const LEASE: Duration = Duration::from_secs(2);
+const RENEW_DEADLINE: Duration = Duration::from_millis(1_500);
+const RETRY: Duration = Duration::from_millis(250);
+const TICK: Duration = Duration::from_millis(5);
+/// The first election on an absent lock: the creator waits one lease (strict lock
+/// delay: a deleted lock may still have a believer) before it leads.
+const FIRST_ELECTION: Duration = Duration::from_millis(3_500);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+// ---- the cluster under test ----
+
+/// A memory store whose latency uses the runtime's timer (virtual under paused tokio).
+fn new_store<R: Runtime>(rt: &R) -> MemoryStore {
+    let rt = rt.clone();
+    MemoryStore::new().with_sleeper(move |d| rt.sleep(d))
+}
+
+/// Every state a node published, in order (the hook sees them all).
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<LeadershipState>>>);
+
+impl Recorder {
+    fn all(&self) -> Vec<LeadershipState> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn changes(&self) -> Vec<Change> {
+        self.all().into_iter().map(|s| s.change).collect()
+    }
+
+    fn stops(&self) -> Vec<StopReason> {
+        self.changes()
+            .into_iter()
+            .filter_map(|c| match c {
+                Change::StoppedLeading { reason, .. } => Some(reason),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Starts and stops pair up, in order.
+    fn assert_paired(&self, who: &str) {
+        let mut open: Option<Term> = None;
+        for c in self.changes() {
+            match c {
+                Change::StartedLeading { term } => {
+                    assert!(open.is_none(), "{who}: two starts without a stop");
+                    open = Some(term);
+                }
+                Change::StoppedLeading { term, .. } => {
+                    assert_eq!(open.take(), Some(term), "{who}: a stop without its start");
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// What the test leader work saw, with the write-log position at each point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Note {
+    Started(u64),
+    Cancelled(u64),
+    Ended(u64),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WorkMode {
+    /// Waits for the signal, then drains for this long.
+    Cooperative(Duration),
+    /// Panics at once.
+    Panics,
+    /// Never returns, whatever the signal says.
+    IgnoresCancel,
+}
+
+struct TestWork<R> {
+    rt: R,
+    store: MemoryStore,
+    mode: WorkMode,
+    notes: Arc<Mutex<Vec<Note>>>,
+}
+
+fn log_position(store: &MemoryStore) -> u64 {
+    store.write_log().last().map_or(0, |w| w.seq)
+}
+
+impl<R: Runtime> LeaderWork for TestWork<R> {
+    fn start(&mut self, _term: Term) -> WorkRun {
+        let signal = CancelSignal::new();
+        let (rt, store, mode, notes) = (
+            self.rt.clone(),
+            self.store.clone(),
+            self.mode,
+            self.notes.clone(),
+        );
+        let s = signal.clone();
+        let future = Box::pin(async move {
+            notes.lock().unwrap().push(Note::Started(log_position(&store)));
+            match mode {
+                WorkMode::Panics => panic!("injected leader-work panic"),
+                WorkMode::IgnoresCancel => futures::future::pending::<()>().await,
+                WorkMode::Cooperative(drain) => {
+                    s.cancelled().await;
+                    notes.lock().unwrap().push(Note::Cancelled(log_position(&store)));
+                    if !drain.is_zero() {
+                        rt.sleep(drain).await;
+                    }
+                    notes.lock().unwrap().push(Note::Ended(log_position(&store)));
+                }
+            }
+        });
+        WorkRun {
+            future,
+            cancel: Box::new(move || signal.cancel()),
+        }
+    }
+}
+
+struct Node {
+    name: String,
+    handle: Option<Handle>,
+    states: Recorder,
+    notes: Arc<Mutex<Vec<Note>>>,
+}
+
+impl Node {
+    fn h(&self) -> &Handle {
+        self.handle.as_ref().expect("node still running")
+    }
+
+    fn is_leader(&self) -> bool {
+        self.handle.as_ref().is_some_and(Handle::is_leader)
+    }
+
+    fn notes(&self) -> Vec<Note> {
+        self.notes.lock().unwrap().clone()
+    }
+}
+
+struct Cluster<R> {
+    rt: R,
+    store: MemoryStore,
+}
+
+impl<R: Runtime> Cluster<R> {
+    fn new(rt: R) -> Self {
+        let store = new_store(&rt);
+        Cluster { rt, store }
+    }
+
+    fn builder(
+        &self,
+        name: &str,
+        mode: Option<WorkMode>,
+        on_loss: OnLoss,
+    ) -> (Builder<lock_memory::MemoryLock>, Recorder, Arc<Mutex<Vec<Note>>>) {
+        let seed = name.bytes().map(u64::from).sum::<u64>();
+        let states = Recorder::default();
+        let notes = Arc::new(Mutex::new(Vec::new()));
+        let rec = states.clone();
+        let mut b = Builder::new(self.store.client(name), Config::fast(name).seed(seed))
+            .on_loss(on_loss)
+            .on_state(move |s| rec.0.lock().unwrap().push(s.clone()));
+        if let Some(mode) = mode {
+            b = b.leader_work(TestWork {
+                rt: self.rt.clone(),
+                store: self.store.clone(),
+                mode,
+                notes: notes.clone(),
+            });
+        }
+        (b, states, notes)
+    }
+
+    fn spawn_with(&self, name: &str, mode: Option<WorkMode>, on_loss: OnLoss) -> Node {
+        let (b, states, notes) = self.builder(name, mode, on_loss);
+        let handle = b.spawn(self.rt.clone()).expect("valid configuration");
+        Node {
+            name: name.to_owned(),
+            handle: Some(handle),
+            states,
+            notes,
+        }
+    }
+
+    fn spawn(&self, name: &str) -> Node {
+        self.spawn_with(name, Some(WorkMode::Cooperative(Duration::ZERO)), OnLoss::Campaign)
+    }
+
+    async fn sleep(&self, d: Duration) {
+        self.rt.sleep(d).await;
+    }
+
+    /// Waits until `cond` holds, checking every few milliseconds; panics after
+    /// `within`. Returns how long it took.
+    async fn until(&self, within: Duration, what: &str, mut cond: impl FnMut() -> bool) -> Duration {
+        let start = self.rt.now();
+        loop {
+            if cond() {
+                return self.rt.now() - start;
+            }
+            let waited = self.rt.now() - start;
+            assert!(waited <= within, "waited {waited:?} (limit {within:?}) until {what}");
+            self.rt.sleep(TICK).await;
+        }
+    }
+
+    /// Waits for exactly one leader among `nodes`; returns its index.
+    async fn elected(&self, nodes: &[Node], within: Duration) -> usize {
+        self.until(within, "exactly one leader", || {
+            nodes.iter().filter(|n| n.is_leader()).count() == 1
+        })
+        .await;
+        nodes.iter().position(Node::is_leader).expect("one leads")
+    }
+
+    /// Writes by `client` at log positions after `after`.
+    fn writes_by(&self, client: &str, after: u64) -> Vec<LoggedWrite> {
+        self.store
+            .write_log()
+            .into_iter()
+            .filter(|w| &*w.client == client && w.seq > after)
+            .collect()
+    }
+
+    /// The release writes (empty holder) by `client`.
+    fn releases_by(&self, client: &str) -> Vec<LoggedWrite> {
+        self.writes_by(client, 0)
+            .into_iter()
+            .filter(|w| w.record.as_ref().is_some_and(|r| r.holder.is_empty()))
+            .collect()
+    }
+
+    fn holder(&self) -> Option<String> {
+        self.store
+            .current()
+            .map(|o| o.record.holder.to_string())
+            .filter(|h| !h.is_empty())
+    }
+
+    async fn shutdown_all(&self, nodes: &mut [Node]) {
+        for n in nodes.iter_mut() {
+            if let Some(h) = n.handle.take() {
+                h.shutdown().await;
+            }
+        }
+    }
+
+    /// Asserts that at most one node leads, sampling for `d`.
+    async fn at_most_one_leader_for(&self, nodes: &[Node], d: Duration) {
+        let end = self.rt.now() + d;
+        while self.rt.now() < end {
+            let leaders: Vec<&str> = nodes
+                .iter()
+                .filter(|n| n.is_leader())
+                .map(|n| n.name.as_str())
+                .collect();
+            assert!(leaders.len() <= 1, "two leaders at once: {leaders:?}");
+            self.rt.sleep(TICK).await;
+        }
+    }
+}
+
+fn three<R: Runtime>(c: &Cluster<R>) -> Vec<Node> {
+    ["node-a", "node-b", "node-c"]
+        .into_iter()
+        .map(|n| c.spawn(n))
+        .collect()
+}
+
+// ---- the cases ----
+
+/// Three candidates start together: exactly one leads, stays leader while it
+/// renews, and all three agree on who it is.
+pub async fn three_candidates_elect_exactly_one<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut nodes = three(&c);
+    let i = c.elected(&nodes, FIRST_ELECTION).await;
+    let leader = nodes[i].name.clone();
+    // Three leases of steady state: the same single leader throughout.
+    let end = c.rt.now() + 3 * LEASE;
+    while c.rt.now() < end {
+        let leaders: Vec<&str> = nodes
+            .iter()
+            .filter(|n| n.is_leader())
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(leaders, [leader.as_str()]);
+        c.sleep(ms(50)).await;
+    }
+    for n in &nodes {
+        assert_eq!(n.h().leader().as_deref(), Some(leader.as_str()), "{}", n.name);
+    }
+    assert_eq!(c.holder().as_deref(), Some(leader.as_str()));
+    assert!(nodes[i].h().term().is_some());
+    c.shutdown_all(&mut nodes).await;
+    for n in &nodes {
+        n.states.assert_paired(&n.name);
+    }
+}
+
+/// The leader shuts down: it releases, and another leads within moments (the
+/// followers' watches see the release), not after a lease.
+pub async fn leader_shutdown_hands_over<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut nodes = three(&c);
+    let i = c.elected(&nodes, FIRST_ELECTION).await;
+    let old = nodes[i].name.clone();
+    nodes[i].handle.take().unwrap().shutdown().await;
+    assert_eq!(c.releases_by(&old).len(), 1, "one release write by {old}");
+    let took = c
+        .until(ms(500), "a new leader after the release", || {
+            nodes.iter().filter(|n| n.is_leader()).count() == 1
+        })
+        .await;
+    assert!(took < LEASE / 4, "hand-over took {took:?}");
+    let new = nodes.iter().position(Node::is_leader).unwrap();
+    assert_ne!(nodes[new].name, old);
+    assert!(matches!(
+        nodes[i].states.changes().last(),
+        Some(Change::Terminated)
+    ));
+    assert_eq!(nodes[i].states.stops(), [StopReason::ShutDown]);
+    c.shutdown_all(&mut nodes).await;
+}
+
+/// The leader steps down: another takes over quickly, and the old leader stays a
+/// follower (it does not campaign for one lease).
+pub async fn leader_step_down_hands_over<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut nodes: Vec<Node> = ["node-a", "node-b"].into_iter().map(|n| c.spawn(n)).collect();
+    let i = c.elected(&nodes, FIRST_ELECTION).await;
+    nodes[i].h().step_down().await;
+    assert!(!nodes[i].is_leader());
+    assert_eq!(nodes[i].h().state().role, Role::Follower);
+    c.until(ms(500), "the other node leads", || nodes[1 - i].is_leader())
+        .await;
+    c.at_most_one_leader_for(&nodes, LEASE).await;
+    assert!(nodes[1 - i].is_leader(), "the new leader keeps the lock");
+    assert_eq!(nodes[i].states.stops(), [StopReason::SteppedDown]);
+    c.shutdown_all(&mut nodes).await;
+}
+
+/// Dropping a leader's handle without shutdown still drains and releases.
+pub async fn dropped_handle_releases_best_effort<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut nodes: Vec<Node> = ["node-a", "node-b"].into_iter().map(|n| c.spawn(n)).collect();
+    let i = c.elected(&nodes, FIRST_ELECTION).await;
+    let old = nodes[i].name.clone();
+    drop(nodes[i].handle.take());
+    c.until(ms(500), "the dropped leader released", || {
+        !c.releases_by(&old).is_empty()
+    })
+    .await;
+    c.until(ms(500), "the other node leads", || nodes[1 - i].is_leader())
+        .await;
+    assert!(matches!(
+        nodes[i].states.changes().last(),
+        Some(Change::Terminated)
+    ));
+    c.shutdown_all(&mut nodes).await;
+}
+
+/// The leader crashes (no release): another leads about one lease after the
+/// crash, never before the lease the crashed one held has expired.
+pub async fn leader_crash_fails_over_after_one_lease<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut nodes = three(&c);
+    let i = c.elected(&nodes, FIRST_ELECTION).await;
+    let old = nodes[i].name.clone();
+    nodes[i].handle.take().unwrap().abort();
+    let took = c
+        .until(LEASE * 2, "a new leader after the crash", || {
+            nodes.iter().filter(|n| n.is_leader()).count() == 1
+        })
+        .await;
+    // Followers time the lease from when they saw the last renew (at most one
+    // retry period before the crash): never earlier than that.
+    assert!(took >= LEASE - RETRY - ms(50), "took over after only {took:?}");
+    assert!(took <= LEASE + ms(1_200), "failover took {took:?}");
+    assert!(c.releases_by(&old).is_empty(), "a crash does not release");
+    assert!(matches!(nodes[i].states.changes().last(), Some(Change::Aborted)));
+    c.shutdown_all(&mut nodes).await;
+}
+
+/// On a graceful give-up the leader work is cancelled and has ended before the
+/// release write (the write log orders them).
+pub async fn work_is_cancelled_and_awaited_before_release<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut n = c.spawn_with("node-a", Some(WorkMode::Cooperative(ms(100))), OnLoss::Campaign);
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    n.handle.take().unwrap().shutdown().await;
+    let notes = n.notes();
+    let Some(Note::Ended(ended)) = notes.last().cloned() else {
+        panic!("the work did not end: {notes:?}");
+    };
+    let releases = c.releases_by("node-a");
+    assert_eq!(releases.len(), 1, "{notes:?}");
+    assert!(
+        releases[0].seq > ended,
+        "release (log #{}) before the work ended (log #{ended})",
+        releases[0].seq
+    );
+    assert!(matches!(notes.first(), Some(Note::Started(_))));
+    assert!(notes.iter().any(|x| matches!(x, Note::Cancelled(_))));
+}
+
+/// With `OnLoss::Exit`, losing leadership ends the driver (client-go's
+/// `RunOrDie`) and its state stream.
+pub async fn on_loss_exit_ends_the_driver<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let n = c.spawn_with("node-a", None, OnLoss::Exit);
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    let mut stream = n.h().states();
+    let mut rec = c.store.current().unwrap().record;
+    rec.holder = "someone-else".into();
+    let edit = c.store.set_record(rec);
+    let last = c.until(ms(1_000), "the driver ended", || {
+        matches!(n.states.changes().last(), Some(Change::Terminated))
+    });
+    last.await;
+    assert!(!n.is_leader());
+    let mut seen = Vec::new();
+    while let Some(s) = stream.next().await {
+        seen.push(s.change);
+    }
+    assert!(matches!(seen.last(), Some(Change::Terminated)), "{seen:?}");
+    assert_eq!(
+        n.states.stops(),
+        [StopReason::ObservedOtherHolder {
+            holder: "someone-else".into()
+        }]
+    );
+    let seq = c.store.write_log().iter().find(|w| w.version == edit.version).unwrap().seq;
+    assert!(c.writes_by("node-a", seq).is_empty(), "no write after the loss");
+}
+
+/// FAULTS H1: shutdown while a renew is in flight, whose answer is lost although
+/// it was applied: the release re-reads and still releases.
+pub async fn h1_shutdown_while_renew_in_flight_releases<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut n = c.spawn("node-a");
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    let faults = c.store.faults("node-a");
+    faults
+        .set(Faults::none().latency(Delay::fixed(ms(100)), Delay::NONE))
+        .unwrap();
+    faults.inject_for(OpKind::Update, Fault::LoseAnswer);
+    let before = faults.calls().update;
+    c.until(ms(1_000), "a renew is in flight", || faults.calls().update > before)
+        .await;
+    let start = c.rt.now();
+    n.handle.take().unwrap().shutdown().await;
+    assert!(c.rt.now() - start < RENEW_DEADLINE, "shutdown took too long");
+    assert_eq!(c.holder(), None, "the lock was released");
+    assert_eq!(c.releases_by("node-a").len(), 1);
+    n.states.assert_paired("node-a");
+}
+
+/// FAULTS H2: shutdown while a read hangs: the driver ends at once, reporting it.
+pub async fn h2_shutdown_while_read_in_flight_exits_promptly<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    c.store.faults("node-a").inject_for(OpKind::Get, Fault::Hang);
+    let mut n = c.spawn("node-a");
+    let faults = c.store.faults("node-a");
+    c.until(ms(500), "the read started", || faults.calls().get >= 1)
+        .await;
+    let start = c.rt.now();
+    n.handle.take().unwrap().shutdown().await;
+    assert!(c.rt.now() - start < ms(100), "shutdown waited for the read");
+    assert!(matches!(n.states.changes().last(), Some(Change::Terminated)));
+    assert!(c.writes_by("node-a", 0).is_empty());
+}
+
+/// FAULTS H3: the leader work is slow to stop: the release waits for it, and the
+/// leader keeps renewing meanwhile.
+pub async fn h3_slow_work_delays_release_while_renewals_go_on<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let drain = ms(700);
+    let mut n = c.spawn_with("node-a", Some(WorkMode::Cooperative(drain)), OnLoss::Campaign);
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    let start = c.rt.now();
+    n.handle.take().unwrap().shutdown().await;
+    assert!(c.rt.now() - start >= drain, "shutdown did not wait for the work");
+    let notes = n.notes();
+    let (Some(Note::Cancelled(cancelled)), Some(Note::Ended(ended))) =
+        (notes.get(1).cloned(), notes.get(2).cloned())
+    else {
+        panic!("unexpected work notes {notes:?}");
+    };
+    let renews_while_draining = c
+        .writes_by("node-a", cancelled)
+        .into_iter()
+        .filter(|w| w.seq <= ended && w.kind == WriteKind::Update)
+        .count();
+    assert!(
+        renews_while_draining >= 2,
+        "only {renews_while_draining} renews during a {drain:?} drain"
+    );
+    let releases = c.releases_by("node-a");
+    assert_eq!(releases.len(), 1);
+    assert!(releases[0].seq > ended);
+}
+
+/// FAULTS H4: the lock was taken from the leader (a human set another holder):
+/// on shutdown it writes nothing.
+pub async fn h4_release_when_another_holds_writes_nothing<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut n = c.spawn("node-a");
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    let mut rec = c.store.current().unwrap().record;
+    rec.holder = "intruder".into();
+    let edit = c.store.set_record(rec);
+    c.until(ms(500), "node-a saw the intruder", || !n.is_leader())
+        .await;
+    n.handle.take().unwrap().shutdown().await;
+    let seq = c.store.write_log().iter().find(|w| w.version == edit.version).unwrap().seq;
+    assert!(c.writes_by("node-a", seq).is_empty(), "node-a wrote after the edit");
+    assert_eq!(c.holder().as_deref(), Some("intruder"));
+    assert_eq!(
+        n.states.stops(),
+        [StopReason::ObservedOtherHolder {
+            holder: "intruder".into()
+        }]
+    );
+}
+
+/// FAULTS H5: shutdown races an acquisition in flight (answered, or applied with
+/// its answer lost): the node either started and stopped and released, or
+/// released without starting; the lock is never left held.
+pub async fn h5_shutdown_racing_acquisition_never_holds_silently<R: Runtime>(rt: R) {
+    for lose_answer in [false, true] {
+        let c = Cluster::new(rt.clone());
+        let faults = c.store.faults("node-a");
+        faults
+            .set(Faults::none().latency(Delay::fixed(ms(100)), Delay::NONE))
+            .unwrap();
+        if lose_answer {
+            faults.inject_for(OpKind::Create, Fault::LoseAnswer);
+        }
+        let mut n = c.spawn("node-a");
+        c.until(ms(500), "the create started", || faults.calls().create >= 1)
+            .await;
+        n.handle.take().unwrap().shutdown().await;
+        assert_eq!(c.holder(), None, "lock left held (lost answer: {lose_answer})");
+        assert_eq!(c.store.current().map(|o| o.record.holder.is_empty()), Some(true));
+        n.states.assert_paired("node-a");
+    }
+}
+
+/// FAULTS H6: the leader work panics: the panic is reported and the node keeps
+/// leading and renewing; it still shuts down cleanly.
+pub async fn h6_panicking_work_is_reported_and_renewals_go_on<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut n = c.spawn_with("node-a", Some(WorkMode::Panics), OnLoss::Campaign);
+    c.until(FIRST_ELECTION, "the panic is reported", || {
+        n.states
+            .changes()
+            .iter()
+            .any(|ch| matches!(ch, Change::Problem(crate::DriverError::WorkPanicked { .. })))
+    })
+    .await;
+    let pos = log_position(&c.store);
+    c.sleep(LEASE).await;
+    assert!(n.is_leader(), "leadership lost after the work panicked");
+    assert!(c.writes_by("node-a", pos).len() >= 4, "renewals stopped");
+    n.handle.take().unwrap().shutdown().await;
+    assert_eq!(c.holder(), None);
+}
+
+/// FAULTS H6: the leader work blocks and ignores cancellation: shutdown ends
+/// within the release budget (one renew deadline), leadership ends, and the lock
+/// is not released under the running work (it expires instead).
+pub async fn h6_blocking_work_is_bounded_by_the_release_budget<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut n = c.spawn_with("node-a", Some(WorkMode::IgnoresCancel), OnLoss::Campaign);
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    let h = n.handle.take().unwrap();
+    let start = c.rt.now();
+    h.shutdown().await;
+    let took = c.rt.now() - start;
+    assert!(took >= RENEW_DEADLINE - ms(50), "gave up early: {took:?}");
+    assert!(took <= RENEW_DEADLINE + ms(500), "shutdown took {took:?}");
+    assert!(c.releases_by("node-a").is_empty(), "released under running work");
+    n.states.assert_paired("node-a");
+}
+
+/// A future that can be frozen: while paused it is not polled at all, as a
+/// stopped process (SIGSTOP, a VM pause).
+struct Freezable<F> {
+    inner: Pin<Box<F>>,
+    gate: Arc<Gate>,
+}
+
+#[derive(Default)]
+struct Gate {
+    paused: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Gate {
+    fn pause(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+    }
+
+    fn resume(&self) {
+        self.paused.store(false, Ordering::SeqCst);
+        if let Some(w) = self.waker.lock().unwrap().take() {
+            w.wake();
+        }
+    }
+}
+
+impl<F: Future<Output = ()>> Future for Freezable<F> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        *self.gate.waker.lock().unwrap() = Some(cx.waker().clone());
+        if self.gate.paused.load(Ordering::SeqCst) {
+            return Poll::Pending;
+        }
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// FAULTS N5: the leader's process is frozen for longer than a lease. Its
+/// `is_leader` turns false at the deadline while frozen (no event needed), another
+/// node takes over, and on resume the frozen node checks its deadline before
+/// acting: it never writes as leader again.
+pub async fn n5_paused_leader_is_past_its_deadline_on_resume<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let (b, states, notes) = c.builder("node-a", None, OnLoss::Campaign);
+    let (driver, handle) = b.build(c.rt.clone()).unwrap();
+    let gate = Arc::new(Gate::default());
+    c.rt.spawn(Box::pin(Freezable {
+        inner: Box::pin(driver.run()),
+        gate: gate.clone(),
+    }));
+    let mut a = Node {
+        name: "node-a".into(),
+        handle: Some(handle),
+        states,
+        notes,
+    };
+    c.until(FIRST_ELECTION, "node-a leads", || a.is_leader()).await;
+    let mut others: Vec<Node> = ["node-b", "node-c"].into_iter().map(|n| c.spawn(n)).collect();
+    c.sleep(ms(300)).await;
+    gate.pause();
+    let paused_at = log_position(&c.store);
+    let stale = c
+        .until(RENEW_DEADLINE + ms(50), "frozen node-a is no longer leader", || {
+            !a.is_leader()
+        })
+        .await;
+    assert!(stale <= RENEW_DEADLINE);
+    c.until(LEASE * 2, "another node leads", || {
+        others.iter().any(Node::is_leader)
+    })
+    .await;
+    c.sleep(LEASE).await;
+    assert!(!a.is_leader());
+    gate.resume();
+    c.sleep(LEASE).await;
+    assert!(!a.is_leader());
+    let as_leader: Vec<_> = c
+        .writes_by("node-a", paused_at)
+        .into_iter()
+        .filter(|w| w.record.as_ref().is_some_and(|r| &*r.holder == "node-a"))
+        .collect();
+    assert!(as_leader.is_empty(), "node-a wrote as leader after resume: {as_leader:?}");
+    assert_eq!(a.states.stops(), [StopReason::DeadlineExceeded]);
+    assert!(others.iter().filter(|n| n.is_leader()).count() == 1);
+    c.shutdown_all(std::slice::from_mut(&mut a)).await;
+    c.shutdown_all(&mut others).await;
+}
+
+/// FAULTS N7: the leader is partitioned from the lock: it stops at its deadline,
+/// another takes over a lease after its last observed change, never overlapping;
+/// after healing, the old leader follows the new one.
+pub async fn n7_partitioned_leader_stops_at_deadline_and_others_take_over<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut nodes = three(&c);
+    let i = c.elected(&nodes, FIRST_ELECTION).await;
+    let old = nodes[i].name.clone();
+    c.store.partition(&old);
+    let start = c.rt.now();
+    let mut stopped = None;
+    let mut new = None;
+    while new.is_none() {
+        let leaders: Vec<usize> = (0..nodes.len()).filter(|&j| nodes[j].is_leader()).collect();
+        assert!(leaders.len() <= 1, "overlap during the partition");
+        if stopped.is_none() && !nodes[i].is_leader() {
+            stopped = Some(c.rt.now() - start);
+        }
+        if let Some(&j) = leaders.first().filter(|&&j| j != i) {
+            new = Some((j, c.rt.now() - start));
+        }
+        assert!(c.rt.now() - start < LEASE * 2, "no takeover after the partition");
+        c.sleep(TICK).await;
+    }
+    let stopped = stopped.expect("the old leader stopped");
+    let (j, took) = new.unwrap();
+    assert!(stopped <= RENEW_DEADLINE + TICK, "old leader stopped after {stopped:?}");
+    assert!(took >= LEASE - RETRY - ms(50), "takeover after only {took:?}");
+    assert_eq!(nodes[i].states.stops(), [StopReason::DeadlineExceeded]);
+    c.store.heal(&old);
+    let new_name = nodes[j].name.clone();
+    c.until(LEASE * 2, "the healed node follows the new leader", || {
+        nodes[i].h().leader().as_deref() == Some(new_name.as_str())
+    })
+    .await;
+    assert!(!nodes[i].is_leader());
+    c.shutdown_all(&mut nodes).await;
+}
+
+/// FAULTS W1: the followers' watches break just before the leader releases: they
+/// poll meanwhile (a new leader within a polling interval, not a lease), and the
+/// watches are resumed.
+pub async fn w1_broken_watch_resumes_and_polls_meanwhile<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut nodes = three(&c);
+    let i = c.elected(&nodes, FIRST_ELECTION).await;
+    // Let the followers settle into watching.
+    c.sleep(ms(300)).await;
+    let followers: Vec<String> = (0..3).filter(|&j| j != i).map(|j| nodes[j].name.clone()).collect();
+    let watches_before: Vec<u64> = followers.iter().map(|f| c.store.calls(f).watch).collect();
+    for f in &followers {
+        c.store.faults(f).break_watches();
+    }
+    nodes[i].handle.take().unwrap().shutdown().await;
+    let took = c
+        .until(LEASE, "a new leader after the release", || {
+            nodes.iter().filter(|n| n.is_leader()).count() == 1
+        })
+        .await;
+    // Polling: within one jittered retry interval plus a read and a write.
+    assert!(took <= RETRY * 3, "takeover took {took:?} without watches");
+    c.until(LEASE, "the watches were resumed", || {
+        followers
+            .iter()
+            .zip(&watches_before)
+            .all(|(f, &before)| c.store.calls(f).watch > before)
+    })
+    .await;
+    c.shutdown_all(&mut nodes).await;
+}
