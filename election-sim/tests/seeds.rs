@@ -1,0 +1,60 @@
+//! The simulation over many seeds: every promise of DESIGN §1 checked after every
+//! step. `SIM_SEEDS=N` runs N seeds instead of 10,000 (`SIM_SEED_START` moves the
+//! range); a failure prints the seed and the command that replays it.
+
+use election_sim::{run_seed, SimOptions};
+
+fn seeds() -> std::ops::Range<u64> {
+    let count = std::env::var("SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000u64);
+    let start = std::env::var("SIM_SEED_START").ok().and_then(|s| s.parse().ok()).unwrap_or(0u64);
+    start..start + count
+}
+
+/// Runs every `stride`-th seed from `offset`; the four tests share the range so
+/// the test harness runs them on both cores.
+fn run_share(offset: u64, stride: u64) {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for seed in seeds().filter(|s| s % stride == offset) {
+        ran += 1;
+        if let Err(f) = run_seed(seed, SimOptions::for_seed(seed)) {
+            failures.push(f.to_string());
+        }
+    }
+    assert!(ran > 0 || seeds().count() < stride as usize, "no seed ran");
+    assert!(failures.is_empty(), "{} of {ran} seeds failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn simulated_clusters_keep_every_promise_share_0() {
+    run_share(0, 4);
+}
+
+#[test]
+fn simulated_clusters_keep_every_promise_share_1() {
+    run_share(1, 4);
+}
+
+#[test]
+fn simulated_clusters_keep_every_promise_share_2() {
+    run_share(2, 4);
+}
+
+#[test]
+fn simulated_clusters_keep_every_promise_share_3() {
+    run_share(3, 4);
+}
+
+/// FAULTS N12: clock rates that differ by less than `lease_duration /
+/// renew_deadline`, at the edge (99 % of the tolerance), with faults.
+#[test]
+fn n12_clock_rates_at_the_edge_of_the_tolerance_never_overlap() {
+    for seed in 0..500 {
+        let mut opts = SimOptions::for_seed(seed);
+        opts.faults = true;
+        opts.clock_ratio = 1.0 + (opts.config.tolerated_clock_ratio() - 1.0) * 0.99;
+        if let Err(f) = run_seed(seed, opts) {
+            panic!("{f}");
+        }
+    }
+}
