@@ -269,7 +269,8 @@ mod tests {
     #[test]
     fn each_rule_has_its_error() {
         let base = Config::client_go("a");
-        let cases: &[(fn(&mut Config), ConfigError)] = &[
+        type Case = (fn(&mut Config), ConfigError);
+        let cases: &[Case] = &[
             (|c| c.identity = "".into(), ConfigError::EmptyIdentity),
             (
                 |c| c.retry_period = Duration::ZERO,

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use election_core::{
-    Action, Config, Elector, Event, Input, Instant, LockError, LockRecord, OpId, Stamp, WallTime,
-    WatchEvent,
+    Action, Config, Elector, Event, Input, Instant, LockError, OpId, Stamp, WallTime, WatchEvent,
 };
 
 use crate::checker::{Checker, Violation};
@@ -434,25 +433,22 @@ impl World {
     fn send(&mut self, node: usize, action: Action) {
         let life = self.nodes[node].life;
         let op = action.op();
-        match self.nodes[node].partitioned {
-            Some(false) => {
-                // Cut off: refused at once, or lost.
-                if self.rng.chance(0.5) {
-                    let at = self.now + self.delay();
-                    let result = Err(LockError::transient("connection refused"));
-                    self.push(
-                        at,
-                        Happening::Answer {
-                            node,
-                            life,
-                            op,
-                            result,
-                        },
-                    );
-                }
-                return;
+        if self.nodes[node].partitioned == Some(false) {
+            // Cut off: refused at once, or lost.
+            if self.rng.chance(0.5) {
+                let at = self.now + self.delay();
+                let result = Err(LockError::transient("connection refused"));
+                self.push(
+                    at,
+                    Happening::Answer {
+                        node,
+                        life,
+                        op,
+                        result,
+                    },
+                );
             }
-            Some(true) | None => {}
+            return;
         }
         if self.rng.chance(self.msg.lose_request) {
             return;
@@ -655,7 +651,7 @@ impl World {
                     .store
                     .current()
                     .map(|o| o.record.clone())
-                    .unwrap_or_else(LockRecord::default);
+                    .unwrap_or_default();
                 record.holder = holder.into();
                 record.renew_time = Stamp::Now;
                 let wall = WallTime::new((self.now / 1_000_000_000) as i64 + 1_700_000_000, 0);

@@ -2,7 +2,7 @@
 //! the promise (clock rates beyond the tolerated ratio, writes without
 //! compare-and-swap) must be caught as overlaps on some seeds.
 
-use election_sim::{run_seed, SimOptions, Violation, WriteMode};
+use election_sim::{SimOptions, Violation, WriteMode, run_seed};
 
 fn overlaps(edit: impl Fn(&mut SimOptions)) -> (usize, usize) {
     let mut found = 0;
@@ -26,12 +26,18 @@ fn clocks_beyond_the_tolerated_ratio_are_caught_as_overlaps() {
     // slow clock outlives its lease as the fast nodes measure it.
     let (found, runs) = overlaps(|o| o.clock_ratio = 3.0);
     println!("clock ratio 3.0: {found} of {runs} seeds overlapped");
-    assert!(found > 0, "the checker never caught an overlap with clocks 3x apart");
+    assert!(
+        found > 0,
+        "the checker never caught an overlap with clocks 3x apart"
+    );
 }
 
 #[test]
 fn blind_writes_without_compare_and_swap_are_caught_as_overlaps() {
     let (found, runs) = overlaps(|o| o.write_mode = WriteMode::Blind);
     println!("blind writes: {found} of {runs} seeds overlapped");
-    assert!(found > 0, "the checker never caught an overlap with blind writes");
+    assert!(
+        found > 0,
+        "the checker never caught an overlap with blind writes"
+    );
 }

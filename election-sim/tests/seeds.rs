@@ -2,11 +2,17 @@
 //! step. `SIM_SEEDS=N` runs N seeds instead of 10,000 (`SIM_SEED_START` moves the
 //! range); a failure prints the seed and the command that replays it.
 
-use election_sim::{run_seed, SimOptions};
+use election_sim::{SimOptions, run_seed};
 
 fn seeds() -> std::ops::Range<u64> {
-    let count = std::env::var("SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000u64);
-    let start = std::env::var("SIM_SEED_START").ok().and_then(|s| s.parse().ok()).unwrap_or(0u64);
+    let count = std::env::var("SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000u64);
+    let start = std::env::var("SIM_SEED_START")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0u64);
     start..start + count
 }
 
@@ -22,7 +28,12 @@ fn run_share(offset: u64, stride: u64) {
         }
     }
     assert!(ran > 0 || seeds().count() < stride as usize, "no seed ran");
-    assert!(failures.is_empty(), "{} of {ran} seeds failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} seeds failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

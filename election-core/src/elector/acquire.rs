@@ -91,10 +91,15 @@ impl Elector {
             }
             return;
         }
+        // Not acquirable yet. With a watch, changes come by themselves: wake at
+        // expiry. Without one, poll every jittered retry period (client-go).
         let next = if self.watching {
             expiry
+        } else if now >= self.next_poll {
+            self.send_read(now);
+            return;
         } else {
-            expiry.min(now + self.jittered_retry())
+            expiry.min(self.next_poll)
         };
         self.timers.set(Timer::Attempt, next);
     }

@@ -86,6 +86,8 @@ pub struct Elector {
     /// Do not lead before this instant (the strict lock delay after the lock was
     /// found absent).
     lead_not_before: Instant,
+    /// A polling follower's next read.
+    next_poll: Instant,
     /// Do not try to acquire before this instant (after a step-down).
     no_acquire_until: Instant,
     /// Consecutive failed calls, for backoff.
@@ -229,6 +231,7 @@ impl Elector {
             foreign_self_versions: 0,
             holding: None,
             lead_not_before: Instant::ZERO,
+            next_poll: Instant::ZERO,
             no_acquire_until: Instant::ZERO,
             failures: 0,
             phase: Phase::Running,
@@ -439,8 +442,11 @@ impl Elector {
         self.timers.stop(Timer::Attempt);
     }
 
+    /// Sends a read; a polling follower's next poll is one jittered retry period
+    /// after it.
     fn send_read(&mut self, now: Instant) {
         self.read_wanted = false;
+        self.next_poll = now + self.jittered_retry();
         self.send(Purpose::Read, |op| Action::Get { op }, now);
     }
 

@@ -41,13 +41,12 @@ impl Elector {
             return Novelty::StaleEcho;
         }
         let rec = &obs.record;
+        let cap = self.config.max_lease_duration;
         match rec.lease_duration_secs {
-            Some(s) if s > 0 => {
-                if Duration::from_secs(s.unsigned_abs()) > self.config.max_lease_duration {
-                    let cap = self.config.max_lease_duration;
-                    self.warn(Warning::LeaseDurationCapped { secs: s, cap });
-                }
+            Some(s) if s > 0 && Duration::from_secs(s.unsigned_abs()) > cap => {
+                self.warn(Warning::LeaseDurationCapped { secs: s, cap });
             }
+            Some(s) if s > 0 => {}
             other if rec.is_held() => self.warn(Warning::LeaseDurationMissing(other)),
             _ => {}
         }
