@@ -54,6 +54,7 @@ pub enum Error {
 pub struct EmulatorBuilder {
     port: u16,
     history_limit: usize,
+    write_history_limit: usize,
     bookmark_interval: Duration,
     default_watch_timeout: Duration,
 }
@@ -63,6 +64,7 @@ impl Default for EmulatorBuilder {
         EmulatorBuilder {
             port: 0,
             history_limit: 1000,
+            write_history_limit: crate::faults::DEFAULT_WRITE_HISTORY,
             bookmark_interval: Duration::from_secs(1),
             default_watch_timeout: Duration::from_secs(1800),
         }
@@ -83,6 +85,13 @@ impl EmulatorBuilder {
         self
     }
 
+    /// How many write records [`Emulator::write_history`] keeps (default
+    /// 100 000; the oldest go first).
+    pub fn write_history_limit(mut self, records: usize) -> Self {
+        self.write_history_limit = records.max(1);
+        self
+    }
+
     /// How often a watch with `allowWatchBookmarks=true` gets a BOOKMARK
     /// (default 1 s; the API server sends one about every minute).
     pub fn bookmark_interval(mut self, every: Duration) -> Self {
@@ -100,6 +109,7 @@ impl EmulatorBuilder {
     pub async fn start(self) -> Result<Emulator, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let shared = Arc::new(Shared::new(
+            self.write_history_limit,
             self.history_limit,
             self.bookmark_interval,
             self.default_watch_timeout,

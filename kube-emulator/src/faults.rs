@@ -3,7 +3,7 @@
 //! A client is told apart by its bearer token (`Authorization: Bearer <t>`),
 //! falling back to its `User-Agent`, then to `"anonymous"`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -226,12 +226,22 @@ impl RequestCounts {
 }
 
 /// Fault rules, counts and history, shared by the server and the handles.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Control {
     rules: BTreeMap<Option<String>, Vec<Rule>>,
     counts: RequestCounts,
-    writes: Vec<WriteRecord>,
+    writes: VecDeque<WriteRecord>,
+    write_limit: usize,
 }
+
+impl Default for Control {
+    fn default() -> Self {
+        Control::new(DEFAULT_WRITE_HISTORY)
+    }
+}
+
+/// Write records kept by default (the oldest are dropped beyond this).
+pub(crate) const DEFAULT_WRITE_HISTORY: usize = 100_000;
 
 /// Locks a mutex, recovering the data if a holder panicked (the state stays usable).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -239,6 +249,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Control {
+    pub(crate) fn new(write_limit: usize) -> Control {
+        Control {
+            rules: BTreeMap::new(),
+            counts: RequestCounts::default(),
+            writes: VecDeque::new(),
+            write_limit: write_limit.max(1),
+        }
+    }
+
     pub(crate) fn count(&mut self, client: &str, verb: Verb, resource: Resource) {
         *self
             .counts
@@ -256,11 +275,14 @@ impl Control {
     }
 
     pub(crate) fn record_write(&mut self, record: WriteRecord) {
-        self.writes.push(record);
+        if self.writes.len() >= self.write_limit {
+            self.writes.pop_front();
+        }
+        self.writes.push_back(record);
     }
 
     pub(crate) fn writes(&self) -> Vec<WriteRecord> {
-        self.writes.clone()
+        self.writes.iter().cloned().collect()
     }
 
     /// Decides the faults of one request and uses up counted rules.
@@ -448,5 +470,27 @@ mod tests {
         assert_eq!(again.after, None);
         let other = c.plan("b", Verb::Update, Resource::Lease, "l");
         assert_eq!(other.latency, Duration::ZERO);
+    }
+
+    #[test]
+    fn write_history_keeps_the_newest_records() {
+        let mut c = Control::new(2);
+        for name in ["a", "b", "c"] {
+            c.record_write(WriteRecord {
+                at: SystemTime::now(),
+                client: "x".into(),
+                verb: Verb::Create,
+                resource: Resource::Lease,
+                namespace: "default".into(),
+                name: name.into(),
+                code: 201,
+                committed: true,
+                resource_version: None,
+                spoiled_by: None,
+                object: None,
+            });
+        }
+        let names: Vec<String> = c.writes().into_iter().map(|w| w.name).collect();
+        assert_eq!(names, ["b", "c"]);
     }
 }

@@ -48,6 +48,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(
+        write_history_limit: usize,
         history_limit: usize,
         bookmark_interval: Duration,
         default_watch_timeout: Duration,
@@ -56,7 +57,7 @@ impl Shared {
         let rv = store.resource_version();
         Shared {
             store: Mutex::new(store),
-            control: Arc::new(Mutex::new(Control::default())),
+            control: Arc::new(Mutex::new(Control::new(write_history_limit))),
             rv_tx: watch::Sender::new(rv),
             conn_epoch: watch::Sender::new(0),
             shutdown: watch::Sender::new(false),
@@ -683,7 +684,7 @@ mod tests {
 
     #[test]
     fn routes_kubernetes_paths() {
-        let shared = Shared::new(10, Duration::from_secs(1), Duration::from_secs(60));
+        let shared = Shared::new(10, 10, Duration::from_secs(1), Duration::from_secs(60));
         assert_eq!(
             route(
                 "/apis/coordination.k8s.io/v1/namespaces/default/leases/x",

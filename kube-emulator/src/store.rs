@@ -384,12 +384,17 @@ impl Store {
 
     /// GET from a lagging cache: the object as it was before its latest
     /// write, when the history still holds that write; else the current one.
-    pub(crate) fn stale_get(&self, resource: Resource, namespace: &str, name: &str) -> Result<Reply, ApiError> {
-        let mut mine = self
-            .history
-            .iter()
-            .rev()
-            .filter(|c| c.resource == resource && c.namespace == namespace && meta_str(&c.object, "name") == name);
+    pub(crate) fn stale_get(
+        &self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Reply, ApiError> {
+        let mut mine = self.history.iter().rev().filter(|c| {
+            c.resource == resource
+                && c.namespace == namespace
+                && meta_str(&c.object, "name") == name
+        });
         let latest = mine.next();
         let previous = mine.next();
         match (latest, previous) {
@@ -398,7 +403,9 @@ impl Store {
                 body: prev.object.clone(),
             }),
             (Some(_), Some(_)) => Err(ApiError::not_found(resource, name)),
-            (Some(latest), None) if latest.kind == ChangeKind::Added => Err(ApiError::not_found(resource, name)),
+            (Some(latest), None) if latest.kind == ChangeKind::Added => {
+                Err(ApiError::not_found(resource, name))
+            }
             _ => self.get(resource, namespace, name),
         }
     }

@@ -350,20 +350,52 @@ async fn requests_are_counted_per_client_verb_and_resource() {
 #[tokio::test]
 async fn w3_stale_read_serves_the_version_before_the_latest_write() {
     let (emu, api) = setup("a").await;
-    let created = api.create(&PostParams::default(), &lease("lock", "a")).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &lease("lock", "a"))
+        .await
+        .expect("create");
     emu.faults("a").times(1).inject(Fault::StaleRead);
-    let status = api_status(api.get("lock").await.expect_err("the cache has not seen the create"));
+    let status = api_status(
+        api.get("lock")
+            .await
+            .expect_err("the cache has not seen the create"),
+    );
     assert_eq!(status.code, 404);
     let mut next = created.clone();
     next.spec.as_mut().expect("spec").holder_identity = Some("b".into());
-    let updated = api.replace("lock", &PostParams::default(), &next).await.expect("update");
+    let updated = api
+        .replace("lock", &PostParams::default(), &next)
+        .await
+        .expect("update");
     emu.faults("a").times(1).inject(Fault::StaleRead);
     let stale = api.get("lock").await.expect("stale get");
-    assert_eq!(stale.metadata.resource_version, created.metadata.resource_version);
-    assert_eq!(stale.spec.as_ref().expect("spec").holder_identity.as_deref(), Some("a"));
+    assert_eq!(
+        stale.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    assert_eq!(
+        stale
+            .spec
+            .as_ref()
+            .expect("spec")
+            .holder_identity
+            .as_deref(),
+        Some("a")
+    );
     // A write from the stale copy is refused: compare-and-swap on the version.
-    let status = api_status(api.replace("lock", &PostParams::default(), &stale).await.expect_err("stale write"));
+    let status = api_status(
+        api.replace("lock", &PostParams::default(), &stale)
+            .await
+            .expect_err("stale write"),
+    );
     assert_eq!(status.code, 409);
     // The rule was used up: reads are fresh again.
-    assert_eq!(api.get("lock").await.expect("fresh").metadata.resource_version, updated.metadata.resource_version);
+    assert_eq!(
+        api.get("lock")
+            .await
+            .expect("fresh")
+            .metadata
+            .resource_version,
+        updated.metadata.resource_version
+    );
 }
