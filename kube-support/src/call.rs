@@ -55,7 +55,12 @@ pub fn in_tokio_context<T>(f: impl FnOnce() -> T) -> T {
 /// reactor, which `async-compat` supplies when the caller runs smol or async-std),
 /// cut off after `timeout` (then [`LockError::Unknown`]: a write may have
 /// happened), its error classified by [`classify`].
-pub async fn call<T, F>(timeout: Duration, verb: Verb, target: &Target, fut: F) -> Result<T, LockError>
+pub async fn call<T, F>(
+    timeout: Duration,
+    verb: Verb,
+    target: &Target,
+    fut: F,
+) -> Result<T, LockError>
 where
     F: Future<Output = Result<T, kube::Error>> + Send,
     T: Send,
@@ -80,17 +85,26 @@ mod tests {
 
     #[test]
     fn request_timeout_is_client_gos() {
-        assert_eq!(request_timeout(Duration::from_secs(10)), Duration::from_secs(5));
-        assert_eq!(request_timeout(Duration::from_millis(1500)), Duration::from_secs(1));
+        assert_eq!(
+            request_timeout(Duration::from_secs(10)),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            request_timeout(Duration::from_millis(1500)),
+            Duration::from_secs(1)
+        );
     }
 
     #[test]
     fn a14_a_call_that_never_answers_is_unknown_after_the_timeout() {
         let t = Target::new("leases.coordination.k8s.io", "ns", "x");
         let never = std::future::pending::<Result<(), kube::Error>>();
-        let r = futures::executor::block_on(call(Duration::from_millis(20), Verb::Update, &t, never));
+        let r =
+            futures::executor::block_on(call(Duration::from_millis(20), Verb::Update, &t, never));
         match r {
-            Err(e @ LockError::Unknown { .. }) => assert!(e.to_string().contains("request timeout")),
+            Err(e @ LockError::Unknown { .. }) => {
+                assert!(e.to_string().contains("request timeout"))
+            }
             other => panic!("expected Unknown, got {other:?}"),
         }
     }

@@ -71,7 +71,11 @@ pub struct Target {
 
 impl Target {
     /// A target `resource` named `name` in `namespace`.
-    pub fn new(resource: &'static str, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(
+        resource: &'static str,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+    ) -> Self {
         Target {
             resource,
             namespace: namespace.into(),
@@ -122,7 +126,9 @@ pub fn classify_status(status: &Status, verb: Verb, target: &Target) -> LockErro
         .filter(|s| *s > 0)
         .map(|s| Duration::from_secs(u64::from(s)));
     match status.code {
-        409 if status.reason == "AlreadyExists" || (verb == Verb::Create && status.reason.is_empty()) => {
+        409 if status.reason == "AlreadyExists"
+            || (verb == Verb::Create && status.reason.is_empty()) =>
+        {
             LockError::AlreadyExists
         }
         409 => LockError::Conflict,
@@ -158,7 +164,10 @@ pub fn classify_status(status: &Status, verb: Verb, target: &Target) -> LockErro
             retry_after,
         },
         code => LockError::Invalid {
-            message: format!("{verb} {target}: rejected ({code} {}): {msg}", status.reason),
+            message: format!(
+                "{verb} {target}: rejected ({code} {}): {msg}",
+                status.reason
+            ),
         },
     }
 }
@@ -266,20 +275,36 @@ mod tests {
     fn conflicts_and_already_exists_are_told_apart() {
         let t = target();
         let conflict = status(409, "Conflict", "the object has been modified", "leases");
-        assert_eq!(classify_status(&conflict, Verb::Update, &t), LockError::Conflict);
+        assert_eq!(
+            classify_status(&conflict, Verb::Update, &t),
+            LockError::Conflict
+        );
         let exists = status(409, "AlreadyExists", "already exists", "leases");
-        assert_eq!(classify_status(&exists, Verb::Create, &t), LockError::AlreadyExists);
+        assert_eq!(
+            classify_status(&exists, Verb::Create, &t),
+            LockError::AlreadyExists
+        );
     }
 
     #[test]
     fn a5_missing_namespace_is_invalid_and_names_it() {
         let t = target();
-        let ns = status(404, "NotFound", "namespaces \"team-a\" not found", "namespaces");
+        let ns = status(
+            404,
+            "NotFound",
+            "namespaces \"team-a\" not found",
+            "namespaces",
+        );
         match classify_status(&ns, Verb::Create, &t) {
             LockError::Invalid { message } => assert!(message.contains("\"team-a\""), "{message}"),
             other => panic!("expected Invalid, got {other:?}"),
         }
-        let obj = status(404, "NotFound", "leases.coordination.k8s.io \"ctl\" not found", "leases");
+        let obj = status(
+            404,
+            "NotFound",
+            "leases.coordination.k8s.io \"ctl\" not found",
+            "leases",
+        );
         assert_eq!(classify_status(&obj, Verb::Get, &t), LockError::NotFound);
         let bare = status(404, "NotFound", "not found", "");
         assert_eq!(classify_status(&bare, Verb::Get, &t), LockError::NotFound);
@@ -287,7 +312,11 @@ mod tests {
 
     #[test]
     fn a6_forbidden_names_verb_and_resource() {
-        let e = classify_status(&status(403, "Forbidden", "RBAC", ""), Verb::Update, &target());
+        let e = classify_status(
+            &status(403, "Forbidden", "RBAC", ""),
+            Verb::Update,
+            &target(),
+        );
         match e {
             LockError::Forbidden { message } => {
                 assert!(message.contains("update"), "{message}");
@@ -330,7 +359,12 @@ mod tests {
 
     #[test]
     fn a8_unprocessable_is_invalid() {
-        let s = status(422, "Invalid", "leaseDurationSeconds: must be greater than 0", "leases");
+        let s = status(
+            422,
+            "Invalid",
+            "leaseDurationSeconds: must be greater than 0",
+            "leases",
+        );
         assert!(matches!(
             classify_status(&s, Verb::Update, &target()),
             LockError::Invalid { .. }

@@ -128,7 +128,11 @@ impl EventRecorder {
     }
 
     /// Writes the Event about `object`. Best-effort: log a failure and go on.
-    pub async fn record(&self, object: &ObjectReference, event: &LeaderEvent) -> Result<(), EventError> {
+    pub async fn record(
+        &self,
+        object: &ObjectReference,
+        event: &LeaderEvent,
+    ) -> Result<(), EventError> {
         let ev = self.build(object, event);
         let target = Target::new("events", self.namespace.clone(), String::new());
         let api = self.api.clone();

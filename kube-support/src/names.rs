@@ -6,12 +6,16 @@
 pub enum NameError {
     /// The namespace is not a DNS-1123 label (lowercase letters, digits and `-`,
     /// starting and ending with a letter or digit, at most 63 characters).
-    #[error("invalid namespace {0:?}: must be a DNS-1123 label (a-z, 0-9, '-', at most 63 characters)")]
+    #[error(
+        "invalid namespace {0:?}: must be a DNS-1123 label (a-z, 0-9, '-', at most 63 characters)"
+    )]
     Namespace(String),
     /// The object name is not a DNS-1123 subdomain (lowercase letters, digits, `-`
     /// and `.`, each dot-separated part starting and ending with a letter or
     /// digit, at most 253 characters).
-    #[error("invalid object name {0:?}: must be a DNS-1123 subdomain (a-z, 0-9, '-', '.', at most 253 characters)")]
+    #[error(
+        "invalid object name {0:?}: must be a DNS-1123 subdomain (a-z, 0-9, '-', '.', at most 253 characters)"
+    )]
     Name(String),
 }
 
@@ -19,7 +23,8 @@ fn is_label(s: &str, max: usize) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= max
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }

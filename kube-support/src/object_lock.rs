@@ -126,7 +126,13 @@ where
     C: Codec<K>,
 {
     /// A lock on the object `name` in `namespace`.
-    pub fn new(client: kube::Client, namespace: &str, name: &str, codec: C, config: ObjectLockConfig) -> Self {
+    pub fn new(
+        client: kube::Client,
+        namespace: &str,
+        name: &str,
+        codec: C,
+        config: ObjectLockConfig,
+    ) -> Self {
         ObjectLock {
             inner: Arc::new(Inner {
                 api: Api::namespaced(client.clone(), namespace),
@@ -156,7 +162,9 @@ where
 
     /// A reference to the lock object, for Events (with its uid once seen).
     pub fn object_reference(&self) -> ObjectReference {
-        let cached = self.cache().map(|o| (o.meta().uid.clone(), o.meta().resource_version.clone()));
+        let cached = self
+            .cache()
+            .map(|o| (o.meta().uid.clone(), o.meta().resource_version.clone()));
         let (uid, resource_version) = cached.unwrap_or((None, None));
         ObjectReference {
             api_version: Some(K::api_version(&()).into_owned()),
@@ -183,7 +191,11 @@ where
     }
 
     fn cache(&self) -> Option<K> {
-        self.inner.cache.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn remember(&self, obj: &K) {
@@ -198,9 +210,12 @@ where
     async fn read(&self) -> Result<K, LockError> {
         let api = self.inner.api.clone();
         let name = self.inner.target.name.clone();
-        call(self.inner.config.request_timeout, Verb::Get, &self.inner.target, async move {
-            api.get(&name).await
-        })
+        call(
+            self.inner.config.request_timeout,
+            Verb::Get,
+            &self.inner.target,
+            async move { api.get(&name).await },
+        )
         .await
     }
 }
@@ -251,23 +266,31 @@ where
         + 'static,
     C: Codec<K>,
 {
-    fn get(&self) -> impl Future<Output = Result<Observation, LockError>> + Send {
-        async move {
-            let obj = self.read().await?;
-            Ok(self.observe(&obj))
-        }
+    async fn get(&self) -> Result<Observation, LockError> {
+        let obj = self.read().await?;
+        Ok(self.observe(&obj))
     }
 
-    fn create(&self, record: &LockRecord) -> impl Future<Output = Result<Observation, LockError>> + Send {
+    fn create(
+        &self,
+        record: &LockRecord,
+    ) -> impl Future<Output = Result<Observation, LockError>> + Send {
         let record = record.clone();
         async move {
             let inner = &self.inner;
-            let mut obj = inner.codec.new_object(&inner.target.namespace, &inner.target.name);
-            inner.codec.encode(&mut obj, &record, inner.config.clock.now());
+            let mut obj = inner
+                .codec
+                .new_object(&inner.target.namespace, &inner.target.name);
+            inner
+                .codec
+                .encode(&mut obj, &record, inner.config.clock.now());
             let api = inner.api.clone();
-            let created = call(inner.config.request_timeout, Verb::Create, &inner.target, async move {
-                api.create(&PostParams::default(), &obj).await
-            })
+            let created = call(
+                inner.config.request_timeout,
+                Verb::Create,
+                &inner.target,
+                async move { api.create(&PostParams::default(), &obj).await },
+            )
             .await?;
             Ok(self.observe(&created))
         }
@@ -297,7 +320,9 @@ where
                 }
             };
             let before = serde_json::to_value(&obj).ok();
-            inner.codec.encode(&mut obj, &record, inner.config.clock.now());
+            inner
+                .codec
+                .encode(&mut obj, &record, inner.config.clock.now());
             if before.is_some() && before == serde_json::to_value(&obj).ok() {
                 // The API server turns a byte-identical PUT into a no-op that keeps
                 // the version, and followers would then see no renewal (FAULTS
@@ -308,11 +333,16 @@ where
             obj.meta_mut().resource_version = Some(expected.as_str().to_owned());
             let api = inner.api.clone();
             let name = inner.target.name.clone();
-            let written = call(inner.config.request_timeout, Verb::Update, &inner.target, async move {
-                api.replace(&name, &PostParams::default(), &obj)
-                    .await
-                    .map_err(uid_gone_as_not_found)
-            })
+            let written = call(
+                inner.config.request_timeout,
+                Verb::Update,
+                &inner.target,
+                async move {
+                    api.replace(&name, &PostParams::default(), &obj)
+                        .await
+                        .map_err(uid_gone_as_not_found)
+                },
+            )
             .await?;
             Ok(self.observe(&written))
         }

@@ -164,9 +164,9 @@ mod tests {
     #[test]
     fn micro_time_matches_k8s_openapi() {
         let ours = format_micro(T);
-        let theirs = serde_json::to_value(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
-            to_timestamp(T),
-        ))
+        let theirs = serde_json::to_value(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(to_timestamp(T)),
+        )
         .unwrap();
         assert_eq!(theirs, serde_json::Value::String(ours));
     }
@@ -180,10 +180,7 @@ mod tests {
     fn r8_timestamps_in_other_formats_parse_or_are_ignored() {
         let secs = WallTime::new(T.unix_secs, 0);
         assert_eq!(parse_timestamp("2026-08-07T23:11:09Z"), Some(secs));
-        assert_eq!(
-            parse_timestamp("2026-08-07T23:11:09.123456789Z"),
-            Some(T)
-        );
+        assert_eq!(parse_timestamp("2026-08-07T23:11:09.123456789Z"), Some(T));
         assert_eq!(parse_timestamp("2026-08-08T01:11:09+02:00"), Some(secs));
         assert_eq!(
             parse_timestamp("2026-08-07 23:11:09.123456"),

@@ -90,7 +90,14 @@ where
         if let Some(t) = config.server_timeout {
             wp = wp.timeout(t);
         }
-        let events = match call(config.request_timeout, Verb::Watch, &target, api.watch(&wp, &from)).await {
+        let events = match call(
+            config.request_timeout,
+            Verb::Watch,
+            &target,
+            api.watch(&wp, &from),
+        )
+        .await
+        {
             Ok(s) => s,
             Err(e) => {
                 initial.push(Err(e));
@@ -124,7 +131,10 @@ where
                         Ok(KubeEvent::Bookmark(_)) => continue,
                         Ok(KubeEvent::Error(status)) => {
                             tracing::debug!(%target, code = status.code, "watch error event; ending it");
-                            return Some((Err(classify_status(&status, Verb::Watch, &target)), None));
+                            return Some((
+                                Err(classify_status(&status, Verb::Watch, &target)),
+                                None,
+                            ));
                         }
                         Err(e) => {
                             tracing::debug!(%target, error = %e, "watch broke; ending it");

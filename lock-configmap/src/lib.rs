@@ -176,7 +176,10 @@ impl Lock for ConfigMapLock {
         self.inner.get()
     }
 
-    fn create(&self, record: &LockRecord) -> impl Future<Output = Result<Observation, LockError>> + Send {
+    fn create(
+        &self,
+        record: &LockRecord,
+    ) -> impl Future<Output = Result<Observation, LockError>> + Send {
         self.inner.create(record)
     }
 

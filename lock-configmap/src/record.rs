@@ -97,12 +97,14 @@ pub fn encode_record(record: &LockRecord, now: WallTime) -> String {
             .filter(|h| h.priority.is_none())
             .map(|h| &*h.to),
     };
-    serde_json::to_string(&go).unwrap_or_else(|e| unreachable!("a struct of strings and integers serialises: {e}"))
+    serde_json::to_string(&go)
+        .unwrap_or_else(|e| unreachable!("a struct of strings and integers serialises: {e}"))
 }
 
 /// Parses an annotation value in any of the known variants.
 pub fn decode_record(json: &str) -> Result<LockRecord, RecordError> {
-    let value: Value = serde_json::from_str(json).map_err(|e| RecordError::NotJson(e.to_string()))?;
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| RecordError::NotJson(e.to_string()))?;
     let obj = value.as_object().ok_or(RecordError::NotAnObject)?;
     let wrong = |field: &'static str, v: &Value| RecordError::WrongType {
         field,
@@ -114,7 +116,9 @@ pub fn decode_record(json: &str) -> Result<LockRecord, RecordError> {
         Some(v) => return Err(wrong("holderIdentity", v)),
     };
     let lease_duration_secs = match (obj.get("leaseDurationSeconds"), obj.get("leaseDuration")) {
-        (Some(v), _) if !v.is_null() => Some(seconds(v).ok_or_else(|| wrong("leaseDurationSeconds", v))?),
+        (Some(v), _) if !v.is_null() => {
+            Some(seconds(v).ok_or_else(|| wrong("leaseDurationSeconds", v))?)
+        }
         (_, Some(v)) if !v.is_null() => Some(
             java_duration(v)
                 .or_else(|| seconds(v))
@@ -163,16 +167,22 @@ pub fn decode_record(json: &str) -> Result<LockRecord, RecordError> {
 /// string (the Python client writes `"15"`).
 fn seconds(v: &Value) -> Option<i64> {
     match v {
-        Value::Number(n) => n.as_i64().or_else(|| n.as_u64().map(|_| i64::MAX)).or_else(|| {
-            let f = n.as_f64()?;
-            // `as` saturates for floats out of range; NaN is not JSON.
-            Some(f.ceil() as i64)
-        }),
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_u64().map(|_| i64::MAX))
+            .or_else(|| {
+                let f = n.as_f64()?;
+                // `as` saturates for floats out of range; NaN is not JSON.
+                Some(f.ceil() as i64)
+            }),
         Value::String(s) => {
             let s = s.trim();
-            s.parse::<i64>()
-                .ok()
-                .or_else(|| s.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f.ceil() as i64))
+            s.parse::<i64>().ok().or_else(|| {
+                s.parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite())
+                    .map(|f| f.ceil() as i64)
+            })
         }
         _ => None,
     }
@@ -259,7 +269,10 @@ pub fn write_record(cm: &mut ConfigMap, record: &LockRecord, now: WallTime) {
     let ours = [
         (PRIORITY, record.priority.map(|p| p.to_string())),
         (HANDOVER_TO, handover.map(|h| h.to.to_string())),
-        (HANDOVER_PRIORITY, handover.and_then(|h| h.priority).map(|p| p.to_string())),
+        (
+            HANDOVER_PRIORITY,
+            handover.and_then(|h| h.priority).map(|p| p.to_string()),
+        ),
     ];
     for (key, value) in ours {
         match value {

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use election_core::{Lock, LockError, LockRecord, Observation, Stamp, Version, WallTime, WatchEvent};
+use election_core::{
+    Lock, LockError, LockRecord, Observation, Stamp, Version, WallTime, WatchEvent,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::core::v1::Event;
@@ -48,7 +50,8 @@ fn held(holder: &str, transitions: u32) -> LockRecord {
 }
 
 fn raw(emu: &Emulator, name: &str) -> serde_json::Value {
-    emu.object(Resource::ConfigMap, NS, name).expect("the configmap exists")
+    emu.object(Resource::ConfigMap, NS, name)
+        .expect("the configmap exists")
 }
 
 /// The leader record in the ConfigMap's annotation, as JSON.
@@ -87,7 +90,10 @@ async fn create_get_update_round_trip_client_go_fields() {
     let released = b.update(&seen.version, &release).await.expect("update");
     assert_ne!(released.version, seen.version);
     let rec = &spec(&emu, &name);
-    assert_eq!(rec["holderIdentity"], "", "written present and empty on release");
+    assert_eq!(
+        rec["holderIdentity"], "",
+        "written present and empty on release"
+    );
     assert_eq!(rec["leaseDurationSeconds"], 1);
 }
 
@@ -98,16 +104,28 @@ async fn a1_a2_w3_update_from_a_stale_version_is_a_conflict() {
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
-    let v2 = b.update(&v1.version, &held("b", 1)).await.expect("b takes over");
+    let v2 = b
+        .update(&v1.version, &held("b", 1))
+        .await
+        .expect("b takes over");
     // a still holds v1 in its cache: its compare-and-swap must fail.
-    assert_eq!(a.update(&v1.version, &held("a", 0)).await, Err(LockError::Conflict));
+    assert_eq!(
+        a.update(&v1.version, &held("a", 0)).await,
+        Err(LockError::Conflict)
+    );
     assert_eq!(spec(&emu, &name)["holderIdentity"], "b");
     // a version a never saw (its cache is stale): read, then CAS on it.
-    let v3 = a.update(&v2.version, &held("a", 2)).await.expect("CAS on the fresh version");
+    let v3 = a
+        .update(&v2.version, &held("a", 2))
+        .await
+        .expect("CAS on the fresh version");
     assert_eq!(v3.record.holder.as_ref(), "a");
     // A version that is neither cached nor current is a conflict without a write.
     let writes = emu.write_history().len();
-    assert_eq!(a.update(&Version::new("1"), &held("a", 3)).await, Err(LockError::Conflict));
+    assert_eq!(
+        a.update(&Version::new("1"), &held("a", 3)).await,
+        Err(LockError::Conflict)
+    );
     assert_eq!(emu.write_history().len(), writes);
 }
 
@@ -128,10 +146,15 @@ async fn a4_update_of_a_deleted_configmap_is_not_found_and_does_not_recreate_it(
     let a = lock(&emu, "a", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
     let api: Api<ConfigMap> = Api::namespaced(emu.client("admin").unwrap(), NS);
-    api.delete(&name, &DeleteParams::default()).await.expect("delete");
+    api.delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete");
     // ConfigMaps do not allow create-on-update; our PUT also carries the old UID:
     // the lock reports NotFound and nothing is re-created.
-    assert_eq!(a.update(&v1.version, &held("a", 0)).await, Err(LockError::NotFound));
+    assert_eq!(
+        a.update(&v1.version, &held("a", 0)).await,
+        Err(LockError::NotFound)
+    );
     assert_eq!(a.get().await, Err(LockError::NotFound));
 }
 
@@ -164,7 +187,9 @@ async fn a6_forbidden_names_the_verb_and_the_resource() {
     }
     // Once allowed again, the same lock works.
     emu.faults("a").clear();
-    a.update(&v.version, &held("a", 0)).await.expect("allowed again");
+    a.update(&v.version, &held("a", 0))
+        .await
+        .expect("allowed again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,7 +219,9 @@ async fn a8_unprocessable_write_is_invalid() {
     emu.faults("a").clear();
     let mut zero = held("", 0);
     zero.lease_duration_secs = Some(0);
-    a.update(&v.version, &zero).await.expect("written with duration 1");
+    a.update(&v.version, &zero)
+        .await
+        .expect("written with duration 1");
     assert_eq!(spec(&emu, &name)["leaseDurationSeconds"], 1);
 }
 
@@ -218,7 +245,10 @@ async fn a10_server_error_after_commit_is_unknown_and_the_write_is_visible() {
         let name = unique("a10");
         let a = lock(&emu, "a", NS, &name);
         let v = a.create(&held("a", 0)).await.expect("create");
-        emu.faults("a").on(Match::writes()).times(1).error_after_commit(code);
+        emu.faults("a")
+            .on(Match::writes())
+            .times(1)
+            .error_after_commit(code);
         let r = a.update(&v.version, &held("b", 1)).await;
         assert!(matches!(r, Err(LockError::Unknown { .. })), "{code}: {r:?}");
         let now = a.get().await.expect("read");
@@ -262,11 +292,17 @@ async fn a13_connection_dropped_after_sending_is_unknown() {
     let name = unique("a13");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
-    emu.faults("a").on(Match::writes()).times(1).inject(Fault::DropAfterCommit);
+    emu.faults("a")
+        .on(Match::writes())
+        .times(1)
+        .inject(Fault::DropAfterCommit);
     let r = a.update(&v.version, &held("b", 1)).await;
     assert!(matches!(r, Err(LockError::Unknown { .. })), "{r:?}");
     assert_eq!(spec(&emu, &name)["holderIdentity"], "b", "it committed");
-    emu.faults("a").on(Match::writes()).times(1).drop_connection();
+    emu.faults("a")
+        .on(Match::writes())
+        .times(1)
+        .drop_connection();
     let now = a.get().await.expect("read");
     let r = a.update(&now.version, &held("a", 2)).await;
     assert!(matches!(r, Err(LockError::Unknown { .. })), "{r:?}");
@@ -289,7 +325,9 @@ async fn a14_a_hung_request_is_unknown_after_the_request_timeout() {
 }
 
 async fn next_event(s: &mut election_core::WatchStream) -> Option<Result<WatchEvent, LockError>> {
-    tokio::time::timeout(Duration::from_secs(5), s.next()).await.expect("the watch answers in time")
+    tokio::time::timeout(Duration::from_secs(5), s.next())
+        .await
+        .expect("the watch answers in time")
 }
 
 fn changed(ev: Option<Result<WatchEvent, LockError>>) -> Observation {
@@ -306,7 +344,10 @@ async fn watch_yields_the_current_state_then_changes() {
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
     // A ConfigMap of another name must not show up (field selector).
-    lock(&emu, "c", NS, &unique("other")).create(&held("c", 0)).await.unwrap();
+    lock(&emu, "c", NS, &unique("other"))
+        .create(&held("c", 0))
+        .await
+        .unwrap();
     let v1 = a.create(&held("a", 0)).await.expect("create");
     let mut w = b.watch(None).expect("the ConfigMap lock watches");
     assert_eq!(changed(next_event(&mut w).await), v1);
@@ -314,7 +355,10 @@ async fn watch_yields_the_current_state_then_changes() {
     assert_eq!(changed(next_event(&mut w).await), v2);
     let api: Api<ConfigMap> = Api::namespaced(emu.client("admin").unwrap(), NS);
     api.delete(&name, &DeleteParams::default()).await.unwrap();
-    assert!(matches!(next_event(&mut w).await, Some(Ok(WatchEvent::Deleted))));
+    assert!(matches!(
+        next_event(&mut w).await,
+        Some(Ok(WatchEvent::Deleted))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -339,7 +383,11 @@ async fn w1_a_broken_watch_ends_and_resumes_from_the_last_version() {
     }
     let v2 = a.update(&v1.version, &held("a", 0)).await.expect("renew");
     let mut w = b.watch(Some(&v1.version)).expect("resume");
-    assert_eq!(changed(next_event(&mut w).await), v2, "the change made while not watching");
+    assert_eq!(
+        changed(next_event(&mut w).await),
+        v2,
+        "the change made while not watching"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,7 +441,10 @@ async fn r10_an_identical_rewrite_takes_a_new_version() {
     let emu = start().await;
     let a = lock(&emu, "a", NS, &unique("r10"));
     let v1 = a.create(&held("a", 0)).await.expect("create");
-    let v2 = a.update(&v1.version, &held("a", 0)).await.expect("renew, frozen clock");
+    let v2 = a
+        .update(&v1.version, &held("a", 0))
+        .await
+        .expect("renew, frozen clock");
     assert_eq!(v1.record, v2.record, "identical bytes");
     assert_ne!(v1.version, v2.version);
     let v3 = a.update(&v2.version, &held("a", 0)).await.expect("again");
@@ -414,7 +465,11 @@ async fn r12_foreign_labels_annotations_and_owners_are_preserved() {
     // A human (or a controller) adds metadata.
     let api: Api<ConfigMap> = Api::namespaced(emu.client("human").unwrap(), NS);
     let mut lease = api.get(&name).await.unwrap();
-    lease.metadata.labels.get_or_insert_with(BTreeMap::new).insert("team".into(), "x".into());
+    lease
+        .metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert("team".into(), "x".into());
     lease
         .metadata
         .annotations
@@ -427,9 +482,15 @@ async fn r12_foreign_labels_annotations_and_owners_are_preserved() {
         uid: "1234".into(),
         ..OwnerReference::default()
     }]);
-    let v2 = api.replace(&name, &PostParams::default(), &lease).await.unwrap();
+    let v2 = api
+        .replace(&name, &PostParams::default(), &lease)
+        .await
+        .unwrap();
     // The lock writes from a stale cache (v1 is gone): it must still keep them.
-    assert_eq!(a.update(&v1.version, &held("a", 0)).await, Err(LockError::Conflict));
+    assert_eq!(
+        a.update(&v1.version, &held("a", 0)).await,
+        Err(LockError::Conflict)
+    );
     let mut rec = held("a", 0);
     rec.priority = Some(5);
     a.update(&Version::new(v2.metadata.resource_version.unwrap()), &rec)
@@ -449,9 +510,11 @@ async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock() {
     let name = unique("h9");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
-    a.record_event(LeaderEvent::BecameLeader { identity: "a".into() })
-        .await
-        .expect("event recorded");
+    a.record_event(LeaderEvent::BecameLeader {
+        identity: "a".into(),
+    })
+    .await
+    .expect("event recorded");
     let events: Api<Event> = Api::namespaced(emu.client("admin").unwrap(), NS);
     let list = events.list(&ListParams::default()).await.unwrap();
     let ev = list
@@ -464,13 +527,19 @@ async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock() {
     assert_eq!(ev.type_.as_deref(), Some("Normal"));
     assert_eq!(ev.involved_object.kind.as_deref(), Some("ConfigMap"));
 
-    emu.faults("a").on(Match::any().resource(Resource::Event)).forbidden();
+    emu.faults("a")
+        .on(Match::any().resource(Resource::Event))
+        .forbidden();
     let err = a
-        .record_event(LeaderEvent::StoppedLeading { identity: "a".into() })
+        .record_event(LeaderEvent::StoppedLeading {
+            identity: "a".into(),
+        })
         .await
         .expect_err("events forbidden");
     assert!(matches!(err.0, LockError::Forbidden { .. }));
-    a.update(&v.version, &held("a", 0)).await.expect("the lock is unaffected");
+    a.update(&v.version, &held("a", 0))
+        .await
+        .expect("the lock is unaffected");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -481,11 +550,19 @@ async fn rbac_a_missing_permission_is_reported_clearly() {
     let name = unique("rbac");
     let a = lock(&emu, "a", NS, &name);
     a.create(&held("a", 0)).await.expect("create");
-    emu.faults("a").on(Match::verbs(&[kube_emulator::Verb::Watch, kube_emulator::Verb::List])).forbidden();
+    emu.faults("a")
+        .on(Match::verbs(&[
+            kube_emulator::Verb::Watch,
+            kube_emulator::Verb::List,
+        ]))
+        .forbidden();
     let mut w = a.watch(None).expect("watch");
     match next_event(&mut w).await {
         Some(Err(LockError::Forbidden { message })) => {
-            assert!(message.contains("list") || message.contains("watch"), "{message}");
+            assert!(
+                message.contains("list") || message.contains("watch"),
+                "{message}"
+            );
             assert!(message.contains("configmaps"), "{message}");
         }
         other => panic!("expected Forbidden, got {other:?}"),
@@ -502,8 +579,14 @@ async fn foreign(emu: &Emulator, name: &str, annotation: &str) -> Version {
         lock_configmap::record::ANNOTATION.to_owned(),
         annotation.to_owned(),
     )]));
-    cm.data = Some(BTreeMap::from([("app.yaml".to_owned(), "replicas: 3".to_owned())]));
-    let created = api.create(&PostParams::default(), &cm).await.expect("create");
+    cm.data = Some(BTreeMap::from([(
+        "app.yaml".to_owned(),
+        "replicas: 3".to_owned(),
+    )]));
+    let created = api
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("create");
     Version::new(created.metadata.resource_version.unwrap())
 }
 
@@ -511,9 +594,15 @@ async fn foreign(emu: &Emulator, name: &str, annotation: &str) -> Version {
 async fn create_makes_a_configmap_with_just_the_annotation() {
     let emu = start().await;
     let name = unique("create");
-    lock(&emu, "a", NS, &name).create(&held("a", 0)).await.expect("create");
+    lock(&emu, "a", NS, &name)
+        .create(&held("a", 0))
+        .await
+        .expect("create");
     let obj = raw(&emu, &name);
-    assert!(obj.get("data").is_none_or(serde_json::Value::is_null), "{obj}");
+    assert!(
+        obj.get("data").is_none_or(serde_json::Value::is_null),
+        "{obj}"
+    );
     let annotations = obj["metadata"]["annotations"].as_object().unwrap();
     assert_eq!(annotations.len(), 1, "{annotations:?}");
 }
@@ -522,17 +611,29 @@ async fn create_makes_a_configmap_with_just_the_annotation() {
 async fn r6_a_malformed_record_is_held_by_an_unknown_holder_and_taken_over_by_cas() {
     let emu = start().await;
     let name = unique("r6");
-    let v = foreign(&emu, &name, r#"{"holderIdentity":"x","leaseDurationSeconds":"fifteen"}"#).await;
+    let v = foreign(
+        &emu,
+        &name,
+        r#"{"holderIdentity":"x","leaseDurationSeconds":"fifteen"}"#,
+    )
+    .await;
     let a = lock(&emu, "a", NS, &name);
     let seen = a.get().await.expect("no permanent error");
     assert_eq!(seen.version, v);
-    assert_eq!(seen.record.holder.as_ref(), lock_configmap::record::MALFORMED_HOLDER);
+    assert_eq!(
+        seen.record.holder.as_ref(),
+        lock_configmap::record::MALFORMED_HOLDER
+    );
     assert_eq!(seen.record.lease_duration_secs, None);
     // After a lease (the elector's business), a compare-and-swap takes it over.
     let taken = a.update(&seen.version, &held("a", 1)).await.expect("CAS");
     assert_eq!(taken.record.holder.as_ref(), "a");
     assert_eq!(spec(&emu, &name)["holderIdentity"], "a");
-    assert_eq!(raw(&emu, &name)["data"]["app.yaml"], "replicas: 3", "data untouched");
+    assert_eq!(
+        raw(&emu, &name)["data"]["app.yaml"],
+        "replicas: 3",
+        "data untouched"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,8 +5,8 @@
 use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
 use k8s_openapi::api::core::v1::ConfigMap;
 use lock_configmap::record::{
-    ANNOTATION, HANDOVER_PRIORITY, HANDOVER_TO, MALFORMED_HOLDER, RecordError, decode_record, encode_record,
-    record_from_config_map, write_record,
+    ANNOTATION, HANDOVER_PRIORITY, HANDOVER_TO, MALFORMED_HOLDER, RecordError, decode_record,
+    encode_record, record_from_config_map, write_record,
 };
 
 /// 2026-08-07T23:11:09.123456789Z
@@ -83,7 +83,10 @@ fn r11_fabric8_record_is_read() {
     assert_eq!(r.holder.as_ref(), "java-pod");
     assert_eq!(r.lease_duration_secs, Some(15));
     assert_eq!(r.transitions, 2);
-    assert_eq!(r.renew_time, Stamp::At(WallTime::new(1_786_144_269, 123_456_000)));
+    assert_eq!(
+        r.renew_time,
+        Stamp::At(WallTime::new(1_786_144_269, 123_456_000))
+    );
     for (d, secs) in [
         (r#""PT1M30S""#, 90),
         (r#""PT0.5S""#, 1),
@@ -124,7 +127,10 @@ fn r6_malformed_records_are_held_by_an_unknown_holder() {
         assert!(decode_record(bad).is_err(), "{bad}");
         let r = record_from_config_map(&cm(bad));
         assert_eq!(r.holder.as_ref(), MALFORMED_HOLDER, "{bad}");
-        assert_eq!(r.lease_duration_secs, None, "timed with the configured duration");
+        assert_eq!(
+            r.lease_duration_secs, None,
+            "timed with the configured duration"
+        );
         assert!(r.is_held());
     }
     assert!(matches!(decode_record("{"), Err(RecordError::NotJson(_))));
@@ -137,12 +143,20 @@ fn r3_r7_missing_fields_read_as_defaults() {
     let only = decode_record(r#"{"holderIdentity":"a"}"#).unwrap();
     assert_eq!(only.holder.as_ref(), "a");
     assert_eq!(only.lease_duration_secs, None);
-    let null = decode_record(r#"{"holderIdentity":null,"leaseDurationSeconds":null,"acquireTime":null}"#).unwrap();
+    let null =
+        decode_record(r#"{"holderIdentity":null,"leaseDurationSeconds":null,"acquireTime":null}"#)
+            .unwrap();
     assert_eq!(null, LockRecord::default());
     // A ConfigMap without the annotation: nobody holds it.
-    assert_eq!(record_from_config_map(&ConfigMap::default()), LockRecord::default());
+    assert_eq!(
+        record_from_config_map(&ConfigMap::default()),
+        LockRecord::default()
+    );
     for d in ["0", "-5"] {
-        let r = decode_record(&format!(r#"{{"holderIdentity":"a","leaseDurationSeconds":{d}}}"#)).unwrap();
+        let r = decode_record(&format!(
+            r#"{{"holderIdentity":"a","leaseDurationSeconds":{d}}}"#
+        ))
+        .unwrap();
         assert_eq!(r.lease_duration(), None, "{d}");
     }
 }
@@ -155,7 +169,10 @@ fn r4_r5_extremes_saturate() {
     .unwrap();
     assert_eq!(r.lease_duration_secs, Some(10_000_000_000));
     assert_eq!(r.transitions, MAX_TRANSITIONS);
-    let r = decode_record(r#"{"holderIdentity":"a","leaseDurationSeconds":1e300,"leaderTransitions":-4}"#).unwrap();
+    let r = decode_record(
+        r#"{"holderIdentity":"a","leaseDurationSeconds":1e300,"leaderTransitions":-4}"#,
+    )
+    .unwrap();
     assert_eq!(r.lease_duration_secs, Some(i64::MAX));
     assert_eq!(r.transitions, 0);
 }
@@ -192,7 +209,10 @@ fn other_annotations_and_data_are_untouched_and_handover_is_outside_the_json() {
     assert_eq!(a["note"], "keep");
     assert_eq!(a[HANDOVER_TO], "b");
     assert_eq!(a[HANDOVER_PRIORITY], "8");
-    assert!(!a[ANNOTATION].contains("election.rs"), "the JSON stays client-go's");
+    assert!(
+        !a[ANNOTATION].contains("election.rs"),
+        "the JSON stays client-go's"
+    );
     assert_eq!(c.data.as_ref().unwrap()["config.yaml"], "x: 1");
     assert_eq!(record_from_config_map(&c), record);
 }

@@ -192,7 +192,10 @@ impl Lock for LeaseLock {
         self.inner.get()
     }
 
-    fn create(&self, record: &LockRecord) -> impl Future<Output = Result<Observation, LockError>> + Send {
+    fn create(
+        &self,
+        record: &LockRecord,
+    ) -> impl Future<Output = Result<Observation, LockError>> + Send {
         self.inner.create(record)
     }
 

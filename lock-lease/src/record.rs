@@ -38,7 +38,11 @@ pub fn record_from_lease(lease: &Lease) -> LockRecord {
         match raw.trim().parse::<i64>() {
             Ok(v) => Some(v),
             Err(_) => {
-                tracing::warn!(annotation = k, value = raw, "ignoring a malformed priority annotation");
+                tracing::warn!(
+                    annotation = k,
+                    value = raw,
+                    "ignoring a malformed priority annotation"
+                );
                 None
             }
         }
@@ -109,7 +113,12 @@ fn preferred_holder(record: &LockRecord) -> Option<&Handover> {
 
 /// Writes `record` into `lease`: the whole spec, our annotations set or removed,
 /// `labels` merged; every other label, annotation and owner reference kept.
-pub fn write_record(lease: &mut Lease, record: &LockRecord, now: WallTime, labels: &BTreeMap<String, String>) {
+pub fn write_record(
+    lease: &mut Lease,
+    record: &LockRecord,
+    now: WallTime,
+    labels: &BTreeMap<String, String>,
+) {
     lease.spec = Some(spec_from_record(record, now));
     let meta = &mut lease.metadata;
     if !labels.is_empty() {
@@ -155,7 +164,7 @@ pub fn write_record(lease: &mut Lease, record: &LockRecord, now: WallTime, label
 }
 
 /// The [`Codec`] of the Lease lock: [`record_from_lease`] and [`write_record`],
-/// with the labels given to [`crate::LeaseLock::with_labels`].
+/// with the labels given to [`crate::LeaseLockBuilder::label`].
 #[derive(Clone, Debug, Default)]
 pub struct LeaseCodec {
     /// Labels merged into the Lease on every write (client-go's `NewWithLabels`).

@@ -44,9 +44,12 @@ async fn one_leader(nodes: &[Option<Handle>], within: Duration) -> (usize, Durat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_candidates() {
-    tokio::time::timeout(Duration::from_secs(60), three_candidates_survive_a_leader_crash_and_hand_over_gracefully())
-        .await
-        .expect("the story ends within a minute");
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        three_candidates_survive_a_leader_crash_and_hand_over_gracefully(),
+    )
+    .await
+    .expect("the story ends within a minute");
 }
 
 async fn three_candidates_survive_a_leader_crash_and_hand_over_gracefully() {
@@ -64,24 +67,35 @@ async fn three_candidates_survive_a_leader_crash_and_hand_over_gracefully() {
     let (second, failover) = one_leader(&nodes, Duration::from_secs(10)).await;
     assert_ne!(second, first);
     eprintln!("second leader {second} after {failover:?}");
-    assert!(failover >= Duration::from_millis(500), "not before the lease expired: {failover:?}");
+    assert!(
+        failover >= Duration::from_millis(500),
+        "not before the lease expired: {failover:?}"
+    );
 
     // The new leader steps down gracefully: it releases, and the third node takes
     // over well before a lease would have expired.
     let leaving = nodes[second].take().expect("running");
     let started = Instant::now();
-    tokio::time::timeout(Duration::from_secs(10), leaving.shutdown()).await.expect("shutdown ends");
+    tokio::time::timeout(Duration::from_secs(10), leaving.shutdown())
+        .await
+        .expect("shutdown ends");
     eprintln!("shut down after {:?}", started.elapsed());
     let (third, _) = one_leader(&nodes, Duration::from_secs(10)).await;
     let handover = started.elapsed();
     assert_ne!(third, first);
     assert_ne!(third, second);
-    assert!(handover < Duration::from_secs(2), "a release is taken at once, took {handover:?}");
+    assert!(
+        handover < Duration::from_secs(2),
+        "a release is taken at once, took {handover:?}"
+    );
 
     let lease = emu
         .object(kube_emulator::Resource::Lease, "default", NAME)
         .expect("the lease");
-    assert_eq!(lease["spec"]["holderIdentity"], ["node-a", "node-b", "node-c"][third]);
+    assert_eq!(
+        lease["spec"]["holderIdentity"],
+        ["node-a", "node-b", "node-c"][third]
+    );
     assert!(lease["spec"]["leaseTransitions"].as_u64().unwrap_or(0) >= 2);
     for n in nodes.into_iter().flatten() {
         tokio::time::timeout(Duration::from_secs(10), n.shutdown())

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
 use k8s_openapi::api::coordination::v1::Lease;
-use lock_lease::record::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY, record_from_lease, spec_from_record, write_record};
+use lock_lease::record::{
+    HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY, record_from_lease, spec_from_record, write_record,
+};
 
 /// 2026-08-07T23:11:09.123456789Z
 const T: WallTime = WallTime {
@@ -74,8 +76,14 @@ fn golden_client_go_lease_reads_back() {
     assert_eq!(r.holder.as_ref(), "node-b");
     assert_eq!(r.lease_duration_secs, Some(15));
     assert_eq!(r.transitions, 7);
-    assert_eq!(r.acquire_time, Stamp::At(WallTime::new(1_786_144_000, 500_000_000)));
-    assert_eq!(r.renew_time, Stamp::At(WallTime::new(1_786_144_269, 123_456_000)));
+    assert_eq!(
+        r.acquire_time,
+        Stamp::At(WallTime::new(1_786_144_000, 500_000_000))
+    );
+    assert_eq!(
+        r.renew_time,
+        Stamp::At(WallTime::new(1_786_144_269, 123_456_000))
+    );
     // Written back unchanged, byte for byte.
     let again = serde_json::to_value(spec_from_record(&r, WallTime::new(0, 0))).unwrap();
     assert_eq!(again, serde_json::to_value(l.spec.unwrap()).unwrap());
@@ -92,9 +100,14 @@ fn r7_missing_and_null_fields_read_as_defaults() {
         assert_eq!(r, LockRecord::default(), "{json}");
         assert!(!r.is_held());
     }
-    let only_holder = record_from_lease(&lease(r#"{"metadata":{"name":"x"},"spec":{"holderIdentity":"a"}}"#));
+    let only_holder = record_from_lease(&lease(
+        r#"{"metadata":{"name":"x"},"spec":{"holderIdentity":"a"}}"#,
+    ));
     assert_eq!(only_holder.holder.as_ref(), "a");
-    assert_eq!(only_holder.lease_duration_secs, None, "R3: the configured duration applies");
+    assert_eq!(
+        only_holder.lease_duration_secs, None,
+        "R3: the configured duration applies"
+    );
     assert_eq!(only_holder.transitions, 0);
 }
 
@@ -116,7 +129,9 @@ fn r4_r5_extremes_do_not_overflow() {
     ));
     assert_eq!(r.lease_duration_secs, Some(2_147_483_647));
     assert_eq!(r.transitions, MAX_TRANSITIONS);
-    let negative = record_from_lease(&lease(r#"{"metadata":{"name":"x"},"spec":{"leaseTransitions":-3}}"#));
+    let negative = record_from_lease(&lease(
+        r#"{"metadata":{"name":"x"},"spec":{"leaseTransitions":-3}}"#,
+    ));
     assert_eq!(negative.transitions, 0);
     // Writing saturates too.
     let huge = LockRecord {
@@ -161,7 +176,13 @@ fn priority_and_handover_live_in_documented_annotations() {
     assert_eq!(a[HANDOVER_TO], "b");
     assert_eq!(a[HANDOVER_PRIORITY], "9");
     assert_eq!(a["other"], "kept");
-    assert_eq!(record_from_lease(&l), LockRecord { acquire_time: Stamp::Unset, ..record.clone() });
+    assert_eq!(
+        record_from_lease(&l),
+        LockRecord {
+            acquire_time: Stamp::Unset,
+            ..record.clone()
+        }
+    );
     // Clearing them removes our annotations only.
     let cleared = LockRecord {
         priority: None,
@@ -195,7 +216,9 @@ fn preferred_holder_and_strategy_are_read_as_a_handover_without_priority() {
 
 #[test]
 fn malformed_priority_annotations_are_ignored() {
-    let l = lease(r#"{"metadata":{"name":"x","annotations":{"election.rs/priority":"high"}},"spec":{"holderIdentity":"a"}}"#);
+    let l = lease(
+        r#"{"metadata":{"name":"x","annotations":{"election.rs/priority":"high"}},"spec":{"holderIdentity":"a"}}"#,
+    );
     assert_eq!(record_from_lease(&l).priority, None);
 }
 
