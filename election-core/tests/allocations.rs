@@ -33,7 +33,10 @@ fn warm_leader() -> (Elector, Instant, LockRecord) {
                 Action::Create { record: r, .. } | Action::Update { record: r, .. } => {
                     version += 1;
                     record = stamped(r);
-                    Ok(Observation::new(version.to_string().as_str(), record.clone()))
+                    Ok(Observation::new(
+                        version.to_string().as_str(),
+                        record.clone(),
+                    ))
                 }
             };
             e.handle(Input::Answer { op: a.op(), result }, now);
@@ -97,7 +100,11 @@ fn leader_renew_cycle_allocates_nothing_in_steady_state() {
     assert!(e.is_leader(now));
     assert_eq!(e.stats().lock_errors, 0, "a clean steady state");
     assert_eq!(e.stats().slow_path, 0, "never read");
-    println!("leader: {renews} renews in {cycles} cycles, {} allocations, {:?}", info.count_total, e.stats());
+    println!(
+        "leader: {renews} renews in {cycles} cycles, {} allocations, {:?}",
+        info.count_total,
+        e.stats()
+    );
     assert_eq!(info.count_total, 0, "allocations in {renews} renew cycles");
 }
 
@@ -125,7 +132,10 @@ fn follower_watch_events_allocate_nothing_in_steady_state() {
     let step = std::time::Duration::from_millis(250);
     for k in 0..10u64 {
         now = now + step;
-        let ev = WatchEvent::Changed(Observation::new(Version::new(format!("{}", 10 + k)), held.clone()));
+        let ev = WatchEvent::Changed(Observation::new(
+            Version::new(format!("{}", 10 + k)),
+            held.clone(),
+        ));
         e.handle(Input::Watch(ev), now);
         while e.poll_action().is_some() {}
         while e.poll_event().is_some() {}
@@ -156,6 +166,12 @@ fn follower_watch_events_allocate_nothing_in_steady_state() {
         }
     });
     assert!(!e.is_leader(now));
-    println!("follower: 500 watch events, {} allocations", info.count_total);
-    assert_eq!(info.count_total, 0, "allocations for 500 watch events ({events} events)");
+    println!(
+        "follower: 500 watch events, {} allocations",
+        info.count_total
+    );
+    assert_eq!(
+        info.count_total, 0,
+        "allocations for 500 watch events ({events} events)"
+    );
 }

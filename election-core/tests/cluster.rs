@@ -45,7 +45,7 @@ fn n11_many_candidates_at_a_release_exactly_one_wins() {
 #[test]
 fn n7_partitioned_leader_stops_at_its_deadline_and_another_takes_over() {
     within_time_limit(|| {
-        let mut c = Cluster::new(nodes(2));
+        let mut c = Cluster::over_released_lock(nodes(2));
         c.links[1] = Link::Paused;
         c.run_until(100);
         c.links[1] = Link::Up;
@@ -69,7 +69,7 @@ fn n7_partitioned_leader_stops_at_its_deadline_and_another_takes_over() {
         assert_eq!(c.leaders(), vec![1]);
         assert!(c.nodes[0].log.iter().any(|(_, e)| *e
             == Event::StoppedLeading {
-                term: term(0, "101"),
+                term: term(1, "102"),
                 reason: StopReason::DeadlineExceeded
             }));
     });
@@ -79,7 +79,7 @@ fn n7_partitioned_leader_stops_at_its_deadline_and_another_takes_over() {
 #[test]
 fn n7_blackholed_leader_stops_at_its_deadline() {
     within_time_limit(|| {
-        let mut c = Cluster::new(nodes(2));
+        let mut c = Cluster::over_released_lock(nodes(2));
         c.links[1] = Link::Paused;
         c.run_until(100);
         c.links[1] = Link::Up;
@@ -97,7 +97,7 @@ fn n7_blackholed_leader_stops_at_its_deadline() {
 #[test]
 fn n8_answers_lost_gives_a_gap_never_an_overlap() {
     within_time_limit(|| {
-        let mut c = Cluster::new(nodes(2));
+        let mut c = Cluster::over_released_lock(nodes(2));
         c.links[1] = Link::Paused;
         c.run_until(100);
         c.links[1] = Link::Up;
@@ -119,7 +119,7 @@ fn n8_answers_lost_gives_a_gap_never_an_overlap() {
 #[test]
 fn n9_follower_that_cannot_write_never_leads() {
     within_time_limit(|| {
-        let mut c = Cluster::new(nodes(2));
+        let mut c = Cluster::over_released_lock(nodes(2));
         c.links[1] = Link::Paused;
         c.run_until(100);
         c.links[1] = Link::ReadOnly;
@@ -144,7 +144,7 @@ fn n9_follower_that_cannot_write_never_leads() {
 #[test]
 fn n10_control_plane_down_longer_than_the_deadline() {
     within_time_limit(|| {
-        let mut c = Cluster::new(nodes(3));
+        let mut c = Cluster::over_released_lock(nodes(3));
         c.links[1] = Link::Paused;
         c.links[2] = Link::Paused;
         c.run_until(100);
@@ -181,7 +181,7 @@ fn n12_clock_rates_within_the_tolerance_never_overlap() {
     within_time_limit(|| {
         let ratio = fast("x").tolerated_clock_ratio();
         for (slow, fastr) in [(1.0, 1.3), (0.8, 1.05), (0.9, 0.9 * ratio * 0.99)] {
-            let mut c = Cluster::new(nodes(2));
+            let mut c = Cluster::over_released_lock(nodes(2));
             c.rates = vec![slow, fastr];
             c.links[1] = Link::Paused;
             c.run_until(100);

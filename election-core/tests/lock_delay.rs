@@ -102,20 +102,25 @@ fn a_lock_never_seen_held_is_created_and_led_at_once() {
 #[test]
 fn a4_lock_deleted_while_leading_ends_leadership_and_recreates() {
     let cfg = fast("a");
-    let mut n = Node::leader(cfg.clone(), "1");
+    // Leading by taking over an empty record (term 0@1), with the strict delay.
+    let mut n = Node::follower(cfg.clone(), obs("0", held("", 1, 0)));
+    let (op, _, record) = n.update();
+    n.answer(op, Ok(obs("1", stamped(record, 1))));
+    assert!(n.e.is_leader(n.now));
+    n.events();
     n.fire();
     let (op, _, _) = n.update();
     n.answer(op, Err(LockError::NotFound));
     assert_eq!(
         n.events().first(),
         Some(&Event::StoppedLeading {
-            term: term(0, "1"),
+            term: term(1, "1"),
             reason: StopReason::LockDeleted
         })
     );
     assert!(!n.e.is_leader(n.now));
     let (op, record) = n.fire_until_action(4).into_create();
-    assert_eq!(record.transitions, 1, "the term keeps growing");
+    assert_eq!(record.transitions, 2, "the term keeps growing");
     assert!(n.now <= t(1_500));
     n.answer(op, Ok(obs("9", stamped(record, 9))));
     assert_eq!(n.e.role(), Role::Acquiring, "strict: waits a lease first");

@@ -354,13 +354,13 @@ fn answers_with_stale_op_ids_are_ignored() {
         n.no_action();
         assert_eq!(n.e.observed(), None, "{stale:?} ignored");
     }
-    n.answer(second, Err(LockError::NotFound));
-    let (op, record) = n.create();
-    n.answer(op, Ok(obs("1", stamped(record.clone(), 1))));
+    n.answer(second, Ok(obs("1", held("", 1, 0))));
+    let (op, _, record) = n.update();
+    n.answer(op, Ok(obs("2", stamped(record.clone(), 2))));
     assert!(n.e.is_leader(n.now));
-    // A duplicate of the create's answer changes nothing.
+    // A duplicate of the acquisition's answer changes nothing.
     n.events();
-    n.answer(op, Ok(obs("1", stamped(record, 1))));
+    n.answer(op, Ok(obs("2", stamped(record, 2))));
     n.no_events();
     n.no_action();
 }

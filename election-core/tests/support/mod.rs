@@ -133,7 +133,12 @@ impl Node {
 
     /// A node that started at time zero, found the lock absent, created it and
     /// leads with term `(0, version)`. Its events so far are consumed.
-    pub fn leader(config: Config, version: &str) -> Node {
+    ///
+    /// The fixture uses `LockDelay::Immediate` so that it leads at once whatever
+    /// the strict delay's scope (it only matters for creates, which
+    /// `lock_delay.rs` and `acquire.rs` test with the default).
+    pub fn leader(mut config: Config, version: &str) -> Node {
+        config.lock_delay = LockDelay::Immediate;
         let mut n = Node::new(config);
         let op = n.get();
         n.answer(op, Err(LockError::NotFound));
@@ -529,6 +534,15 @@ impl Cluster {
             spans: vec![Vec::new(); n],
             check_safety: true,
         }
+    }
+
+    /// Nodes as in [`Cluster::new`] over a lock that exists, released (empty holder,
+    /// version 101, transitions 0): the first leader takes it by compare-and-swap,
+    /// so no lock delay is involved in the setup.
+    pub fn over_released_lock(configs: Vec<Config>) -> Cluster {
+        let mut c = Cluster::new(configs);
+        c.store.put(held("", 1, 0));
+        c
     }
 
     /// Real time in milliseconds.
