@@ -44,6 +44,59 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(demo()).unwrap();
 //! ```
 //!
+//! # Use from another crate's tests
+//!
+//! ```toml
+//! [dev-dependencies]
+//! kube-emulator = { workspace = true, features = ["client"] }
+//! k8s-openapi = { workspace = true, features = ["latest"] }
+//! ```
+//!
+//! The `client` feature adds `Emulator::kube_config` and
+//! `Emulator::client`; it is off by default so the binary builds without
+//! choosing a k8s-openapi version. Under smol or async-std, start it with
+//! [`Emulator::start_blocking`] (its own thread and tokio runtime).
+//!
+//! # API server rules worth knowing
+//!
+//! These follow the generic registry of the API server and are easy to get
+//! wrong in a lock:
+//!
+//! - **PUT to a missing Lease creates it** (create-on-update), and the
+//!   `resourceVersion` in the body is then ignored. But a **`metadata.uid`
+//!   in the body is a precondition checked first**: a PUT of a cached copy
+//!   (which carries the old uid) to a deleted Lease gets 409 `Conflict`
+//!   ("Precondition failed: UID in precondition: …"), not a re-creation.
+//!   ConfigMaps have no create-on-update: 404.
+//! - **An update that changes nothing is not written**: same
+//!   `resourceVersion`, no watch event (etcd3's `GuaranteedUpdate` skips
+//!   identical bytes). A renew must change something (`renewTime`) to be
+//!   seen as a new version.
+//! - An absent or `"0"` `resourceVersion` in a PUT or patch is an
+//!   unconditional write; any other must equal the stored one or 409.
+//! - `MicroTime` fields of a Lease are re-serialised as
+//!   `2006-01-02T15:04:05.000000Z` in UTC; a malformed one is a 400.
+//! - A DELETE of a Lease or ConfigMap answers with a `Success` Status;
+//!   `DeleteOptions.preconditions` (uid, resourceVersion) are honoured.
+//! - `dryRun` writes are checked and answered but not stored.
+//!
+//! # Faults
+//!
+//! | fault | what the client sees | store |
+//! |---|---|---|
+//! | [`Fault::Latency`] | a slower answer | as usual |
+//! | [`Fault::Status`] (429 + `Retry-After`, 500, 503, 504, 401 …) | `kube::Error::Api` with that code | untouched |
+//! | [`Fault::Forbidden`] | 403 worded as RBAC words it | untouched |
+//! | [`Fault::StatusAfterCommit`] | 500 (or the code given) | **written** |
+//! | [`Fault::DelayAfterCommit`] | the answer, late | written at once |
+//! | [`Fault::Hang`] / [`Fault::HangAfterCommit`] | nothing (use a client timeout) | untouched / written |
+//! | [`Fault::Drop`] / [`Fault::DropAfterCommit`] | connection closed, no answer | untouched / written |
+//! | [`Fault::WatchCloseAfter`] / [`Fault::WatchBreakAfter`] / [`Fault::WatchSilent`] | a watch that ends, breaks, or says nothing | — |
+//! | [`Fault::StaleRead`] | a GET answered from before the latest write | — |
+//! | [`Emulator::stop_listening`] | connection refused | — |
+//! | [`Emulator::drop_connections`] | every open request and watch cut | — |
+//! | [`Emulator::compact`] | 410 `Expired` on a watch resume | history dropped |
+//!
 //! # Run as a server
 //!
 //! `cargo run -p kube-emulator -- --port 6443` prints where it listens and

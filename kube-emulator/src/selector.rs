@@ -28,6 +28,11 @@ pub(crate) struct Selectors {
 
 fn parse_term(term: &str, allow_exists: bool) -> Option<Requirement> {
     let term = term.trim();
+    // Set-based requirements (`env in (a,b)`) are not served: refuse them
+    // rather than misread them.
+    if term.contains(['(', ')', ' ']) {
+        return None;
+    }
     if let Some((k, v)) = term.split_once("!=") {
         return Some(Requirement {
             key: k.trim().to_owned(),
@@ -140,5 +145,6 @@ mod tests {
         let missing = Selectors::parse(None, Some("tier")).expect("parses");
         assert!(!missing.matches(&obj));
         assert!(Selectors::parse(Some("metadata.name"), None).is_err());
+        assert!(Selectors::parse(None, Some("env in (a,b)")).is_err());
     }
 }

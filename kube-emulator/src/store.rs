@@ -455,9 +455,11 @@ impl Store {
     ) -> Result<Reply, ApiError> {
         let new_rv = meta_str(&obj, "resourceVersion").to_owned();
         let existing_rv = meta_str(existing, "resourceVersion").to_owned();
+        // An absent or "0" version is an unconditional update (Leases,
+        // ConfigMaps and Events all allow them); any other must match.
         if !new_rv.is_empty() {
             let parsed = parse_rv(&new_rv)?;
-            if parsed.to_string() != existing_rv {
+            if parsed != 0 && parsed.to_string() != existing_rv {
                 return Err(ApiError::conflict(resource, name, OPTIMISTIC_LOCK_MSG));
             }
         }
@@ -692,6 +694,35 @@ mod tests {
             err.message.ends_with(OPTIMISTIC_LOCK_MSG),
             "{}",
             err.message
+        );
+    }
+
+    #[test]
+    fn version_zero_or_absent_is_unconditional() {
+        let mut s = Store::new(100, now());
+        s.create(Resource::Lease, "default", lease("l"), now())
+            .expect("created");
+        let mut body = lease("l");
+        body["spec"]["holderIdentity"] = json!("b");
+        body["metadata"]["resourceVersion"] = json!("0");
+        s.update(Resource::Lease, "default", "l", body.clone(), now())
+            .expect("rv 0 is unconditional");
+        body["spec"]["holderIdentity"] = json!("c");
+        body["metadata"]
+            .as_object_mut()
+            .expect("meta")
+            .remove("resourceVersion");
+        let r = s
+            .update(Resource::Lease, "default", "l", body, now())
+            .expect("absent rv is unconditional");
+        assert_eq!(r.body["spec"]["holderIdentity"], "c");
+        let mut bad = lease("l");
+        bad["metadata"]["resourceVersion"] = json!("abc");
+        assert_eq!(
+            s.update(Resource::Lease, "default", "l", bad, now())
+                .expect_err("not a number")
+                .code,
+            400
         );
     }
 
