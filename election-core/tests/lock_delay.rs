@@ -136,9 +136,8 @@ fn no_stop_without_a_start_while_delayed() {
     let mut n = created_after_deletion(fast("a"));
     n.events();
     n.shutdown();
-    let (op, _, rel) = n.fire_until_action(4).into_update();
-    assert_eq!(&*rel.holder, "");
-    n.answer(op, Ok(obs("9", stamped(rel, 9))));
+    let (op, rel) = renew_until_release(&mut n);
+    n.answer(op, Ok(obs("99", stamped(rel, 99))));
     let evs = n.events();
     assert!(evs.contains(&Event::Terminated), "{evs:?}");
     assert!(
@@ -146,13 +145,14 @@ fn no_stop_without_a_start_while_delayed() {
             .any(|e| matches!(e, Event::StoppedLeading { .. } | Event::Draining { .. })),
         "{evs:?}"
     );
-    // Step-down: release without Draining or StoppedLeading.
+    // Step-down: release without Draining or StoppedLeading (renewing until the
+    // release is due: a delayed holder may keep the lock until the delay ends).
     let mut n = created_after_deletion(fast("a"));
     n.events();
     n.step_down();
-    let (op, _, rel) = n.fire_until_action(4).into_update();
+    let (op, rel) = renew_until_release(&mut n);
     assert_eq!(&*rel.holder, "");
-    n.answer(op, Ok(obs("9", stamped(rel, 9))));
+    n.answer(op, Ok(obs("99", stamped(rel, 99))));
     assert!(
         !n.events()
             .iter()
@@ -175,6 +175,21 @@ fn no_stop_without_a_start_while_delayed() {
             .any(|(_, e)| matches!(e, Event::StoppedLeading { .. }))
     );
     assert_eq!(n.e.role(), Role::Follower);
+}
+
+/// Answers renews until the release comes (no later than the end of the delay at
+/// 3 s); returns the release.
+fn renew_until_release(n: &mut Node) -> (OpId, LockRecord) {
+    let mut v = 10;
+    loop {
+        let (op, _, rec) = n.fire_until_action(4).into_update();
+        if rec.holder.is_empty() {
+            return (op, rec);
+        }
+        assert!(n.now <= t(3_000), "still not released at {:?}", n.now);
+        v += 1;
+        n.answer(op, Ok(obs(&v.to_string(), stamped(rec, v))));
+    }
 }
 
 trait Into2 {

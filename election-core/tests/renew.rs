@@ -111,7 +111,6 @@ fn a1_conflict_on_renew_but_still_ours_renews_by_cas() {
 /// at its deadline (send time of the last success + renew deadline), and a late
 /// success never revives the term.
 #[test]
-#[ignore = "BUG: handle_timeout never returns when the Attempt timer is due while a call is in flight (read_or_attempt_due re-arms Attempt at `now`, take_expired takes it again)"]
 fn a15_latency_beyond_the_deadline_steps_down_at_the_deadline() {
     let mut n = Node::leader(fast("a"), "1");
     let mut unanswered = Vec::new();
@@ -481,7 +480,6 @@ impl CloneUpdate for Action {
 /// deadline passes while a read is outstanding (let_go re-arms the attempt timer).
 /// Run on a thread with a time limit, so that a hang fails instead of stalling.
 #[test]
-#[ignore = "BUG: handle_timeout never returns when the Attempt timer is due while a call is in flight (read_or_attempt_due re-arms Attempt at `now`, take_expired takes it again)"]
 fn handle_timeout_returns_when_a_timer_fires_during_a_call() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
