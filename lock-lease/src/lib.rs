@@ -58,7 +58,7 @@
 //! # RBAC
 //! The lock needs, in its namespace: `leases` (group `coordination.k8s.io`) `get`,
 //! `create`, `update`, `list` and `watch`; and `events` `create` for the Events. A
-//! minimal Role is in `examples/rbac.yaml` of this repository. A missing
+//! minimal Role and RoleBinding is in `lock-lease/rbac.yaml` (also [`RBAC_YAML`]). A missing
 //! permission is reported as [`election_core::LockError::Forbidden`] naming the verb and
 //! resource.
 
@@ -72,6 +72,10 @@ pub use kube_support::events::{EventError, LeaderEvent};
 use kube_support::{Clock, NameError, ObjectLock, ObjectLockConfig, WatchConfig};
 
 pub mod record;
+
+/// A minimal Role (and RoleBinding) for the Lease lock: `leases` get, create,
+/// update, list, watch; `events` create.
+pub const RBAC_YAML: &str = include_str!("../rbac.yaml");
 
 pub use record::LeaseCodec;
 

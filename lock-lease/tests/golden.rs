@@ -231,3 +231,13 @@ fn labels_are_merged_not_replaced() {
     assert_eq!(got["team"], "x");
     assert_eq!(got["app"], "ours");
 }
+
+#[test]
+fn rbac_yaml_grants_exactly_what_the_lock_uses() {
+    let yaml = lock_lease::RBAC_YAML;
+    assert!(yaml.contains(r#"resources: ["leases"]"#));
+    assert!(yaml.contains(r#"verbs: ["get", "create", "update", "list", "watch"]"#));
+    assert!(yaml.contains(r#"resources: ["events"]"#));
+    assert!(yaml.contains(r#"verbs: ["create"]"#));
+    assert!(!yaml.contains("delete") && !yaml.contains("patch") && !yaml.contains('*'));
+}

@@ -1,0 +1,102 @@
+//! The conformance suite against a real cluster, only when asked:
+//! `ELECTION_REAL_CLUSTER=1 KUBECONFIG=... cargo test -p lock-lease --test real_cluster`.
+//! Skipped otherwise (saying so). This build of `kube` has no TLS stack, so point
+//! `KUBECONFIG` at `kubectl proxy` (plain HTTP on 127.0.0.1) to reach an HTTPS
+//! cluster. Leases named `election-rs-conformance-*` are created in the
+//! kubeconfig's namespace and deleted again.
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, DeleteParams};
+use lock_lease::LeaseLock;
+use lock_memory::conformance::{Harness, run_all};
+
+struct RealHarness {
+    config: kube::Config,
+    prefix: String,
+    n: u32,
+    name: String,
+}
+
+impl RealHarness {
+    fn lock(&self) -> LeaseLock {
+        let client = kube_support::lock_client(self.config.clone()).expect("client");
+        LeaseLock::new(client, &self.config.default_namespace, &self.name).expect("valid names")
+    }
+
+    async fn delete_current(&self) -> bool {
+        let client = kube_support::lock_client(self.config.clone()).expect("client");
+        let api: Api<Lease> = Api::namespaced(client, &self.config.default_namespace);
+        api.delete(&self.name, &DeleteParams::default()).await.is_ok()
+    }
+}
+
+impl Harness for RealHarness {
+    type Lock = LeaseLock;
+
+    async fn fresh(&mut self) -> (LeaseLock, LeaseLock) {
+        if !self.name.is_empty() {
+            self.delete_current().await;
+        }
+        self.n += 1;
+        self.name = format!("{}-{}", self.prefix, self.n);
+        (self.lock(), self.lock())
+    }
+
+    async fn delete(&mut self) -> bool {
+        self.delete_current().await
+    }
+}
+
+fn skip_reason() -> Option<&'static str> {
+    if std::env::var("ELECTION_REAL_CLUSTER").as_deref() != Ok("1") {
+        return Some("ELECTION_REAL_CLUSTER is not 1");
+    }
+    if std::env::var_os("KUBECONFIG").is_none() {
+        return Some("KUBECONFIG is not set");
+    }
+    None
+}
+
+#[test]
+fn real_cluster_lease_lock_passes_the_conformance_suite() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: real-cluster test not requested ({why}); set KUBECONFIG and ELECTION_REAL_CLUSTER=1 to run it");
+        return;
+    }
+    // The suite's futures nest deeply in debug builds: give them a large stack.
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(run())
+        })
+        .expect("thread")
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+}
+
+async fn run() {
+    let config = kube::Config::infer().await.expect("a kubeconfig");
+    assert_ne!(
+        config.cluster_url.scheme_str(),
+        Some("https"),
+        "this build has no TLS stack: run `kubectl proxy` and point KUBECONFIG at it"
+    );
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut h = RealHarness {
+        config,
+        prefix: format!("election-rs-conformance-{stamp}"),
+        n: 0,
+        name: String::new(),
+    };
+    let report = run_all(&mut h).await;
+    h.delete_current().await;
+    assert!(report.is_success(), "{report}");
+}
