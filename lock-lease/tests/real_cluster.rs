@@ -26,7 +26,9 @@ impl RealHarness {
     async fn delete_current(&self) -> bool {
         let client = kube_support::lock_client(self.config.clone()).expect("client");
         let api: Api<Lease> = Api::namespaced(client, &self.config.default_namespace);
-        api.delete(&self.name, &DeleteParams::default()).await.is_ok()
+        api.delete(&self.name, &DeleteParams::default())
+            .await
+            .is_ok()
     }
 }
 
@@ -60,7 +62,9 @@ fn skip_reason() -> Option<&'static str> {
 #[test]
 fn real_cluster_lease_lock_passes_the_conformance_suite() {
     if let Some(why) = skip_reason() {
-        eprintln!("skipped: real-cluster test not requested ({why}); set KUBECONFIG and ELECTION_REAL_CLUSTER=1 to run it");
+        eprintln!(
+            "skipped: real-cluster test not requested ({why}); set KUBECONFIG and ELECTION_REAL_CLUSTER=1 to run it"
+        );
         return;
     }
     // The suite's futures nest deeply in debug builds: give them a large stack.
