@@ -510,3 +510,102 @@ fn polling_follower_sees_a_release_within_one_poll() {
         "took the released lock at {at:?}"
     );
 }
+
+/// R6: a record the backend could not decode is handed over as held by an unknown
+/// holder, without a duration: timed like any version (configured duration,
+/// reported) and taken over by compare-and-swap after a lease.
+#[test]
+fn r6_undecodable_record_is_timed_like_any_version() {
+    let cfg = fast("a");
+    let mut rec = LockRecord {
+        holder: "<unparseable>".into(),
+        ..LockRecord::default()
+    };
+    rec.lease_duration_secs = None;
+    let mut n = Node::new(cfg.clone());
+    let op = n.get();
+    n.answer(op, Ok(obs("7", rec.clone())));
+    assert!(
+        n.events()
+            .contains(&Event::Warning(Warning::LeaseDurationMissing(None)))
+    );
+    let (at, write) = n.campaign(|_| Ok(obs("7", rec.clone())), 1_000);
+    assert_eq!(at, t(2_000));
+    let Action::Update {
+        expected, record, ..
+    } = write
+    else {
+        panic!("{write:?}")
+    };
+    assert_eq!(expected, Version::new("7"));
+    assert_eq!(record, acquiring(&cfg, 1));
+}
+
+/// R7: missing fields read as zero defaults: `{}` is an empty holder (acquirable at
+/// once, transitions 0 + 1), and a holder without a duration is timed as R3.
+#[test]
+fn r7_missing_fields_read_as_defaults() {
+    let cfg = fast("a");
+    let mut n = Node::follower(cfg.clone(), obs("3", LockRecord::default()));
+    let (_, expected, record) = n.update();
+    assert_eq!(expected, Version::new("3"));
+    assert_eq!(record, acquiring(&cfg, 1));
+    assert_eq!(n.now, t(0));
+    let only_holder = LockRecord {
+        holder: "b".into(),
+        ..LockRecord::default()
+    };
+    let mut n = Node::new(cfg);
+    let op = n.get();
+    n.answer(op, Ok(obs("4", only_holder.clone())));
+    let (at, _) = n.campaign(|_| Ok(obs("4", only_holder.clone())), 1_000);
+    assert_eq!(at, t(2_000));
+}
+
+/// R8 and N3: timestamps in other formats (unparsed, so `Unset`) or stepped wall
+/// clocks (a holder whose stamps jump back and forth) are never used for expiry;
+/// versions alone time the lease.
+#[test]
+fn r8_n3_odd_or_stepped_timestamps_are_never_used_for_expiry() {
+    let cfg = fast("a");
+    let stamps = [
+        Stamp::Unset,
+        Stamp::At(WallTime::new(1_700_000_000, 0)),
+        Stamp::At(WallTime::new(1_600_000_000, 0)), // stepped back
+        Stamp::At(WallTime::new(1_900_000_000, 0)), // stepped forward
+    ];
+    // The holder renews every 500 ms until 1.5 s, its stamps jumping around.
+    let record_at = |now: Instant| {
+        let k = (now.as_nanos() / 500_000_000).min(3) as usize;
+        let mut r = held("b", 2, 1);
+        r.renew_time = stamps[k];
+        r.acquire_time = stamps[3 - k];
+        obs(&format!("{}", 10 + k), r)
+    };
+    let mut n = Node::new(cfg);
+    let op = n.get();
+    n.answer(op, Ok(record_at(t(0))));
+    let (at, write) = n.campaign(|now| Ok(record_at(now)), 1_000);
+    let Action::Update { expected, .. } = write else {
+        panic!("{write:?}")
+    };
+    assert_eq!(expected, Version::new("13"));
+    assert!(
+        at >= t(3_500),
+        "a lease after the last version (≥ 1.5 s): {at:?}"
+    );
+    assert!(at < t(3_500) + fast("a").max_retry_interval(), "{at:?}");
+}
+
+/// Tolerant reading: Kubernetes' `strategy` is kept as read when acquiring.
+#[test]
+fn strategy_is_kept_when_acquiring() {
+    let cfg = fast("a");
+    let mut rec = held("", 1, 2);
+    rec.strategy = Some("OldestEmulationVersion".into());
+    let mut n = Node::follower(cfg.clone(), obs("5", rec));
+    let (_, _, record) = n.update();
+    let mut want = acquiring(&cfg, 3);
+    want.strategy = Some("OldestEmulationVersion".into());
+    assert_eq!(record, want);
+}

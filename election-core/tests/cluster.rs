@@ -67,6 +67,9 @@ fn n7_partitioned_leader_stops_at_its_deadline_and_another_takes_over() {
             "a lease after the last change: {took}"
         );
         assert_eq!(c.leaders(), vec![1]);
+        let old = term(1, "102");
+        let new = c.nodes[1].e.term().expect("node-1 leads").clone();
+        assert!(new > old, "the fencing token grows: {old} then {new}");
         assert!(c.nodes[0].log.iter().any(|(_, e)| *e
             == Event::StoppedLeading {
                 term: term(1, "102"),

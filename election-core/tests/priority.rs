@@ -73,7 +73,8 @@ fn h7_handover_drains_releases_and_hands_over_without_overlap() {
 #[test]
 fn equal_priority_never_preempts() {
     within_time_limit(|| {
-        let mut c = Cluster::over_released_lock(vec![fast("x").priority(5), fast("y").priority(5).seed(9)]);
+        let mut c =
+            Cluster::over_released_lock(vec![fast("x").priority(5), fast("y").priority(5).seed(9)]);
         c.links[1] = Link::Paused;
         c.run_until(100);
         c.links[1] = Link::Up;
@@ -132,4 +133,44 @@ fn h7_steal_mode_takes_at_once_with_bounded_overlap() {
             .expect("stolen");
         assert_eq!(stolen.record.transitions, 2);
     });
+}
+
+/// An external handover request (Kubernetes' `preferredHolder`: no priority) is
+/// always honoured: the leader drains, then releases naming the preferred holder.
+#[test]
+fn external_handover_request_is_honoured() {
+    let cfg = fast("a").priority(100);
+    let mut n = Node::leader(cfg.clone(), "1");
+    n.fire();
+    let (op, _, _) = n.update();
+    n.answer(op, Err(LockError::Conflict));
+    let op = n.get();
+    let mut asked = stamped(acquiring(&cfg, 0), 1);
+    asked.handover = Some(Handover {
+        to: "preferred".into(),
+        priority: None,
+    });
+    n.answer(op, Ok(obs("2", asked)));
+    assert!(n.events().contains(&Event::Draining {
+        reason: StopReason::Preempted {
+            by: "preferred".into()
+        }
+    }));
+    n.work_stopped();
+    let release = loop {
+        let a = n.fire_until_action(4);
+        let Action::Update {
+            op,
+            expected,
+            record,
+        } = a
+        else {
+            panic!("{a:?}")
+        };
+        if record.holder.is_empty() {
+            break record;
+        }
+        n.answer(op, Ok(obs(&format!("{expected}0"), stamped(record, 3))));
+    };
+    assert_eq!(release.handover.map(|h| h.to), Some("preferred".into()));
 }
