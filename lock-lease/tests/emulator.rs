@@ -564,3 +564,47 @@ async fn rbac_a_missing_permission_is_reported_clearly() {
     }
     assert!(next_event(&mut w).await.is_none(), "and the watch ends");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails() {
+    let emu = start().await;
+    let name = unique("r1");
+    let a = lock(&emu, "a", NS, &name);
+    let v1 = a.create(&held("a", 0)).await.expect("create");
+    let api: Api<Lease> = Api::namespaced(emu.client("human").unwrap(), NS);
+    for (holder, renew) in [
+        ("intruder", "2099-01-01T00:00:00.000000Z"), // R1, with R9's far-future renewTime
+        ("", "1999-01-01T00:00:00.000000Z"),         // R2, far past
+    ] {
+        let mut lease = api.get(&name).await.unwrap();
+        let spec = lease.spec.as_mut().unwrap();
+        spec.holder_identity = Some(holder.into());
+        spec.renew_time = Some(serde_json::from_value(serde_json::json!(renew)).unwrap());
+        api.replace(&name, &PostParams::default(), &lease).await.unwrap();
+        let seen = a.get().await.expect("read");
+        assert_eq!(seen.record.holder.as_ref(), holder);
+        assert!(matches!(seen.record.renew_time, Stamp::At(_)));
+    }
+    // Our renew from the version before the edits loses its compare-and-swap.
+    assert_eq!(a.update(&v1.version, &held("a", 0)).await, Err(LockError::Conflict));
+    assert_eq!(raw(&emu, &name)["spec"]["holderIdentity"], "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a15_a16_an_answer_held_past_the_timeout_is_unknown_and_the_write_landed() {
+    let emu = start().await;
+    let name = unique("a16");
+    let a = lock(&emu, "a", NS, &name);
+    let v = a.create(&held("a", 0)).await.expect("create");
+    emu.faults("a")
+        .on(Match::writes())
+        .times(1)
+        .inject(Fault::DelayAfterCommit(Duration::from_secs(2)));
+    let r = a.update(&v.version, &held("b", 1)).await;
+    assert!(matches!(r, Err(LockError::Unknown { .. })), "{r:?}");
+    assert_eq!(raw(&emu, &name)["spec"]["holderIdentity"], "b", "committed before the answer");
+    emu.faults("a").clear();
+    emu.faults("a").latency(Duration::from_millis(800));
+    let r = a.get().await;
+    assert!(matches!(r, Err(LockError::Unknown { .. })), "latency beyond the request timeout: {r:?}");
+}
