@@ -174,3 +174,62 @@ fn external_handover_request_is_honoured() {
     };
     assert_eq!(release.handover.map(|h| h.to), Some("preferred".into()));
 }
+
+/// After a handover release, for one lease duration only the named candidate may
+/// take the lock (a lower candidate cannot win the race); after that anyone may
+/// (the asker may have died). The named candidate takes it at once.
+#[test]
+fn handover_release_reserves_the_lock_for_its_target_for_one_lease() {
+    let mut released = held("", 1, 4);
+    released.handover = Some(Handover {
+        to: "high".into(),
+        priority: Some(5),
+    });
+    // The target: at once.
+    let mut n = Node::follower(fast("high").priority(5), obs("9", released.clone()));
+    let (_, expected, record) = n.update();
+    assert_eq!(expected, Version::new("9"));
+    assert_eq!(record.transitions, 5);
+    assert_eq!(record.handover, None, "the request is fulfilled");
+    assert_eq!(n.now, t(0));
+    // Anyone else: only a lease (the configured 2 s) after seeing the release.
+    for other in [fast("mid"), fast("higher").priority(50)] {
+        let mut n = Node::new(other);
+        let op = n.get();
+        n.set_clock(t(100));
+        n.answer(op, Ok(obs("9", released.clone())));
+        let (at, write) = n.campaign(|_| Ok(obs("9", released.clone())), 1_000);
+        assert!(at >= t(2_100), "{write:?} at {at:?}");
+        assert!(at < t(2_100) + fast("x").max_retry_interval(), "{at:?}");
+    }
+}
+
+/// A still higher candidate overrides a lower pending request; an external one
+/// (no priority) is never overridden.
+#[test]
+fn a_higher_request_overrides_a_lower_one_but_not_an_external_one() {
+    let mut rec = held("low", 2, 1);
+    rec.priority = Some(1);
+    rec.handover = Some(Handover {
+        to: "mid".into(),
+        priority: Some(3),
+    });
+    let mut n = Node::follower(fast("high").priority(5), obs("7", rec.clone()));
+    let (_, expected, ask) = n.update();
+    assert_eq!(expected, Version::new("7"));
+    let mut want = rec.clone();
+    want.handover = Some(Handover {
+        to: "high".into(),
+        priority: Some(5),
+    });
+    assert_eq!(ask, want, "only the request changes");
+    // An external request stays: no write before the lease expires.
+    rec.handover = Some(Handover {
+        to: "chosen".into(),
+        priority: None,
+    });
+    let mut n = Node::follower(fast("high").priority(5), obs("7", rec.clone()));
+    n.no_action();
+    let (at, _) = n.campaign(|_| Ok(obs("7", rec.clone())), 1_000);
+    assert!(at >= t(2_000), "{at:?}");
+}
