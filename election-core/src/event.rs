@@ -125,6 +125,11 @@ pub enum Warning {
         /// The cap applied.
         cap: Duration,
     },
+    /// A renew succeeded without producing a new version (the backend skipped an
+    /// identical write): it does not count, since other candidates saw no change.
+    /// Backends should make every write differ (client-go's renewTime does).
+    #[error("renew produced no new version; not counted")]
+    RenewWithoutNewVersion,
     /// A version we did not write names our identity: another live process uses it.
     /// Give every process its own identity.
     #[error("another process uses identity {0:?}: a version we did not write names it")]

@@ -66,6 +66,18 @@ impl Elector {
             return;
         }
         match result {
+            Ok(obs)
+                if self
+                    .seen
+                    .as_ref()
+                    .is_some_and(|s| s.obs.version == obs.version) =>
+            {
+                // The write made no new version (a server that skips identical
+                // writes): followers saw no change and keep timing the old one, so
+                // it must not extend the deadline. Renew again at the next period.
+                self.warn(Warning::RenewWithoutNewVersion);
+                self.schedule_renew(call.sent_at, now);
+            }
             Ok(obs) => {
                 self.remember_written(&obs.version);
                 self.observe(obs, true, now);
