@@ -11,6 +11,10 @@
 //! - Every update is a PUT of the whole ConfigMap carrying the `resourceVersion`
 //!   that was read (a compare-and-swap); its data, labels and other annotations are
 //!   kept. A create makes a ConfigMap holding just the annotation.
+//! - A write that would be byte-identical to the stored object (a holder whose
+//!   wall clock is frozen) bumps the annotation `election.rs/rewrite`, because the
+//!   API server answers an identical PUT without a new `resourceVersion` and
+//!   followers would not see the renewal (FAULTS R10).
 //! - Watches, Events, error classification and runtime bridging are the same as
 //!   the Lease lock's ([`kube_support`]).
 //!

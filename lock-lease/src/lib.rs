@@ -9,6 +9,10 @@
 //! - Every update is a PUT carrying the `resourceVersion` that was read: a
 //!   compare-and-swap, never a blind write. Labels, annotations and owner
 //!   references that others put on the Lease are kept.
+//! - A write that would be byte-identical to the stored object (a holder whose
+//!   wall clock is frozen) bumps the annotation `election.rs/rewrite`, because the
+//!   API server answers an identical PUT without a new `resourceVersion` and
+//!   followers would not see the renewal (FAULTS R10).
 //! - [`Lock::watch`] watches the Lease with `fieldSelector=metadata.name=<name>`
 //!   and bookmarks; the stream ends when the watch breaks, stays silent too long or
 //!   gets `410 Gone`, and the elector polls and resumes.

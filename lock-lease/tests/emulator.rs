@@ -580,13 +580,18 @@ async fn r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails() {
         let spec = lease.spec.as_mut().unwrap();
         spec.holder_identity = Some(holder.into());
         spec.renew_time = Some(serde_json::from_value(serde_json::json!(renew)).unwrap());
-        api.replace(&name, &PostParams::default(), &lease).await.unwrap();
+        api.replace(&name, &PostParams::default(), &lease)
+            .await
+            .unwrap();
         let seen = a.get().await.expect("read");
         assert_eq!(seen.record.holder.as_ref(), holder);
         assert!(matches!(seen.record.renew_time, Stamp::At(_)));
     }
     // Our renew from the version before the edits loses its compare-and-swap.
-    assert_eq!(a.update(&v1.version, &held("a", 0)).await, Err(LockError::Conflict));
+    assert_eq!(
+        a.update(&v1.version, &held("a", 0)).await,
+        Err(LockError::Conflict)
+    );
     assert_eq!(raw(&emu, &name)["spec"]["holderIdentity"], "");
 }
 
@@ -602,9 +607,16 @@ async fn a15_a16_an_answer_held_past_the_timeout_is_unknown_and_the_write_landed
         .inject(Fault::DelayAfterCommit(Duration::from_secs(2)));
     let r = a.update(&v.version, &held("b", 1)).await;
     assert!(matches!(r, Err(LockError::Unknown { .. })), "{r:?}");
-    assert_eq!(raw(&emu, &name)["spec"]["holderIdentity"], "b", "committed before the answer");
+    assert_eq!(
+        raw(&emu, &name)["spec"]["holderIdentity"],
+        "b",
+        "committed before the answer"
+    );
     emu.faults("a").clear();
     emu.faults("a").latency(Duration::from_millis(800));
     let r = a.get().await;
-    assert!(matches!(r, Err(LockError::Unknown { .. })), "latency beyond the request timeout: {r:?}");
+    assert!(
+        matches!(r, Err(LockError::Unknown { .. })),
+        "latency beyond the request timeout: {r:?}"
+    );
 }
