@@ -197,3 +197,24 @@ fn n12_clock_rates_within_the_tolerance_never_overlap() {
         }
     });
 }
+
+/// N1: two live processes with the same identity over one lock: never both
+/// leaders at once (checked at every step), and the collision is reported with the
+/// identity.
+#[test]
+fn n1_twins_never_lead_together_and_the_collision_is_reported() {
+    within_time_limit(|| {
+        let mut c = Cluster::over_released_lock(vec![fast("twin").seed(1), fast("twin").seed(2)]);
+        c.links[1] = Link::Paused;
+        c.run_until(100);
+        assert_eq!(c.leaders(), vec![0]);
+        c.links[1] = Link::Up;
+        c.run_until(10_000);
+        let reported = c.nodes.iter().any(|n| {
+            n.log
+                .iter()
+                .any(|(_, e)| *e == Event::Warning(Warning::IdentityCollision("twin".into())))
+        });
+        assert!(reported, "the collision is reported, naming the identity");
+    });
+}
