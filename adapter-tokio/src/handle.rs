@@ -133,7 +133,8 @@ impl Handle {
         self.states.clone()
     }
 
-    /// The same states as a `Stream` (ends after the final state).
+    /// Every state in order as a `Stream` (the watch keeps only the latest); ends
+    /// after the final state.
     pub fn states(&self) -> StateStream {
         self.inner.states()
     }

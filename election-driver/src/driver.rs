@@ -257,17 +257,22 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 break;
             }
         }
+        self.publish_deadline(now);
+        if matches!(self.elector.role(), Role::Follower | Role::Terminated) {
+            for w in self.step_down_waiters.drain(..) {
+                let _ = w.send(());
+            }
+        }
+    }
+
+    /// Publishes the leadership deadline (none unless leading now).
+    fn publish_deadline(&self, now: Instant) {
         let deadline = if self.elector.is_leader(now) {
             self.elector.deadline()
         } else {
             None
         };
         self.shared.set_deadline(deadline);
-        if matches!(self.elector.role(), Role::Follower | Role::Terminated) {
-            for w in self.step_down_waiters.drain(..) {
-                let _ = w.send(());
-            }
-        }
     }
 
     /// Starts the one lock call, replacing any call the elector gave up on.
@@ -333,6 +338,9 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
 
     /// Publishes the current state with what changed it.
     fn publish(&mut self, change: Change, now: Instant) {
+        // The deadline first, so that a reader woken by this state sees
+        // `is_leader` agree with it.
+        self.publish_deadline(now);
         let state = LeadershipState {
             identity: self.elector.config().identity.clone(),
             role: self.elector.role(),
@@ -377,7 +385,8 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     fn check_deadline(&mut self, now: Instant) {
         if self.elector.deadline().is_some_and(|d| d <= now) {
             let result = Err(LockError::unknown("no call: deadline check"));
-            self.elector.handle(Input::Answer { op: NO_OP, result }, now);
+            self.elector
+                .handle(Input::Answer { op: NO_OP, result }, now);
         }
     }
 
@@ -482,8 +491,8 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Wake::Command(Some(Command::Abort)) => {
                 warn!("driver aborted without release");
                 self.work.cancel();
-                self.shared.set_deadline(None);
                 self.publish(Change::Aborted, now);
+                self.shared.set_deadline(None);
                 return core::ops::ControlFlow::Break(());
             }
             Wake::Answer(op, result) => {
@@ -515,8 +524,8 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Wake::Watch(Some(Err(e))) => self.watch_broke(Some(e), now),
             Wake::Watch(None) => self.watch_broke(None, now),
             Wake::WorkEnded(term, end) => {
-                let cancelled_run = self.elector.role() != Role::Leader
-                    || self.elector.term() != Some(&term);
+                let cancelled_run =
+                    self.elector.role() != Role::Leader || self.elector.term() != Some(&term);
                 match end {
                     WorkEnd::Panicked(message) => {
                         warn!(%term, %message, "leader work panicked");
@@ -545,10 +554,10 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     /// The elector ended: cancel any work, publish the last state, answer waiters.
     fn finish(mut self) {
         self.work.cancel();
-        self.shared.set_deadline(None);
         let now = self.rt.now();
         info!("election driver ended");
         self.publish(Change::Terminated, now);
+        self.shared.set_deadline(None);
         for w in self
             .step_down_waiters
             .drain(..)

@@ -84,7 +84,7 @@ impl Handle {
 
     /// A stream of states: the current one, then each change.
     pub fn states(&self) -> StateStream {
-        StateStream::new(self.shared.clone())
+        StateStream::new(&self.shared)
     }
 
     /// Gives leadership up gracefully: the leader work is cancelled and awaited,

@@ -61,7 +61,7 @@ pub use clock::BootClock;
 pub use driver::{Builder, Driver, MAX_SLEEP, OnLoss};
 pub use handle::Handle;
 pub use runtime::{BoxFuture, Runtime};
-pub use shared::{StateHook, StateStream};
+pub use shared::{STREAM_BUFFER, StateHook, StateStream};
 pub use signal::{CancelSignal, Cancelled};
 pub use state::{Change, DriverError, LeadershipState};
 pub use work::{LeaderWork, WorkRun};

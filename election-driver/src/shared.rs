@@ -1,8 +1,9 @@
 //! The state a driver shares with its handle and its subscribers.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
 
 use election_core::Instant;
@@ -17,6 +18,9 @@ pub type StateHook = Box<dyn Fn(&LeadershipState) + Send + Sync>;
 /// No deadline: not leading.
 const NOT_LEADING: u64 = 0;
 
+/// How many states a stream buffers for a slow reader before dropping the oldest.
+pub const STREAM_BUFFER: usize = 256;
+
 /// Shared between the driver task (writer) and handles and streams (readers).
 pub(crate) struct Shared {
     /// The leadership deadline in nanoseconds on the driver's clock while leading,
@@ -28,9 +32,24 @@ pub(crate) struct Shared {
 }
 
 struct Inner {
-    seq: u64,
     state: LeadershipState,
-    wakers: Vec<Waker>,
+    subscribers: Vec<Weak<Subscriber>>,
+}
+
+/// One stream's queue of states not yet read.
+struct Subscriber {
+    queue: Mutex<Queue>,
+}
+
+struct Queue {
+    states: VecDeque<LeadershipState>,
+    waker: Option<Waker>,
+}
+
+fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding these locks cannot leave them half-written (plain
+    // assignments and queue pushes), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {
@@ -42,19 +61,12 @@ impl Shared {
         Arc::new(Shared {
             deadline: AtomicU64::new(NOT_LEADING),
             inner: Mutex::new(Inner {
-                seq: 0,
                 state: initial,
-                wakers: Vec::new(),
+                subscribers: Vec::new(),
             }),
             hook,
             now,
         })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding this lock cannot leave the state half-written
-        // (plain field assignments), so a poisoned lock is still usable.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The driver's clock.
@@ -81,17 +93,26 @@ impl Shared {
     }
 
     pub(crate) fn state(&self) -> LeadershipState {
-        self.lock().state.clone()
+        relock(&self.inner).state.clone()
     }
 
-    /// Publishes a new state: wakes every stream and calls the hook.
+    /// Publishes a new state: queues it on every stream, wakes them, calls the hook.
     pub(crate) fn publish(&self, state: LeadershipState) {
-        let wakers = {
-            let mut inner = self.lock();
-            inner.seq += 1;
+        let mut wakers = Vec::new();
+        {
+            let mut inner = relock(&self.inner);
             inner.state = state.clone();
-            core::mem::take(&mut inner.wakers)
-        };
+            inner.subscribers.retain(|w| {
+                let Some(sub) = w.upgrade() else { return false };
+                let mut q = relock(&sub.queue);
+                if q.states.len() >= STREAM_BUFFER {
+                    q.states.pop_front();
+                }
+                q.states.push_back(state.clone());
+                wakers.extend(q.waker.take());
+                true
+            });
+        }
         for w in wakers {
             w.wake();
         }
@@ -99,23 +120,34 @@ impl Shared {
             hook(&state);
         }
     }
+
+    /// A new stream, starting with the current state.
+    fn subscribe(&self) -> Arc<Subscriber> {
+        let mut inner = relock(&self.inner);
+        let sub = Arc::new(Subscriber {
+            queue: Mutex::new(Queue {
+                states: VecDeque::from([inner.state.clone()]),
+                waker: None,
+            }),
+        });
+        inner.subscribers.push(Arc::downgrade(&sub));
+        sub
+    }
 }
 
-/// A stream of leadership states: the current one first, then each new one as it
-/// is published. A slow reader skips intermediate states and sees the latest; the
-/// stream ends after the driver's final state ([`crate::Change::Terminated`] or
-/// [`crate::Change::Aborted`]).
+/// A stream of leadership states: the current one first, then every new one in
+/// order, each with the [`crate::Change`] that produced it. A reader more than
+/// [`STREAM_BUFFER`] states behind loses the oldest. The stream ends after the
+/// driver's final state ([`crate::Change::Terminated`] or [`crate::Change::Aborted`]).
 pub struct StateStream {
-    shared: Arc<Shared>,
-    seen: Option<u64>,
+    sub: Arc<Subscriber>,
     done: bool,
 }
 
 impl StateStream {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: &Shared) -> Self {
         StateStream {
-            shared,
-            seen: None,
+            sub: shared.subscribe(),
             done: false,
         }
     }
@@ -128,17 +160,12 @@ impl Stream for StateStream {
         if self.done {
             return Poll::Ready(None);
         }
-        let mut inner = self.shared.lock();
-        if self.seen == Some(inner.seq) {
-            if !inner.wakers.iter().any(|w| w.will_wake(cx.waker())) {
-                inner.wakers.push(cx.waker().clone());
-            }
+        let mut q = relock(&self.sub.queue);
+        let Some(state) = q.states.pop_front() else {
+            q.waker = Some(cx.waker().clone());
             return Poll::Pending;
-        }
-        let state = inner.state.clone();
-        let seq = inner.seq;
-        drop(inner);
-        self.seen = Some(seq);
+        };
+        drop(q);
         if matches!(
             state.change,
             crate::Change::Terminated | crate::Change::Aborted
@@ -152,7 +179,7 @@ impl Stream for StateStream {
 impl core::fmt::Debug for StateStream {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("StateStream")
-            .field("seen", &self.seen)
-            .finish()
+            .field("done", &self.done)
+            .finish_non_exhaustive()
     }
 }

@@ -22,7 +22,9 @@ use election_core::{Config, OpKind, Role, StopReason, Term};
 use futures::StreamExt;
 use lock_memory::{Delay, Fault, Faults, LoggedWrite, MemoryStore, WriteKind};
 
-use crate::{Builder, CancelSignal, Change, Handle, LeaderWork, LeadershipState, OnLoss, Runtime, WorkRun};
+use crate::{
+    Builder, CancelSignal, Change, Handle, LeaderWork, LeadershipState, OnLoss, Runtime, WorkRun,
+};
 
 /// Instantiates the suite as `#[test]` functions.
 ///
@@ -169,17 +171,26 @@ impl<R: Runtime> LeaderWork for TestWork<R> {
         );
         let s = signal.clone();
         let future = Box::pin(async move {
-            notes.lock().unwrap().push(Note::Started(log_position(&store)));
+            notes
+                .lock()
+                .unwrap()
+                .push(Note::Started(log_position(&store)));
             match mode {
                 WorkMode::Panics => panic!("injected leader-work panic"),
                 WorkMode::IgnoresCancel => futures::future::pending::<()>().await,
                 WorkMode::Cooperative(drain) => {
                     s.cancelled().await;
-                    notes.lock().unwrap().push(Note::Cancelled(log_position(&store)));
+                    notes
+                        .lock()
+                        .unwrap()
+                        .push(Note::Cancelled(log_position(&store)));
                     if !drain.is_zero() {
                         rt.sleep(drain).await;
                     }
-                    notes.lock().unwrap().push(Note::Ended(log_position(&store)));
+                    notes
+                        .lock()
+                        .unwrap()
+                        .push(Note::Ended(log_position(&store)));
                 }
             }
         });
@@ -227,7 +238,11 @@ impl<R: Runtime> Cluster<R> {
         name: &str,
         mode: Option<WorkMode>,
         on_loss: OnLoss,
-    ) -> (Builder<lock_memory::MemoryLock>, Recorder, Arc<Mutex<Vec<Note>>>) {
+    ) -> (
+        Builder<lock_memory::MemoryLock>,
+        Recorder,
+        Arc<Mutex<Vec<Note>>>,
+    ) {
         let seed = name.bytes().map(u64::from).sum::<u64>();
         let states = Recorder::default();
         let notes = Arc::new(Mutex::new(Vec::new()));
@@ -258,7 +273,11 @@ impl<R: Runtime> Cluster<R> {
     }
 
     fn spawn(&self, name: &str) -> Node {
-        self.spawn_with(name, Some(WorkMode::Cooperative(Duration::ZERO)), OnLoss::Campaign)
+        self.spawn_with(
+            name,
+            Some(WorkMode::Cooperative(Duration::ZERO)),
+            OnLoss::Campaign,
+        )
     }
 
     async fn sleep(&self, d: Duration) {
@@ -267,14 +286,22 @@ impl<R: Runtime> Cluster<R> {
 
     /// Waits until `cond` holds, checking every few milliseconds; panics after
     /// `within`. Returns how long it took.
-    async fn until(&self, within: Duration, what: &str, mut cond: impl FnMut() -> bool) -> Duration {
+    async fn until(
+        &self,
+        within: Duration,
+        what: &str,
+        mut cond: impl FnMut() -> bool,
+    ) -> Duration {
         let start = self.rt.now();
         loop {
             if cond() {
                 return self.rt.now() - start;
             }
             let waited = self.rt.now() - start;
-            assert!(waited <= within, "waited {waited:?} (limit {within:?}) until {what}");
+            assert!(
+                waited <= within,
+                "waited {waited:?} (limit {within:?}) until {what}"
+            );
             self.rt.sleep(TICK).await;
         }
     }
@@ -363,7 +390,12 @@ pub async fn three_candidates_elect_exactly_one<R: Runtime>(rt: R) {
         c.sleep(ms(50)).await;
     }
     for n in &nodes {
-        assert_eq!(n.h().leader().as_deref(), Some(leader.as_str()), "{}", n.name);
+        assert_eq!(
+            n.h().leader().as_deref(),
+            Some(leader.as_str()),
+            "{}",
+            n.name
+        );
     }
     assert_eq!(c.holder().as_deref(), Some(leader.as_str()));
     assert!(nodes[i].h().term().is_some());
@@ -402,7 +434,10 @@ pub async fn leader_shutdown_hands_over<R: Runtime>(rt: R) {
 /// follower (it does not campaign for one lease).
 pub async fn leader_step_down_hands_over<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
-    let mut nodes: Vec<Node> = ["node-a", "node-b"].into_iter().map(|n| c.spawn(n)).collect();
+    let mut nodes: Vec<Node> = ["node-a", "node-b"]
+        .into_iter()
+        .map(|n| c.spawn(n))
+        .collect();
     let i = c.elected(&nodes, FIRST_ELECTION).await;
     nodes[i].h().step_down().await;
     assert!(!nodes[i].is_leader());
@@ -418,7 +453,10 @@ pub async fn leader_step_down_hands_over<R: Runtime>(rt: R) {
 /// Dropping a leader's handle without shutdown still drains and releases.
 pub async fn dropped_handle_releases_best_effort<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
-    let mut nodes: Vec<Node> = ["node-a", "node-b"].into_iter().map(|n| c.spawn(n)).collect();
+    let mut nodes: Vec<Node> = ["node-a", "node-b"]
+        .into_iter()
+        .map(|n| c.spawn(n))
+        .collect();
     let i = c.elected(&nodes, FIRST_ELECTION).await;
     let old = nodes[i].name.clone();
     drop(nodes[i].handle.take());
@@ -450,10 +488,16 @@ pub async fn leader_crash_fails_over_after_one_lease<R: Runtime>(rt: R) {
         .await;
     // Followers time the lease from when they saw the last renew (at most one
     // retry period before the crash): never earlier than that.
-    assert!(took >= LEASE - RETRY - ms(50), "took over after only {took:?}");
+    assert!(
+        took >= LEASE - RETRY - ms(50),
+        "took over after only {took:?}"
+    );
     assert!(took <= LEASE + ms(1_200), "failover took {took:?}");
     assert!(c.releases_by(&old).is_empty(), "a crash does not release");
-    assert!(matches!(nodes[i].states.changes().last(), Some(Change::Aborted)));
+    assert!(matches!(
+        nodes[i].states.changes().last(),
+        Some(Change::Aborted)
+    ));
     c.shutdown_all(&mut nodes).await;
 }
 
@@ -461,8 +505,13 @@ pub async fn leader_crash_fails_over_after_one_lease<R: Runtime>(rt: R) {
 /// release write (the write log orders them).
 pub async fn work_is_cancelled_and_awaited_before_release<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
-    let mut n = c.spawn_with("node-a", Some(WorkMode::Cooperative(ms(100))), OnLoss::Campaign);
-    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    let mut n = c.spawn_with(
+        "node-a",
+        Some(WorkMode::Cooperative(ms(100))),
+        OnLoss::Campaign,
+    );
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader())
+        .await;
     n.handle.take().unwrap().shutdown().await;
     let notes = n.notes();
     let Some(Note::Ended(ended)) = notes.last().cloned() else {
@@ -484,7 +533,8 @@ pub async fn work_is_cancelled_and_awaited_before_release<R: Runtime>(rt: R) {
 pub async fn on_loss_exit_ends_the_driver<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
     let n = c.spawn_with("node-a", None, OnLoss::Exit);
-    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader())
+        .await;
     let mut stream = n.h().states();
     let mut rec = c.store.current().unwrap().record;
     rec.holder = "someone-else".into();
@@ -505,8 +555,17 @@ pub async fn on_loss_exit_ends_the_driver<R: Runtime>(rt: R) {
             holder: "someone-else".into()
         }]
     );
-    let seq = c.store.write_log().iter().find(|w| w.version == edit.version).unwrap().seq;
-    assert!(c.writes_by("node-a", seq).is_empty(), "no write after the loss");
+    let seq = c
+        .store
+        .write_log()
+        .iter()
+        .find(|w| w.version == edit.version)
+        .unwrap()
+        .seq;
+    assert!(
+        c.writes_by("node-a", seq).is_empty(),
+        "no write after the loss"
+    );
 }
 
 /// FAULTS H1: shutdown while a renew is in flight, whose answer is lost although
@@ -514,18 +573,24 @@ pub async fn on_loss_exit_ends_the_driver<R: Runtime>(rt: R) {
 pub async fn h1_shutdown_while_renew_in_flight_releases<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
     let mut n = c.spawn("node-a");
-    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader())
+        .await;
     let faults = c.store.faults("node-a");
     faults
         .set(Faults::none().latency(Delay::fixed(ms(100)), Delay::NONE))
         .unwrap();
     faults.inject_for(OpKind::Update, Fault::LoseAnswer);
     let before = faults.calls().update;
-    c.until(ms(1_000), "a renew is in flight", || faults.calls().update > before)
-        .await;
+    c.until(ms(1_000), "a renew is in flight", || {
+        faults.calls().update > before
+    })
+    .await;
     let start = c.rt.now();
     n.handle.take().unwrap().shutdown().await;
-    assert!(c.rt.now() - start < RENEW_DEADLINE, "shutdown took too long");
+    assert!(
+        c.rt.now() - start < RENEW_DEADLINE,
+        "shutdown took too long"
+    );
     assert_eq!(c.holder(), None, "the lock was released");
     assert_eq!(c.releases_by("node-a").len(), 1);
     n.states.assert_paired("node-a");
@@ -534,7 +599,9 @@ pub async fn h1_shutdown_while_renew_in_flight_releases<R: Runtime>(rt: R) {
 /// FAULTS H2: shutdown while a read hangs: the driver ends at once, reporting it.
 pub async fn h2_shutdown_while_read_in_flight_exits_promptly<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
-    c.store.faults("node-a").inject_for(OpKind::Get, Fault::Hang);
+    c.store
+        .faults("node-a")
+        .inject_for(OpKind::Get, Fault::Hang);
     let mut n = c.spawn("node-a");
     let faults = c.store.faults("node-a");
     c.until(ms(500), "the read started", || faults.calls().get >= 1)
@@ -542,7 +609,10 @@ pub async fn h2_shutdown_while_read_in_flight_exits_promptly<R: Runtime>(rt: R) 
     let start = c.rt.now();
     n.handle.take().unwrap().shutdown().await;
     assert!(c.rt.now() - start < ms(100), "shutdown waited for the read");
-    assert!(matches!(n.states.changes().last(), Some(Change::Terminated)));
+    assert!(matches!(
+        n.states.changes().last(),
+        Some(Change::Terminated)
+    ));
     assert!(c.writes_by("node-a", 0).is_empty());
 }
 
@@ -551,11 +621,19 @@ pub async fn h2_shutdown_while_read_in_flight_exits_promptly<R: Runtime>(rt: R) 
 pub async fn h3_slow_work_delays_release_while_renewals_go_on<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
     let drain = ms(700);
-    let mut n = c.spawn_with("node-a", Some(WorkMode::Cooperative(drain)), OnLoss::Campaign);
-    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    let mut n = c.spawn_with(
+        "node-a",
+        Some(WorkMode::Cooperative(drain)),
+        OnLoss::Campaign,
+    );
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader())
+        .await;
     let start = c.rt.now();
     n.handle.take().unwrap().shutdown().await;
-    assert!(c.rt.now() - start >= drain, "shutdown did not wait for the work");
+    assert!(
+        c.rt.now() - start >= drain,
+        "shutdown did not wait for the work"
+    );
     let notes = n.notes();
     let (Some(Note::Cancelled(cancelled)), Some(Note::Ended(ended))) =
         (notes.get(1).cloned(), notes.get(2).cloned())
@@ -581,15 +659,25 @@ pub async fn h3_slow_work_delays_release_while_renewals_go_on<R: Runtime>(rt: R)
 pub async fn h4_release_when_another_holds_writes_nothing<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
     let mut n = c.spawn("node-a");
-    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader())
+        .await;
     let mut rec = c.store.current().unwrap().record;
     rec.holder = "intruder".into();
     let edit = c.store.set_record(rec);
     c.until(ms(500), "node-a saw the intruder", || !n.is_leader())
         .await;
     n.handle.take().unwrap().shutdown().await;
-    let seq = c.store.write_log().iter().find(|w| w.version == edit.version).unwrap().seq;
-    assert!(c.writes_by("node-a", seq).is_empty(), "node-a wrote after the edit");
+    let seq = c
+        .store
+        .write_log()
+        .iter()
+        .find(|w| w.version == edit.version)
+        .unwrap()
+        .seq;
+    assert!(
+        c.writes_by("node-a", seq).is_empty(),
+        "node-a wrote after the edit"
+    );
     assert_eq!(c.holder().as_deref(), Some("intruder"));
     assert_eq!(
         n.states.stops(),
@@ -616,8 +704,15 @@ pub async fn h5_shutdown_racing_acquisition_never_holds_silently<R: Runtime>(rt:
         c.until(ms(500), "the create started", || faults.calls().create >= 1)
             .await;
         n.handle.take().unwrap().shutdown().await;
-        assert_eq!(c.holder(), None, "lock left held (lost answer: {lose_answer})");
-        assert_eq!(c.store.current().map(|o| o.record.holder.is_empty()), Some(true));
+        assert_eq!(
+            c.holder(),
+            None,
+            "lock left held (lost answer: {lose_answer})"
+        );
+        assert_eq!(
+            c.store.current().map(|o| o.record.holder.is_empty()),
+            Some(true)
+        );
         n.states.assert_paired("node-a");
     }
 }
@@ -648,14 +743,18 @@ pub async fn h6_panicking_work_is_reported_and_renewals_go_on<R: Runtime>(rt: R)
 pub async fn h6_blocking_work_is_bounded_by_the_release_budget<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
     let mut n = c.spawn_with("node-a", Some(WorkMode::IgnoresCancel), OnLoss::Campaign);
-    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader()).await;
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader())
+        .await;
     let h = n.handle.take().unwrap();
     let start = c.rt.now();
     h.shutdown().await;
     let took = c.rt.now() - start;
     assert!(took >= RENEW_DEADLINE - ms(50), "gave up early: {took:?}");
     assert!(took <= RENEW_DEADLINE + ms(500), "shutdown took {took:?}");
-    assert!(c.releases_by("node-a").is_empty(), "released under running work");
+    assert!(
+        c.releases_by("node-a").is_empty(),
+        "released under running work"
+    );
     n.states.assert_paired("node-a");
 }
 
@@ -716,15 +815,21 @@ pub async fn n5_paused_leader_is_past_its_deadline_on_resume<R: Runtime>(rt: R) 
         states,
         notes,
     };
-    c.until(FIRST_ELECTION, "node-a leads", || a.is_leader()).await;
-    let mut others: Vec<Node> = ["node-b", "node-c"].into_iter().map(|n| c.spawn(n)).collect();
+    c.until(FIRST_ELECTION, "node-a leads", || a.is_leader())
+        .await;
+    let mut others: Vec<Node> = ["node-b", "node-c"]
+        .into_iter()
+        .map(|n| c.spawn(n))
+        .collect();
     c.sleep(ms(300)).await;
     gate.pause();
     let paused_at = log_position(&c.store);
     let stale = c
-        .until(RENEW_DEADLINE + ms(50), "frozen node-a is no longer leader", || {
-            !a.is_leader()
-        })
+        .until(
+            RENEW_DEADLINE + ms(50),
+            "frozen node-a is no longer leader",
+            || !a.is_leader(),
+        )
         .await;
     assert!(stale <= RENEW_DEADLINE);
     c.until(LEASE * 2, "another node leads", || {
@@ -741,7 +846,10 @@ pub async fn n5_paused_leader_is_past_its_deadline_on_resume<R: Runtime>(rt: R) 
         .into_iter()
         .filter(|w| w.record.as_ref().is_some_and(|r| &*r.holder == "node-a"))
         .collect();
-    assert!(as_leader.is_empty(), "node-a wrote as leader after resume: {as_leader:?}");
+    assert!(
+        as_leader.is_empty(),
+        "node-a wrote as leader after resume: {as_leader:?}"
+    );
     assert_eq!(a.states.stops(), [StopReason::DeadlineExceeded]);
     assert!(others.iter().filter(|n| n.is_leader()).count() == 1);
     c.shutdown_all(std::slice::from_mut(&mut a)).await;
@@ -769,13 +877,22 @@ pub async fn n7_partitioned_leader_stops_at_deadline_and_others_take_over<R: Run
         if let Some(&j) = leaders.first().filter(|&&j| j != i) {
             new = Some((j, c.rt.now() - start));
         }
-        assert!(c.rt.now() - start < LEASE * 2, "no takeover after the partition");
+        assert!(
+            c.rt.now() - start < LEASE * 2,
+            "no takeover after the partition"
+        );
         c.sleep(TICK).await;
     }
     let stopped = stopped.expect("the old leader stopped");
     let (j, took) = new.unwrap();
-    assert!(stopped <= RENEW_DEADLINE + TICK, "old leader stopped after {stopped:?}");
-    assert!(took >= LEASE - RETRY - ms(50), "takeover after only {took:?}");
+    assert!(
+        stopped <= RENEW_DEADLINE + TICK,
+        "old leader stopped after {stopped:?}"
+    );
+    assert!(
+        took >= LEASE - RETRY - ms(50),
+        "takeover after only {took:?}"
+    );
     assert_eq!(nodes[i].states.stops(), [StopReason::DeadlineExceeded]);
     c.store.heal(&old);
     let new_name = nodes[j].name.clone();
@@ -796,7 +913,10 @@ pub async fn w1_broken_watch_resumes_and_polls_meanwhile<R: Runtime>(rt: R) {
     let i = c.elected(&nodes, FIRST_ELECTION).await;
     // Let the followers settle into watching.
     c.sleep(ms(300)).await;
-    let followers: Vec<String> = (0..3).filter(|&j| j != i).map(|j| nodes[j].name.clone()).collect();
+    let followers: Vec<String> = (0..3)
+        .filter(|&j| j != i)
+        .map(|j| nodes[j].name.clone())
+        .collect();
     let watches_before: Vec<u64> = followers.iter().map(|f| c.store.calls(f).watch).collect();
     for f in &followers {
         c.store.faults(f).break_watches();
