@@ -459,8 +459,7 @@ impl World {
 
     fn arrive(&mut self, node: usize, life: u32, action: Action) -> Result<(), Violation> {
         let op = action.op();
-        let is_write = !matches!(action, Action::Get { .. });
-        if is_write && self.rng.chance(self.msg.transient) {
+        if self.rng.chance(self.msg.transient) {
             let retry_after = self
                 .rng
                 .chance(0.3)

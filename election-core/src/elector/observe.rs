@@ -177,8 +177,9 @@ impl Elector {
             Err(e) => {
                 let retry = self.follower_backoff(&e);
                 if self.holding.is_some() {
-                    // Keep trying within the deadline; the renew decides.
-                    self.read_wanted = true;
+                    // Keep trying within the deadline: the next renew (a
+                    // compare-and-swap on the cached version) is the next probe,
+                    // one retry period on, never a tight loop of reads.
                     let next = now + retry.min(self.config.retry_period);
                     self.timers.set(crate::timer::Timer::Attempt, next);
                 } else {
