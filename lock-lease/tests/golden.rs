@@ -241,3 +241,19 @@ fn rbac_yaml_grants_exactly_what_the_lock_uses() {
     assert!(yaml.contains(r#"verbs: ["create"]"#));
     assert!(!yaml.contains("delete") && !yaml.contains("patch") && !yaml.contains('*'));
 }
+
+#[test]
+fn bad_names_are_typed_errors_not_panics() {
+    let client =
+        kube_support::lock_client(kube::Config::new("http://127.0.0.1:1".parse().unwrap()))
+            .unwrap();
+    let ns = lock_lease::LeaseLock::new(client.clone(), "Team A", "ctl").unwrap_err();
+    assert_eq!(ns, kube_support::NameError::Namespace("Team A".into()));
+    let name = lock_lease::LeaseLock::new(client.clone(), "team-a", "ctl_1").unwrap_err();
+    assert_eq!(name, kube_support::NameError::Name("ctl_1".into()));
+    let ok = lock_lease::LeaseLock::new(client, "team-a", "ctl.example.com").unwrap();
+    assert_eq!(
+        election_core::Lock::describe(&ok),
+        "leases/team-a/ctl.example.com"
+    );
+}
