@@ -33,10 +33,6 @@ pub const MAX_SLEEP: Duration = Duration::from_secs(1);
 /// timeout that is already due right after handling it (see `arm_timer`).
 const SPIN_GUARD: Duration = Duration::from_millis(1);
 
-/// An operation id the elector never issues (ids count up from zero): an answer
-/// to it is ignored after the elector checked its deadline.
-const NO_OP: OpId = OpId(u64::MAX);
-
 /// What the driver does when leadership is lost (not given up on request).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OnLoss {
@@ -124,7 +120,7 @@ impl<L: Lock> Builder<L> {
             step_down_waiters: Vec::new(),
             shutdown_waiters: Vec::new(),
             shutting_down: false,
-            deferred_watch: None,
+            deferred: Vec::new(),
         };
         Ok((driver, handle))
     }
@@ -177,12 +173,12 @@ pub struct Driver<L, R> {
     shutdown_waiters: Vec<oneshot::Sender<()>>,
     /// `Elector::shutdown` was called.
     shutting_down: bool,
-    /// Workaround: a watch event that arrived while a shutting-down follower had a
-    /// call in flight. The elector terminates on any input in that state once its
-    /// confirming read was sent (`drive` reads "no read wanted" as "nothing to
-    /// release"), which can leave a lease taken by a create whose answer was lost
-    /// (FAULTS H5). The event is delivered when the call has ended.
-    deferred_watch: Option<WatchEvent>,
+    /// Workaround for the elector: watch inputs that arrived while a
+    /// shutting-down follower had a call in flight. The elector terminates on any
+    /// input in that state once its confirming read was sent (`drive` reads "no
+    /// read wanted" as "nothing to release"), which can leave a lease taken by a
+    /// create whose answer was lost (FAULTS H5). They are fed once the call ended.
+    deferred: Vec<Input>,
 }
 
 impl<L: Lock, R: Runtime> Driver<L, R> {
@@ -226,11 +222,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             }
         }
         if self.elector.poll_timeout().is_some_and(|t| t <= now) {
-            if self.call.is_none() {
-                self.elector.handle_timeout(now);
-            } else {
-                self.check_deadline(now);
-            }
+            self.elector.handle_timeout(now);
         }
         self.flush(now);
         if self.elector.is_terminated() {
@@ -359,34 +351,26 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Some(stream) => {
                 debug!(?from, "watch started");
                 self.watch = WatchState::Active(stream);
-                self.elector.handle(Input::WatchActive(true), now);
+                self.feed(Input::WatchActive(true), now);
             }
         }
     }
 
-    /// Hands the elector a watch event held back while a call was in flight.
-    fn deliver_deferred_watch(&mut self, now: Instant) {
-        if self.call.is_none() {
-            if let Some(event) = self.deferred_watch.take() {
-                self.elector.handle(Input::Watch(event), now);
-            }
+    /// Hands the elector a watch input, or holds it back while a shutting-down
+    /// follower has a call in flight (see `deferred`).
+    fn feed(&mut self, input: Input, now: Instant) {
+        if self.shutting_down && self.call.is_some() && self.elector.role() == Role::Follower {
+            self.deferred.push(input);
+        } else {
+            self.elector.handle(input, now);
         }
     }
 
-    /// While a call is in flight, fires only the leadership deadline.
-    ///
-    /// Workaround: `Elector::handle_timeout` never returns when the attempt timer
-    /// is due while a call is in flight (`read_or_attempt_due` re-arms it at `now`
-    /// and `take_expired(now)` picks it again). So while a call is in flight the
-    /// driver does not call it: the request timeout is the driver's own (the call's
-    /// timeout future), the lock-delay and release-budget timers fire when the call
-    /// has ended (at most one request timeout later, the safe direction), and the
-    /// deadline is checked by a no-op input, since every handler checks it first.
-    fn check_deadline(&mut self, now: Instant) {
-        if self.elector.deadline().is_some_and(|d| d <= now) {
-            let result = Err(LockError::unknown("no call: deadline check"));
-            self.elector
-                .handle(Input::Answer { op: NO_OP, result }, now);
+    /// Hands the elector the watch inputs held back, once no call is in flight.
+    fn feed_deferred(&mut self, now: Instant) {
+        while self.call.is_none() && !self.deferred.is_empty() {
+            let input = self.deferred.remove(0);
+            self.elector.handle(input, now);
         }
     }
 
@@ -407,7 +391,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             }
             None => debug!(?backoff, "lock watch ended; polling until it resumes"),
         }
-        self.elector.handle(Input::WatchActive(false), now);
+        self.feed(Input::WatchActive(false), now);
     }
 
     /// Arms the timer for the next deadline: the elector's, a watch restart, or
@@ -415,15 +399,8 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     fn arm_timer(&mut self, now: Instant) {
         let mut at = now + MAX_SLEEP;
         match self.elector.poll_timeout() {
-            // Still due after `handle_timeout(now)`: the elector waits for the call
-            // in flight (an attempt that fell due meanwhile stays due). The call's
-            // answer or its request timeout wakes the loop; a zero timer would spin.
-            Some(t) if t <= now && self.call.is_some() => {
-                if let Some(d) = self.elector.deadline().filter(|d| *d > now) {
-                    at = at.min(d);
-                }
-            }
-            // Due and nothing in flight: retry shortly rather than spin.
+            // Still due right after `handle_timeout(now)` (it is idempotent): look
+            // again shortly rather than spin on a zero timer.
             Some(t) if t <= now => at = now + SPIN_GUARD,
             Some(t) => at = at.min(t),
             None => {}
@@ -498,7 +475,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Wake::Answer(op, result) => {
                 self.call = None;
                 self.elector.handle(Input::Answer { op, result }, now);
-                self.deliver_deferred_watch(now);
+                self.feed_deferred(now);
             }
             Wake::CallTimedOut(op) => {
                 self.call = None;
@@ -507,19 +484,11 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                     "no answer within the request timeout ({timeout:?})"
                 )));
                 self.elector.handle(Input::Answer { op, result }, now);
-                self.deliver_deferred_watch(now);
+                self.feed_deferred(now);
             }
             Wake::Watch(Some(Ok(event))) => {
                 self.watch_failures = 0;
-                if self.shutting_down
-                    && self.call.is_some()
-                    && self.elector.role() == Role::Follower
-                {
-                    // Workaround (see `deferred_watch`): hold it until the call ends.
-                    self.deferred_watch = Some(event);
-                } else {
-                    self.elector.handle(Input::Watch(event), now);
-                }
+                self.feed(Input::Watch(event), now);
             }
             Wake::Watch(Some(Err(e))) => self.watch_broke(Some(e), now),
             Wake::Watch(None) => self.watch_broke(None, now),

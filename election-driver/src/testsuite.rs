@@ -32,7 +32,7 @@ use crate::{
 /// tokio, a paused current-thread runtime); `runtime` an expression evaluated
 /// inside it that yields the [`Runtime`].
 ///
-/// ```ignore
+/// ```text
 /// election_driver::driver_suite!(block_on = smol::block_on, runtime = adapter_smol::SmolRuntime::new());
 /// ```
 #[macro_export]
@@ -56,6 +56,7 @@ macro_rules! driver_suite {
             n5_paused_leader_is_past_its_deadline_on_resume,
             n7_partitioned_leader_stops_at_deadline_and_others_take_over,
             w1_broken_watch_resumes_and_polls_meanwhile,
+            lock_without_watch_is_polled,
         );
     };
     (@cases $block_on:path, $rt:expr; $($case:ident,)*) => {
@@ -936,5 +937,61 @@ pub async fn w1_broken_watch_resumes_and_polls_meanwhile<R: Runtime>(rt: R) {
             .all(|(f, &before)| c.store.calls(f).watch > before)
     })
     .await;
+    c.shutdown_all(&mut nodes).await;
+}
+
+/// A lock without a watch (client-go's situation): the driver never starts one,
+/// followers poll, and a release is picked up within one jittered poll interval.
+pub async fn lock_without_watch_is_polled<R: Runtime>(rt: R) {
+    struct NoWatch(lock_memory::MemoryLock);
+    impl election_core::Lock for NoWatch {
+        async fn get(&self) -> Result<election_core::Observation, election_core::LockError> {
+            self.0.get().await
+        }
+        async fn create(
+            &self,
+            record: &election_core::LockRecord,
+        ) -> Result<election_core::Observation, election_core::LockError> {
+            self.0.create(record).await
+        }
+        async fn update(
+            &self,
+            expected: &election_core::Version,
+            record: &election_core::LockRecord,
+        ) -> Result<election_core::Observation, election_core::LockError> {
+            self.0.update(expected, record).await
+        }
+        fn describe(&self) -> String {
+            self.0.describe()
+        }
+    }
+    let c = Cluster::new(rt);
+    let spawn = |name: &str| {
+        let handle = Builder::new(NoWatch(c.store.client(name)), Config::fast(name))
+            .spawn(c.rt.clone())
+            .expect("valid configuration");
+        Node {
+            name: name.to_owned(),
+            handle: Some(handle),
+            states: Recorder::default(),
+            notes: Arc::default(),
+        }
+    };
+    let mut nodes = vec![spawn("node-a"), spawn("node-b")];
+    let i = c.elected(&nodes, FIRST_ELECTION).await;
+    nodes[i].handle.take().unwrap().shutdown().await;
+    let took = c
+        .until(LEASE, "the follower polls and takes over", || {
+            nodes[1 - i].is_leader()
+        })
+        .await;
+    let max_poll = RETRY.mul_f64(2.2);
+    assert!(
+        took <= max_poll + ms(50),
+        "took {took:?}, poll interval at most {max_poll:?}"
+    );
+    for n in ["node-a", "node-b"] {
+        assert_eq!(c.store.calls(n).watch, 0, "{n} started a watch");
+    }
     c.shutdown_all(&mut nodes).await;
 }
