@@ -370,3 +370,44 @@ where
         format!("{plural}/{}/{}", t.namespace, t.name)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r10_the_rewrite_counter_counts_up_and_keeps_other_annotations() {
+        let mut meta = ObjectMeta {
+            annotations: Some(BTreeMap::from([("x".to_owned(), "y".to_owned())])),
+            ..ObjectMeta::default()
+        };
+        bump_rewrite_counter(&mut meta);
+        bump_rewrite_counter(&mut meta);
+        let a = meta.annotations.unwrap();
+        assert_eq!(a[REWRITE_ANNOTATION], "2");
+        assert_eq!(a["x"], "y");
+    }
+
+    #[test]
+    fn a4_a_failed_uid_precondition_on_a_missing_object_is_not_found() {
+        let gone = kube::core::Status::failure(
+            "StorageError: invalid object, Code: 4, Key: /registry/leases/default/l, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: abc, UID in object meta: ",
+            "Conflict",
+        )
+        .with_code(409);
+        match uid_gone_as_not_found(kube::Error::Api(Box::new(gone))) {
+            kube::Error::Api(s) => assert_eq!(s.code, 404),
+            other => panic!("expected an API error, got {other:?}"),
+        }
+        // Another UID (the object was re-created) stays a conflict.
+        let moved = kube::core::Status::failure(
+            "Precondition failed: UID in precondition: abc, UID in object meta: def",
+            "Conflict",
+        )
+        .with_code(409);
+        match uid_gone_as_not_found(kube::Error::Api(Box::new(moved))) {
+            kube::Error::Api(s) => assert_eq!(s.code, 409),
+            other => panic!("expected an API error, got {other:?}"),
+        }
+    }
+}
