@@ -1,0 +1,268 @@
+//! Health (feature `health`): liveness with client-go's healthz meaning, readiness
+//! per role, and a JSON status.
+//!
+//! **Liveness** fails only when this node believes it leads (its last published
+//! state says Leader or Draining) but the clock is past its leadership deadline
+//! plus a tolerance: the driver should have stepped down by then, so it is wedged
+//! (a hung call it cannot time out, a blocked thread). The deadline is the send
+//! time of the last successful renew plus the renew deadline, so this fails after
+//! `renew_deadline + tolerance` without a renew, a little earlier than client-go's
+//! `lease_duration + timeout` and for the same reason. A standby is never
+//! unhealthy, and neither is a node that cannot reach the API server (restarting
+//! it would not help). It also fails when the leader work stops beating its
+//! [`Heartbeat`] for longer than the stall limit (FAULTS H6), if one is set.
+//!
+//! **Readiness** is the user's choice per role ([`ReadyWhen`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use election_core::Instant;
+use serde::Serialize;
+
+use crate::monitor::Monitor;
+use crate::view::LeadershipView;
+
+/// The default tolerance past the deadline before liveness fails.
+pub const DEFAULT_TOLERANCE: Duration = Duration::from_secs(20);
+
+/// Why liveness fails.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unhealthy {
+    /// This node believes it leads but is `overdue` past its deadline plus the
+    /// tolerance: the driver is wedged. Restart the process.
+    #[error("leader has not renewed: {overdue:?} past its deadline plus tolerance")]
+    NotRenewed {
+        /// How far past deadline plus tolerance.
+        overdue: Duration,
+    },
+    /// The leader work has not beaten its heartbeat for `silent` (more than the
+    /// stall limit) while this node leads. Restart the process.
+    #[error("leader work stalled: no heartbeat for {silent:?}")]
+    WorkStalled {
+        /// Time since the last heartbeat.
+        silent: Duration,
+    },
+}
+
+/// Why readiness fails.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    /// The role does not match what readiness asks for.
+    #[error("not ready: this node is {0}")]
+    Role(&'static str),
+    /// The election has ended.
+    #[error("not ready: the election has ended")]
+    Ended,
+}
+
+/// When a node is ready.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadyWhen {
+    /// Whatever the role, while the election runs (active–active serving).
+    #[default]
+    Running,
+    /// Only while leading now (a Service that should route to the leader only).
+    Leader,
+    /// Only while not leading (standbys serve reads, the leader does work).
+    Standby,
+}
+
+/// A heartbeat for the leader work: call [`Heartbeat::beat`] at the start of each
+/// term and then regularly; liveness fails if it stays silent longer than the
+/// stall limit while this node leads.
+#[derive(Clone)]
+pub struct Heartbeat {
+    last: Arc<AtomicU64>,
+    clock: Arc<dyn Fn() -> Instant + Send + Sync>,
+}
+
+impl core::fmt::Debug for Heartbeat {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Heartbeat")
+            .field("last", &self.last.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Heartbeat {
+    /// Records that the leader work made progress now.
+    pub fn beat(&self) {
+        self.last.store((self.clock)().as_nanos(), Ordering::Release);
+    }
+}
+
+/// The health of one node (see the [module docs](self)).
+pub struct Health<V> {
+    view: V,
+    monitor: Option<Arc<Monitor>>,
+    tolerance: Duration,
+    ready_when: ReadyWhen,
+    heartbeat: Option<(Arc<AtomicU64>, Duration)>,
+}
+
+impl<V> core::fmt::Debug for Health<V> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Health")
+            .field("tolerance", &self.tolerance)
+            .field("ready_when", &self.ready_when)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The JSON status served at `/status`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Status {
+    /// This node's identity.
+    pub identity: String,
+    /// The role, as the last published state says (`Leader`, `Follower`, …).
+    pub role: String,
+    /// Whether this node leads now (time-bounded).
+    pub is_leader: bool,
+    /// The holder as this node last saw it.
+    pub holder: Option<String>,
+    /// The term while leading (`<transitions>@<version>`).
+    pub term: Option<String>,
+    /// Seconds left before the leadership deadline (negative once past), while
+    /// the driver says this node leads.
+    pub deadline_in_secs: Option<f64>,
+    /// Unix time (seconds) of the last successful renew, if a monitor is attached.
+    pub last_renew_unix_secs: Option<f64>,
+    /// The last error reported, if a monitor is attached.
+    pub last_error: Option<String>,
+    /// Why the last leadership ended.
+    pub last_stop: Option<String>,
+    /// The liveness verdict.
+    pub healthy: bool,
+    /// Why unhealthy.
+    pub unhealthy_reason: Option<String>,
+}
+
+fn unix_secs(t: SystemTime) -> Option<f64> {
+    t.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_secs_f64())
+}
+
+impl<V: LeadershipView + Clone> Health<V> {
+    /// Health of the node seen through `view`, with [`DEFAULT_TOLERANCE`].
+    pub fn new(view: V) -> Self {
+        Health {
+            view,
+            monitor: None,
+            tolerance: DEFAULT_TOLERANCE,
+            ready_when: ReadyWhen::default(),
+            heartbeat: None,
+        }
+    }
+
+    /// How long past the deadline a believed leader may be before liveness fails.
+    #[must_use]
+    pub fn tolerance(mut self, tolerance: Duration) -> Self {
+        self.tolerance = tolerance;
+        self
+    }
+
+    /// When readiness holds.
+    #[must_use]
+    pub fn ready_when(mut self, when: ReadyWhen) -> Self {
+        self.ready_when = when;
+        self
+    }
+
+    /// A monitor to take the last renew and last error from, for the status.
+    #[must_use]
+    pub fn monitor(mut self, monitor: Arc<Monitor>) -> Self {
+        self.monitor = Some(monitor);
+        self
+    }
+
+    /// A heartbeat for the leader work: liveness fails when it is silent longer
+    /// than `stall` while leading. Starts as if beaten now.
+    pub fn heartbeat(&mut self, stall: Duration) -> Heartbeat {
+        let view = self.view.clone();
+        let last = Arc::new(AtomicU64::new(view.now().as_nanos()));
+        self.heartbeat = Some((Arc::clone(&last), stall));
+        Heartbeat {
+            last,
+            clock: Arc::new(move || view.now()),
+        }
+    }
+
+    /// The view this health reads.
+    pub fn view(&self) -> &V {
+        &self.view
+    }
+
+    /// Liveness (see the [module docs](self)).
+    pub fn liveness(&self) -> Result<(), Unhealthy> {
+        if !self.view.believes_leading() {
+            return Ok(());
+        }
+        let now = self.view.now();
+        if let Some(deadline) = self.view.deadline() {
+            let limit = deadline.saturating_add(self.tolerance);
+            if now > limit {
+                return Err(Unhealthy::NotRenewed {
+                    overdue: now.saturating_duration_since(limit),
+                });
+            }
+        }
+        if let Some((last, stall)) = &self.heartbeat {
+            let silent = now.saturating_duration_since(Instant::from_nanos(last.load(Ordering::Acquire)));
+            if silent > *stall {
+                return Err(Unhealthy::WorkStalled { silent });
+            }
+        }
+        Ok(())
+    }
+
+    /// Readiness for the configured role.
+    pub fn readiness(&self) -> Result<(), NotReady> {
+        let state = self.view.state();
+        if matches!(state.role, election_core::Role::Terminated) {
+            return Err(NotReady::Ended);
+        }
+        let leads = self.view.leads_with_margin(Duration::ZERO);
+        match self.ready_when {
+            ReadyWhen::Running => Ok(()),
+            ReadyWhen::Leader if leads => Ok(()),
+            ReadyWhen::Leader => Err(NotReady::Role("not the leader")),
+            ReadyWhen::Standby if !leads => Ok(()),
+            ReadyWhen::Standby => Err(NotReady::Role("the leader")),
+        }
+    }
+
+    /// The status, for humans and dashboards.
+    pub fn status(&self) -> Status {
+        let state = self.view.state();
+        let now = self.view.now();
+        let deadline_in_secs = self.view.deadline().map(|d| {
+            if d >= now {
+                d.saturating_duration_since(now).as_secs_f64()
+            } else {
+                -now.saturating_duration_since(d).as_secs_f64()
+            }
+        });
+        let snap = self.monitor.as_ref().map(|m| m.snapshot()).unwrap_or_default();
+        let live = self.liveness();
+        Status {
+            identity: state.identity.to_string(),
+            role: format!("{:?}", state.role),
+            is_leader: self.view.leads_with_margin(Duration::ZERO),
+            holder: state.leader.as_deref().map(str::to_owned),
+            term: state.term.as_ref().map(ToString::to_string),
+            deadline_in_secs,
+            last_renew_unix_secs: snap.last_renew.and_then(unix_secs),
+            last_error: snap.last_error,
+            last_stop: snap.last_stop,
+            healthy: live.is_ok(),
+            unhealthy_reason: live.err().map(|e| e.to_string()),
+        }
+    }
+
+    /// The status as JSON.
+    pub fn status_json(&self) -> String {
+        serde_json::to_string(&self.status())
+            .unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string()))
+    }
+}

@@ -1,0 +1,129 @@
+//! A small HTTP/1 endpoint (feature `http`, hyper 1 on tokio): `GET /healthz`
+//! (liveness), `GET /readyz` (readiness), `GET /status` (JSON) and, with feature
+//! `metrics` and a registry, `GET /metrics`. Answers 200 `ok`, or 503 with the
+//! reason; anything else is 404.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+
+use crate::health::Health;
+use crate::view::LeadershipView;
+
+/// What the endpoint serves.
+pub struct Endpoint<V> {
+    health: Health<V>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<(Arc<crate::Monitor>, prometheus_client::registry::Registry)>,
+}
+
+impl<V> core::fmt::Debug for Endpoint<V> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Endpoint").field("health", &self.health).finish_non_exhaustive()
+    }
+}
+
+impl<V: LeadershipView + Clone> Endpoint<V> {
+    /// Serves `health`.
+    pub fn new(health: Health<V>) -> Self {
+        Endpoint {
+            health,
+            #[cfg(feature = "metrics")]
+            metrics: None,
+        }
+    }
+
+    /// Also serves `/metrics` from `registry`, refreshed through `monitor`.
+    #[cfg(feature = "metrics")]
+    #[must_use]
+    pub fn metrics(
+        mut self,
+        monitor: Arc<crate::Monitor>,
+        registry: prometheus_client::registry::Registry,
+    ) -> Self {
+        self.metrics = Some((monitor, registry));
+        self
+    }
+
+    /// The answer to `GET path`.
+    pub fn answer(&self, path: &str) -> (u16, &'static str, String) {
+        const TEXT: &str = "text/plain; charset=utf-8";
+        match path {
+            "/healthz" | "/livez" => match self.health.liveness() {
+                Ok(()) => (200, TEXT, "ok".into()),
+                Err(e) => (503, TEXT, e.to_string()),
+            },
+            "/readyz" => match self.health.readiness() {
+                Ok(()) => (200, TEXT, "ok".into()),
+                Err(e) => (503, TEXT, e.to_string()),
+            },
+            "/status" => (200, "application/json", self.health.status_json()),
+            #[cfg(feature = "metrics")]
+            "/metrics" => match &self.metrics {
+                Some((monitor, registry)) => match monitor.encode_metrics(&self.health_view(), registry) {
+                    Ok(text) => (200, "application/openmetrics-text; version=1.0.0; charset=utf-8", text),
+                    Err(e) => (500, TEXT, e.to_string()),
+                },
+                None => (404, TEXT, "not found".into()),
+            },
+            _ => (404, TEXT, "not found".into()),
+        }
+    }
+
+    #[cfg(feature = "metrics")]
+    fn health_view(&self) -> V {
+        self.health.view().clone()
+    }
+
+    /// Serves on `listener` until the task is dropped; each connection on its own task.
+    pub async fn serve(self: Arc<Self>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        loop {
+            let (stream, _) = listener.accept().await?;
+            let me = Arc::clone(&self);
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let me = Arc::clone(&me);
+                    async move { Ok::<_, Infallible>(me.respond(&req)) }
+                });
+                if let Err(e) = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await
+                {
+                    tracing::debug!(error = %e, "health connection ended");
+                }
+            });
+        }
+    }
+
+    /// Binds `addr` and serves on a new tokio task; returns the bound address.
+    pub async fn spawn(self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let bound = listener.local_addr()?;
+        let me = Arc::new(self);
+        tokio::spawn(async move {
+            if let Err(e) = me.serve(listener).await {
+                tracing::warn!(error = %e, "health endpoint stopped");
+            }
+        });
+        Ok(bound)
+    }
+
+    fn respond(&self, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+        let (code, ctype, body) = if req.method() == hyper::Method::GET {
+            self.answer(req.uri().path())
+        } else {
+            (405, "text/plain; charset=utf-8", "method not allowed".into())
+        };
+        let mut resp = Response::new(Full::new(Bytes::from(body)));
+        *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if let Ok(v) = hyper::header::HeaderValue::from_str(ctype) {
+            resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+        }
+        resp
+    }
+}

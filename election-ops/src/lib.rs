@@ -1,0 +1,45 @@
+//! Running a leader election in production: a default identity, a write guard for
+//! `kube::Client`, health checks, Prometheus metrics and `tracing`.
+//!
+//! | item | feature | what |
+//! |---|---|---|
+//! | [`identity`] | — | `POD_NAME` or hostname plus a random suffix; `ELECTION_IDENTITY` to set it exactly |
+//! | [`LeadershipView`] | — | what the helpers read: implemented for `election_driver::Handle` (and `adapter_tokio::Handle` with `tokio`), or a fake in tests |
+//! | [`Monitor`] | — | `tracing` spans and events with lock, identity and term; last renew and last error; wraps the lock ([`ObservedLock`]) to see renewals |
+//! | `guard` | `guard` | a tower layer that refuses writes locally unless this node leads with a margin |
+//! | `health` | `health` | liveness with client-go's healthz meaning, readiness per role, JSON status |
+//! | `http` | `http` | `/healthz`, `/readyz`, `/status` (and `/metrics`) on hyper 1 |
+//! | metrics | `metrics` | `leader_election_master_status{name}`, `leader_election_slowpath_total{name}` and more |
+//!
+//! # Example
+//!
+//! ```
+//! use election_core::Config;
+//! use election_ops::{Monitor, identity};
+//!
+//! // `ELECTION_IDENTITY` if set, else `$POD_NAME-<random>` or `<hostname>-<random>`.
+//! let id = identity::from_env().expect("a valid identity");
+//! let config = Config::client_go(id.clone());
+//! let monitor = Monitor::new("leases/default/my-controller", id);
+//! // Wrap the lock so renewals are traced and counted, then build the driver:
+//! //   Builder::new(monitor.lock(lease_lock), config).spawn()?
+//! // and follow its states: tokio::spawn(monitor.clone().follow(handle.states()));
+//! assert_eq!(&**monitor.identity(), &*config.identity);
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod identity;
+mod monitor;
+mod view;
+
+#[cfg(feature = "guard")]
+pub mod guard;
+#[cfg(feature = "health")]
+pub mod health;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "metrics")]
+mod metrics;
+
+pub use monitor::{Monitor, ObservedLock, Snapshot, error_class, stop_class};
+pub use view::LeadershipView;

@@ -1,0 +1,291 @@
+//! Following an election for operators: `tracing` spans and events carrying the
+//! lock name, identity and term; the last renew and the last error for the status;
+//! and (feature `metrics`) the Prometheus metrics.
+//!
+//! A [`Monitor`] learns from two sources:
+//! - the driver's state stream ([`Monitor::follow`] or [`Monitor::observe`]):
+//!   started/stopped leading, holder changes, problems;
+//! - the lock calls, through [`Monitor::lock`], which wraps any [`Lock`] in an
+//!   [`ObservedLock`] that times each call and classifies its errors. The driver's
+//!   handle reports neither renewals nor their latency, so this is where they come
+//!   from.
+//!
+//! Nothing secret is ever logged: the fields are the lock's description
+//! (`leases/<ns>/<name>`), the identity, the term, the operation and the error's
+//! message. Tokens and kubeconfig contents never reach this crate.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use election_core::{Lock, LockError, LockRecord, Observation, StopReason, Version, WatchStream};
+#[cfg(feature = "metrics")]
+use election_driver::DriverError;
+use election_driver::{Change, LeadershipState, StateStream};
+use futures::StreamExt;
+use tracing::Instrument;
+
+/// What the monitor remembers for the status.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Wall-clock time of the last successful renew (an update while leading).
+    pub last_renew: Option<SystemTime>,
+    /// How long that renew took.
+    pub last_renew_latency: Option<Duration>,
+    /// The last error reported (lock call or driver problem), as its message.
+    pub last_error: Option<String>,
+    /// When that error happened.
+    pub last_error_at: Option<SystemTime>,
+    /// The term of the current or last leadership (`<transitions>@<version>`).
+    pub term: Option<String>,
+    /// Why the last leadership ended.
+    pub last_stop: Option<String>,
+}
+
+/// Follows one election (see the [module docs](self)). Share it in an `Arc`.
+pub struct Monitor {
+    lock_name: Arc<str>,
+    identity: Arc<str>,
+    leading: AtomicBool,
+    record: Mutex<Snapshot>,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: crate::metrics::Metrics,
+}
+
+impl core::fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Monitor")
+            .field("lock", &self.lock_name)
+            .field("identity", &self.identity)
+            .finish_non_exhaustive()
+    }
+}
+
+fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain field assignments only: a poisoned lock holds consistent data.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A short class for a lock error, used as a metric label and a log field.
+pub fn error_class(error: &LockError) -> &'static str {
+    match error {
+        LockError::NotFound => "not_found",
+        LockError::AlreadyExists => "already_exists",
+        LockError::Conflict => "conflict",
+        LockError::Transient { .. } => "transient",
+        LockError::Forbidden { .. } => "forbidden",
+        LockError::Invalid { .. } => "invalid",
+        LockError::Unknown { .. } => "unknown",
+    }
+}
+
+/// A short class for a stop reason, used as a metric label.
+pub fn stop_class(reason: &StopReason) -> &'static str {
+    match reason {
+        StopReason::DeadlineExceeded => "deadline_exceeded",
+        StopReason::LostConflict { .. } => "lost_conflict",
+        StopReason::ObservedOtherHolder { .. } => "observed_other_holder",
+        StopReason::LockDeleted => "lock_deleted",
+        StopReason::Preempted { .. } => "preempted",
+        StopReason::SteppedDown => "stepped_down",
+        StopReason::ShutDown => "shut_down",
+        StopReason::IdentityCollision => "identity_collision",
+    }
+}
+
+impl Monitor {
+    /// A monitor for the lock described as `lock_name` (e.g. `Lock::describe()`)
+    /// and this node's `identity`.
+    pub fn new(lock_name: impl Into<Arc<str>>, identity: impl Into<Arc<str>>) -> Arc<Self> {
+        let lock_name = lock_name.into();
+        Arc::new(Monitor {
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::Metrics::new(&lock_name),
+            lock_name,
+            identity: identity.into(),
+            leading: AtomicBool::new(false),
+            record: Mutex::new(Snapshot::default()),
+        })
+    }
+
+    /// The lock's name as given.
+    pub fn lock_name(&self) -> &Arc<str> {
+        &self.lock_name
+    }
+
+    /// This node's identity.
+    pub fn identity(&self) -> &Arc<str> {
+        &self.identity
+    }
+
+    /// What the monitor remembers now.
+    pub fn snapshot(&self) -> Snapshot {
+        relock(&self.record).clone()
+    }
+
+    /// Wraps `lock` so that its calls are traced, timed and counted. Give the
+    /// wrapped lock to the driver's builder.
+    pub fn lock<L: Lock>(self: &Arc<Self>, lock: L) -> ObservedLock<L> {
+        ObservedLock {
+            inner: lock,
+            monitor: Arc::clone(self),
+        }
+    }
+
+    /// Follows a state stream to its end (spawn this on your runtime).
+    pub async fn follow(self: Arc<Self>, mut states: StateStream) {
+        while let Some(state) = states.next().await {
+            self.observe(&state);
+        }
+    }
+
+    /// Takes one published state into account (what [`Monitor::follow`] does
+    /// for each).
+    pub fn observe(&self, state: &LeadershipState) {
+        let lock = &*self.lock_name;
+        let identity = &*self.identity;
+        match &state.change {
+            Change::StartedLeading { term } => {
+                self.leading.store(true, Ordering::Release);
+                relock(&self.record).term = Some(term.to_string());
+                tracing::info!(lock, identity, %term, "started leading");
+                #[cfg(feature = "metrics")]
+                self.metrics.started_leading();
+            }
+            Change::Draining { reason } => {
+                tracing::info!(lock, identity, term = ?state.term.as_ref().map(ToString::to_string), %reason, "draining leader work");
+            }
+            Change::StoppedLeading { term, reason } => {
+                self.leading.store(false, Ordering::Release);
+                relock(&self.record).last_stop = Some(reason.to_string());
+                tracing::warn!(lock, identity, %term, %reason, "stopped leading");
+                #[cfg(feature = "metrics")]
+                self.metrics.stopped_leading(stop_class(reason));
+            }
+            Change::LeaderChanged { leader } => {
+                tracing::info!(lock, identity, leader = leader.as_deref().unwrap_or(""), "leader changed");
+            }
+            Change::WorkEnded { term } => {
+                tracing::info!(lock, identity, %term, "leader work ended");
+            }
+            Change::Problem(problem) => {
+                self.record_error(problem.to_string());
+                tracing::warn!(lock, identity, error = %problem, "election problem");
+                #[cfg(feature = "metrics")]
+                if let DriverError::Lock(election_core::Warning::RequestTimedOut { .. }) = problem {
+                    self.metrics.lock_error("timeout");
+                }
+            }
+            Change::Started => tracing::info!(lock, identity, "election started"),
+            Change::Terminated => {
+                self.leading.store(false, Ordering::Release);
+                tracing::info!(lock, identity, "election ended");
+            }
+            Change::Aborted => {
+                self.leading.store(false, Ordering::Release);
+                tracing::warn!(lock, identity, "election aborted");
+            }
+            _ => tracing::debug!(lock, identity, change = ?state.change, "state"),
+        }
+        #[cfg(feature = "metrics")]
+        self.metrics.set_master(state.leading());
+    }
+
+    fn record_error(&self, message: String) {
+        let mut r = relock(&self.record);
+        r.last_error = Some(message);
+        r.last_error_at = Some(SystemTime::now());
+    }
+
+    fn leading(&self) -> bool {
+        self.leading.load(Ordering::Acquire)
+    }
+
+    fn finish_call(&self, op: &'static str, started: std::time::Instant, result: &Result<Observation, LockError>) {
+        let took = started.elapsed();
+        let leading = self.leading();
+        match result {
+            Ok(_) => {
+                tracing::debug!(op, took_ms = took.as_secs_f64() * 1e3, "lock call succeeded");
+                if op == "update" && leading {
+                    let mut r = relock(&self.record);
+                    r.last_renew = Some(SystemTime::now());
+                    r.last_renew_latency = Some(took);
+                    drop(r);
+                    #[cfg(feature = "metrics")]
+                    self.metrics.renewed(took);
+                }
+            }
+            Err(e) => {
+                let class = error_class(e);
+                // NotFound on a read and AlreadyExists/Conflict are election
+                // answers, not faults: log them quietly.
+                if matches!(e, LockError::NotFound | LockError::AlreadyExists | LockError::Conflict) {
+                    tracing::debug!(op, class, error = %e, "lock call answered");
+                } else {
+                    tracing::warn!(op, class, error = %e, "lock call failed");
+                    self.record_error(format!("lock {op} failed: {e}"));
+                }
+                #[cfg(feature = "metrics")]
+                self.metrics.lock_error(class);
+            }
+        }
+        #[cfg(feature = "metrics")]
+        if op == "get" && leading {
+            self.metrics.slowpath();
+        }
+    }
+
+    fn span(&self, op: &'static str) -> tracing::Span {
+        let term = relock(&self.record).term.clone().filter(|_| self.leading());
+        tracing::info_span!(
+            "lock_call",
+            lock = &*self.lock_name,
+            identity = &*self.identity,
+            term = term.as_deref().unwrap_or(""),
+            op
+        )
+    }
+}
+
+/// A [`Lock`] whose calls are traced, timed and counted by a [`Monitor`].
+#[derive(Debug)]
+pub struct ObservedLock<L> {
+    inner: L,
+    monitor: Arc<Monitor>,
+}
+
+impl<L: Lock> Lock for ObservedLock<L> {
+    async fn get(&self) -> Result<Observation, LockError> {
+        let started = std::time::Instant::now();
+        let r = self.inner.get().instrument(self.monitor.span("get")).await;
+        self.monitor.finish_call("get", started, &r);
+        r
+    }
+
+    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
+        let started = std::time::Instant::now();
+        let r = self.inner.create(record).instrument(self.monitor.span("create")).await;
+        self.monitor.finish_call("create", started, &r);
+        r
+    }
+
+    async fn update(&self, expected: &Version, record: &LockRecord) -> Result<Observation, LockError> {
+        let started = std::time::Instant::now();
+        let r = self
+            .inner
+            .update(expected, record)
+            .instrument(self.monitor.span("update"))
+            .await;
+        self.monitor.finish_call("update", started, &r);
+        r
+    }
+
+    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
+        self.inner.watch(from)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
