@@ -107,8 +107,10 @@ impl Handle {
         }
     }
 
-    /// Stops the driver at once, without draining or releasing: what a crash does.
-    /// The lease stays held until it expires. Meant for tests and demos.
+    /// Stops the driver at once, without draining or releasing: what a crash does
+    /// to the election. The lease stays held until it expires. The leader work is
+    /// told to stop but not awaited (a real crash would kill it). Meant for tests
+    /// and demos.
     pub fn abort(self) {
         let _ = self.commands.unbounded_send(Command::Abort);
     }

@@ -12,6 +12,7 @@ use adapter_tokio::{Builder, CancellationToken, Handle};
 use election_core::Config;
 use election_driver::{Change, LeadershipState};
 use examples::millis;
+use futures::StreamExt;
 use lock_memory::MemoryStore;
 
 /// A wall time from the store's log, in milliseconds since the Unix epoch.
@@ -27,7 +28,6 @@ fn say(start: Instant, who: &str, what: &str) {
 
 fn describe(s: &LeadershipState) -> Option<String> {
     Some(match &s.change {
-        Change::Started => "campaigning".to_owned(),
         Change::StartedLeading { term } => format!("STARTED LEADING (term {term})"),
         Change::Draining { reason } => format!("draining leader work ({reason})"),
         Change::StoppedLeading { term, reason } => {
@@ -60,17 +60,12 @@ fn candidate(store: &MemoryStore, name: &'static str, seed: u64, start: Instant)
         })
         .spawn()
         .expect("the fast preset is a valid configuration");
-    let mut states = handle.watch();
+    // Every state in order (the tokio watch, `handle.watch()`, keeps only the latest).
+    let mut states = handle.states();
     tokio::spawn(async move {
-        loop {
-            let s = states.borrow_and_update().clone();
+        while let Some(s) = states.next().await {
             if let Some(line) = describe(&s) {
                 say(start, name, &line);
-            }
-            if matches!(s.change, Change::Terminated | Change::Aborted)
-                || states.changed().await.is_err()
-            {
-                break;
             }
         }
     });
@@ -111,15 +106,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let first = leader_among(&nodes, Duration::from_secs(6))
         .await
         .ok_or("no leader elected")?;
-    let term = nodes[first].as_ref().and_then(Handle::term);
+    let term = nodes[first]
+        .as_ref()
+        .and_then(Handle::term)
+        .map_or_else(String::new, |t| t.to_string());
     say(
         start,
         "demo",
-        &format!(
-            "== {} leads (term {:?})",
-            names[first],
-            term.map(|t| t.to_string())
-        ),
+        &format!("== {} leads (term {term})", names[first]),
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
 
