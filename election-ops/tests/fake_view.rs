@@ -1,0 +1,175 @@
+//! The guard and health fed by a fake view: a wedged driver (its deadline stays,
+//! its clock runs) — FAULTS N5 (pause past the lease: guarded writes refused) and
+//! A14 / H6 on the health side.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use election_core::{Instant, Role, Term, Version};
+use election_driver::{Change, LeadershipState};
+use election_ops::LeadershipView;
+use election_ops::guard::{NotLeader, WriteGuardLayer};
+use election_ops::health::{Health, ReadyWhen, Unhealthy};
+use hyper::{Method, Request};
+use tower::{Layer, Service};
+
+/// A node whose driver published `role` with `deadline`, then froze; the clock is
+/// set by the test.
+#[derive(Clone)]
+struct Fake {
+    now: Arc<AtomicU64>,
+    deadline: Option<Instant>,
+    state: Arc<Mutex<LeadershipState>>,
+}
+
+impl Fake {
+    fn leader(deadline_ms: u64) -> Self {
+        let mut state = LeadershipState::initial("fake".into());
+        state.role = Role::Leader;
+        state.term = Some(Term { transitions: 3, version: Version::new("42") });
+        state.change = Change::StartedLeading { term: state.term.clone().unwrap() };
+        Fake {
+            now: Arc::new(AtomicU64::new(0)),
+            deadline: Some(Instant::from_millis(deadline_ms)),
+            state: Arc::new(Mutex::new(state)),
+        }
+    }
+    fn follower() -> Self {
+        Fake {
+            now: Arc::new(AtomicU64::new(0)),
+            deadline: None,
+            state: Arc::new(Mutex::new(LeadershipState::initial("fake".into()))),
+        }
+    }
+    fn at(&self, ms: u64) {
+        self.now.store(ms * 1_000_000, Ordering::SeqCst);
+    }
+}
+
+impl LeadershipView for Fake {
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.now.load(Ordering::SeqCst))
+    }
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+    fn state(&self) -> LeadershipState {
+        self.state.lock().unwrap().clone()
+    }
+}
+
+/// Counts what reaches it and records the term header.
+#[derive(Clone, Default)]
+struct Sink {
+    calls: Arc<AtomicU64>,
+    last_term: Arc<Mutex<Option<String>>>,
+}
+
+impl Service<Request<()>> for Sink {
+    type Response = ();
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<(), Self::Error>>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, req: Request<()>) -> Self::Future {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        *self.last_term.lock().unwrap() = req
+            .headers()
+            .get(election_ops::guard::TERM_HEADER)
+            .map(|v| v.to_str().unwrap().to_owned());
+        std::future::ready(Ok(()))
+    }
+}
+
+fn send<S>(svc: &mut S, method: Method) -> Result<(), tower::BoxError>
+where
+    S: Service<Request<()>, Response = (), Error = tower::BoxError>,
+{
+    let mut cx = Context::from_waker(Waker::noop());
+    let req = Request::builder().method(method).uri("/api/v1/namespaces/default/configmaps").body(()).unwrap();
+    let mut fut = std::pin::pin!(svc.call(req));
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(r) => r,
+        Poll::Pending => panic!("the sink answers at once"),
+    }
+}
+
+use std::future::Future;
+
+#[test]
+fn n5_wedged_driver_guard_closes_at_deadline_minus_margin() {
+    let view = Fake::leader(10_000);
+    let sink = Sink::default();
+    let mut svc = WriteGuardLayer::new(view.clone())
+        .margin(Duration::from_secs(1))
+        .term_header(true)
+        .layer(sink.clone());
+
+    view.at(8_000);
+    send(&mut svc, Method::POST).expect("2 s left, margin 1 s: passes");
+    assert_eq!(sink.last_term.lock().unwrap().as_deref(), Some("3@42"));
+    view.at(9_000);
+    let err = send(&mut svc, Method::PUT).expect_err("exactly the margin left: refused");
+    assert!(err.downcast_ref::<NotLeader>().is_some());
+    // The process was paused past its lease: the state still says Leader.
+    view.at(60_000);
+    for m in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
+        assert!(send(&mut svc, m).is_err());
+    }
+    assert_eq!(sink.calls.load(Ordering::SeqCst), 1, "only the first write was sent");
+    send(&mut svc, Method::GET).expect("reads always pass");
+    assert_eq!(sink.calls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a14_health_reports_a_leader_that_has_not_renewed_past_deadline_plus_tolerance() {
+    // A renew hung in a way the driver cannot time out: the state still says
+    // Leader, the deadline stays where the last renew put it.
+    let view = Fake::leader(10_000);
+    let health = Health::new(view.clone()).tolerance(Duration::from_secs(5));
+    view.at(9_000);
+    assert_eq!(health.liveness(), Ok(()));
+    view.at(15_000);
+    assert_eq!(health.liveness(), Ok(()), "within the tolerance");
+    view.at(15_001);
+    assert!(matches!(health.liveness(), Err(Unhealthy::NotRenewed { .. })));
+    let status = health.status();
+    assert!(!status.healthy);
+    assert!(status.deadline_in_secs.unwrap() < -5.0);
+    assert!(!status.is_leader, "is_leader is time-bounded even when wedged");
+}
+
+#[test]
+fn a_standby_is_never_unhealthy_and_readiness_follows_the_role() {
+    let view = Fake::follower();
+    let health = Health::new(view.clone()).ready_when(ReadyWhen::Leader);
+    view.at(1_000_000);
+    assert_eq!(health.liveness(), Ok(()));
+    assert!(health.readiness().is_err());
+    let standby = Health::new(view.clone()).ready_when(ReadyWhen::Standby);
+    assert!(standby.readiness().is_ok());
+
+    let leader = Fake::leader(10_000);
+    let h = Health::new(leader.clone()).ready_when(ReadyWhen::Leader);
+    assert!(h.readiness().is_ok());
+    leader.at(10_000);
+    assert!(h.readiness().is_err(), "not leading past the deadline");
+}
+
+#[test]
+fn h6_stalled_leader_work_fails_liveness() {
+    let view = Fake::leader(u64::MAX / 2_000_000);
+    let mut health = Health::new(view.clone());
+    let beat = health.heartbeat(Duration::from_secs(3));
+    view.at(2_000);
+    beat.beat();
+    view.at(5_000);
+    assert_eq!(health.liveness(), Ok(()));
+    view.at(5_001);
+    assert!(matches!(health.liveness(), Err(Unhealthy::WorkStalled { .. })));
+    beat.beat();
+    assert_eq!(health.liveness(), Ok(()));
+}

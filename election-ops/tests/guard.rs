@@ -1,0 +1,155 @@
+//! The write guard on a real `kube::Client` against the API emulator: a
+//! non-leader's writes never reach the server, a leader's pass, the guard closes by
+//! the deadline after a partition (FAULTS N7) and after `StoppedLeading`.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{candidate, wait_until, write};
+use election_ops::LeadershipView;
+use election_ops::guard::{WriteGuardLayer, not_leader};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use kube_emulator::{Emulator, Resource, Verb};
+
+const MARGIN: Duration = Duration::from_millis(300);
+
+fn guarded<V: LeadershipView + Clone>(emu: &Emulator, token: &str, view: V) -> kube::Client {
+    let layer = WriteGuardLayer::new(view).margin(MARGIN).term_header(true);
+    kube::client::ClientBuilder::try_from(emu.kube_config(token))
+        .expect("config")
+        .with_layer(&layer)
+        .build()
+}
+
+fn refused(err: &kube::Error) -> bool {
+    not_leader(err).is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_leader_writes_never_reach_the_server_and_leader_writes_pass() {
+    let emu = Emulator::start().await.expect("emulator");
+    let (a, _) = candidate(&emu, "node-a");
+    let (b, _) = candidate(&emu, "node-b");
+    assert!(
+        wait_until(Duration::from_secs(10), || a.is_leader() || b.is_leader()).await,
+        "someone leads"
+    );
+    let (leader, follower) = if a.is_leader() { (a, b) } else { (b, a) };
+    let lead_client = guarded(&emu, "app-leader", Arc::clone(&leader));
+    let follow_client = guarded(&emu, "app-follower", Arc::clone(&follower));
+
+    for i in 0..5 {
+        let err = write(&follow_client, &format!("f-{i}")).await.expect_err("refused");
+        assert!(refused(&err), "typed NotLeader, got {err:?}");
+    }
+    assert_eq!(emu.request_counts().client_writes("app-follower"), 0, "nothing sent");
+    // Reads always pass, also for the follower.
+    let api: Api<ConfigMap> = Api::namespaced(follow_client.clone(), "default");
+    api.list(&Default::default()).await.expect("list passes");
+    assert_eq!(emu.request_counts().get("app-follower", Verb::List, Resource::ConfigMap), 1);
+
+    write(&lead_client, "from-leader").await.expect("leader's write passes");
+    assert_eq!(emu.request_counts().client_writes("app-leader"), 1);
+    assert!(emu.object(Resource::ConfigMap, "default", "from-leader").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n7_guard_closes_by_the_deadline_after_a_partition() {
+    let emu = Emulator::start().await.expect("emulator");
+    let (a, _) = candidate(&emu, "node-a");
+    assert!(wait_until(Duration::from_secs(10), || a.is_leader()).await);
+    let client = guarded(&emu, "app-a", Arc::clone(&a));
+    write(&client, "before").await.expect("leading: passes");
+
+    // Partition the leader's lock calls from the API (they hang); the app's own
+    // connection stays up, so only the guard can stop its writes.
+    emu.faults("node-a").hang();
+    let deadline = a.deadline().expect("leading");
+    let mut i = 0;
+    loop {
+        let sent_at = a.now();
+        match write(&client, &format!("during-{i}")).await {
+            Ok(_) => assert!(
+                sent_at.saturating_add(MARGIN) < deadline,
+                "a write passed at {sent_at:?} within the margin of the deadline {deadline:?}"
+            ),
+            Err(e) => {
+                assert!(refused(&e), "{e:?}");
+                break;
+            }
+        }
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(a.now() <= deadline, "closed by the deadline, not after it");
+    let sent = emu.request_counts().client_writes("app-a");
+    // Past the deadline every write is refused locally.
+    assert!(wait_until(Duration::from_secs(3), || a.now() > deadline).await);
+    for j in 0..3 {
+        let e = write(&client, &format!("after-{j}")).await.expect_err("refused");
+        assert!(refused(&e));
+    }
+    assert_eq!(emu.request_counts().client_writes("app-a"), sent, "none sent");
+    emu.faults("node-a").clear();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_guarded_write_is_sent_after_stopped_leading() {
+    use futures::StreamExt;
+    let emu = Emulator::start().await.expect("emulator");
+    let (a, _) = candidate(&emu, "node-a");
+    assert!(wait_until(Duration::from_secs(10), || a.is_leader()).await);
+    let client = guarded(&emu, "app-a", Arc::clone(&a));
+    let mut states = a.states();
+
+    // A controller on this replica writes continuously; it notes the driver's
+    // time after each guard verdict.
+    let writer = {
+        let a = Arc::clone(&a);
+        let client = client.clone();
+        tokio::spawn(async move {
+            let mut passed = Vec::new();
+            let mut refusals = 0;
+            for i in 0..10_000 {
+                match write(&client, &format!("w-{i}")).await {
+                    Ok(_) => passed.push(a.now()),
+                    Err(e) if refused(&e) => {
+                        refusals += 1;
+                        if refusals > 20 {
+                            break;
+                        }
+                    }
+                    Err(e) => panic!("unexpected {e:?}"),
+                }
+                tokio::task::yield_now().await;
+            }
+            passed
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.step_down().await;
+    let mut stopped_at = None;
+    while let Some(s) = tokio::time::timeout(Duration::from_secs(5), states.next())
+        .await
+        .expect("states flow")
+    {
+        if let election_driver::Change::StoppedLeading { .. } = s.change {
+            stopped_at = Some(s.at);
+            break;
+        }
+    }
+    let stopped_at = stopped_at.expect("stopped leading");
+    let passed = writer.await.expect("writer");
+    assert!(!passed.is_empty(), "writes passed while leading");
+    // A write's answer can come after StoppedLeading only if it was sent before;
+    // sends take well under the margin here, so every success answered before
+    // StoppedLeading plus the margin.
+    let last = *passed.last().expect("non-empty");
+    assert!(
+        last < stopped_at.saturating_add(MARGIN),
+        "a write passed at {last:?}, StoppedLeading at {stopped_at:?}"
+    );
+}
