@@ -416,6 +416,33 @@ fn h5_shutdown_racing_an_acquisition_of_unknown_outcome() {
     }
 }
 
+/// H5, with a watch event arriving while the confirming read is in flight (found
+/// by the driver suite): the elector must wait for the read, then release.
+#[test]
+fn h5_watch_event_during_the_confirming_read_does_not_end_the_shutdown() {
+    let cfg = fast("a");
+    let mut n = Node::new(cfg.clone());
+    let op = n.get();
+    n.answer(op, Err(LockError::NotFound));
+    let (op, record) = n.create();
+    n.shutdown();
+    n.answer(op, Err(LockError::unknown("reset after send")));
+    let read = n.get();
+    let created = obs("1", stamped(record, 1));
+    n.watch(WatchEvent::Changed(created.clone()));
+    n.watch_active(false);
+    assert!(
+        !n.e.is_terminated(),
+        "terminated with its create's outcome unknown"
+    );
+    n.answer(read, Ok(created));
+    let (op, expected, rel) = n.fire_until_action(10).into_update();
+    assert_eq!(expected, Version::new("1"));
+    assert_eq!(&*rel.holder, "");
+    n.answer(op, Ok(obs("2", stamped(rel, 2))));
+    assert!(n.e.is_terminated());
+}
+
 trait IntoUpdate {
     fn into_update(self) -> (OpId, Version, LockRecord);
 }

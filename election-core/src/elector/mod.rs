@@ -414,6 +414,11 @@ impl Elector {
         self.stats
     }
 
+    /// Whether [`shutdown`](Self::shutdown) was called (and may still be in progress).
+    pub fn is_shutting_down(&self) -> bool {
+        matches!(self.phase, Phase::ShuttingDown | Phase::Terminated)
+    }
+
     /// Whether shutdown finished.
     pub fn is_terminated(&self) -> bool {
         self.phase == Phase::Terminated
@@ -573,11 +578,12 @@ impl Elector {
             // Nothing held: end now, unless a write of ours is in flight or its
             // outcome is unknown (it may have taken the lock, which must then be
             // released: never a silently held lease).
+            // The read that finds out is retried until the release budget ends.
             let write_in_flight = self
                 .in_flight
                 .as_ref()
                 .is_some_and(|c| c.purpose.is_write());
-            if !write_in_flight && (self.unknown_write_sent.is_none() || !self.read_wanted) {
+            if !write_in_flight && self.unknown_write_sent.is_none() {
                 self.terminate();
                 return;
             }
@@ -612,6 +618,8 @@ impl Elector {
             self.renew(now);
         } else if self.phase != Phase::ShuttingDown {
             self.campaign(now);
+        } else if self.unknown_write_sent.is_some() {
+            self.send_read(now); // did our last write take the lock?
         }
     }
 

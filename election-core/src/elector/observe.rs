@@ -171,6 +171,9 @@ impl Elector {
                 if self.holding.is_some() {
                     self.lose(StopReason::LockDeleted, now);
                 }
+                if self.phase == super::Phase::ShuttingDown {
+                    self.unknown_write_sent = None; // nothing of ours to release
+                }
                 self.note_absent(now);
                 self.timers.set(crate::timer::Timer::Attempt, now);
             }
