@@ -119,8 +119,6 @@ impl<L: Lock> Builder<L> {
             on_loss: self.on_loss,
             step_down_waiters: Vec::new(),
             shutdown_waiters: Vec::new(),
-            shutting_down: false,
-            deferred: Vec::new(),
         };
         Ok((driver, handle))
     }
@@ -171,14 +169,6 @@ pub struct Driver<L, R> {
     on_loss: OnLoss,
     step_down_waiters: Vec<oneshot::Sender<()>>,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
-    /// `Elector::shutdown` was called.
-    shutting_down: bool,
-    /// Workaround for the elector: watch inputs that arrived while a
-    /// shutting-down follower had a call in flight. The elector terminates on any
-    /// input in that state once its confirming read was sent (`drive` reads "no
-    /// read wanted" as "nothing to release"), which can leave a lease taken by a
-    /// create whose answer was lost (FAULTS H5). They are fed once the call ended.
-    deferred: Vec<Input>,
 }
 
 impl<L: Lock, R: Runtime> Driver<L, R> {
@@ -312,7 +302,6 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 );
                 self.publish(Change::StoppedLeading { term, reason }, now);
                 if lost && self.on_loss == OnLoss::Exit {
-                    self.shutting_down = true;
                     self.elector.shutdown(now);
                 }
             }
@@ -351,26 +340,8 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Some(stream) => {
                 debug!(?from, "watch started");
                 self.watch = WatchState::Active(stream);
-                self.feed(Input::WatchActive(true), now);
+                self.elector.handle(Input::WatchActive(true), now);
             }
-        }
-    }
-
-    /// Hands the elector a watch input, or holds it back while a shutting-down
-    /// follower has a call in flight (see `deferred`).
-    fn feed(&mut self, input: Input, now: Instant) {
-        if self.shutting_down && self.call.is_some() && self.elector.role() == Role::Follower {
-            self.deferred.push(input);
-        } else {
-            self.elector.handle(input, now);
-        }
-    }
-
-    /// Hands the elector the watch inputs held back, once no call is in flight.
-    fn feed_deferred(&mut self, now: Instant) {
-        while self.call.is_none() && !self.deferred.is_empty() {
-            let input = self.deferred.remove(0);
-            self.elector.handle(input, now);
         }
     }
 
@@ -391,7 +362,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             }
             None => debug!(?backoff, "lock watch ended; polling until it resumes"),
         }
-        self.feed(Input::WatchActive(false), now);
+        self.elector.handle(Input::WatchActive(false), now);
     }
 
     /// Arms the timer for the next deadline: the elector's, a watch restart, or
@@ -453,7 +424,6 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 // Every handle is gone: shut down (drain, release best effort).
                 debug!("handle dropped; shutting down");
                 self.commands = None;
-                self.shutting_down = true;
                 self.elector.shutdown(now);
             }
             Wake::Command(Some(Command::StepDown(reply))) => {
@@ -462,7 +432,6 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             }
             Wake::Command(Some(Command::Shutdown(reply))) => {
                 self.shutdown_waiters.push(reply);
-                self.shutting_down = true;
                 self.elector.shutdown(now);
             }
             Wake::Command(Some(Command::Abort)) => {
@@ -475,7 +444,6 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Wake::Answer(op, result) => {
                 self.call = None;
                 self.elector.handle(Input::Answer { op, result }, now);
-                self.feed_deferred(now);
             }
             Wake::CallTimedOut(op) => {
                 self.call = None;
@@ -484,11 +452,10 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                     "no answer within the request timeout ({timeout:?})"
                 )));
                 self.elector.handle(Input::Answer { op, result }, now);
-                self.feed_deferred(now);
             }
             Wake::Watch(Some(Ok(event))) => {
                 self.watch_failures = 0;
-                self.feed(Input::Watch(event), now);
+                self.elector.handle(Input::Watch(event), now);
             }
             Wake::Watch(Some(Err(e))) => self.watch_broke(Some(e), now),
             Wake::Watch(None) => self.watch_broke(None, now),
