@@ -70,8 +70,8 @@ pub enum ReadyWhen {
 }
 
 /// A heartbeat for the leader work: call [`Heartbeat::beat`] at the start of each
-/// term and then regularly; liveness fails if it stays silent longer than the
-/// stall limit while this node leads.
+/// term and then regularly; with [`Health::heartbeat`], liveness fails if it stays
+/// silent longer than the stall limit while this node leads.
 #[derive(Clone)]
 pub struct Heartbeat {
     last: Arc<AtomicU64>,
@@ -86,10 +86,40 @@ impl core::fmt::Debug for Heartbeat {
     }
 }
 
+impl Default for Heartbeat {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Heartbeat {
+    /// A heartbeat on the process's monotonic clock, beaten now. Clones share it:
+    /// give one to the leader work and one to [`Health::heartbeat`].
+    pub fn new() -> Self {
+        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let epoch = *EPOCH.get_or_init(std::time::Instant::now);
+        Self::with_clock(move || {
+            Instant::from_nanos(u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+        })
+    }
+
+    /// A heartbeat on the given clock (a test's virtual clock), beaten now.
+    pub fn with_clock(clock: impl Fn() -> Instant + Send + Sync + 'static) -> Self {
+        let clock: Arc<dyn Fn() -> Instant + Send + Sync> = Arc::new(clock);
+        Heartbeat {
+            last: Arc::new(AtomicU64::new(clock().as_nanos())),
+            clock,
+        }
+    }
+
     /// Records that the leader work made progress now.
     pub fn beat(&self) {
         self.last.store((self.clock)().as_nanos(), Ordering::Release);
+    }
+
+    /// Time since the last beat.
+    pub fn silent(&self) -> Duration {
+        (self.clock)().saturating_duration_since(Instant::from_nanos(self.last.load(Ordering::Acquire)))
     }
 }
 
@@ -99,7 +129,7 @@ pub struct Health<V> {
     monitor: Option<Arc<Monitor>>,
     tolerance: Duration,
     ready_when: ReadyWhen,
-    heartbeat: Option<(Arc<AtomicU64>, Duration)>,
+    heartbeat: Option<(Heartbeat, Duration)>,
 }
 
 impl<V> core::fmt::Debug for Health<V> {
@@ -176,16 +206,13 @@ impl<V: LeadershipView + Clone> Health<V> {
         self
     }
 
-    /// A heartbeat for the leader work: liveness fails when it is silent longer
-    /// than `stall` while leading. Starts as if beaten now.
-    pub fn heartbeat(&mut self, stall: Duration) -> Heartbeat {
-        let view = self.view.clone();
-        let last = Arc::new(AtomicU64::new(view.now().as_nanos()));
-        self.heartbeat = Some((Arc::clone(&last), stall));
-        Heartbeat {
-            last,
-            clock: Arc::new(move || view.now()),
-        }
+    /// Watches the leader work's `heartbeat`: liveness fails when it is silent
+    /// longer than `stall` while this node believes it leads. The work must beat
+    /// at the start of each term and then more often than `stall`.
+    #[must_use]
+    pub fn heartbeat(mut self, heartbeat: Heartbeat, stall: Duration) -> Self {
+        self.heartbeat = Some((heartbeat, stall));
+        self
     }
 
     /// The view this health reads.
@@ -207,8 +234,8 @@ impl<V: LeadershipView + Clone> Health<V> {
                 });
             }
         }
-        if let Some((last, stall)) = &self.heartbeat {
-            let silent = now.saturating_duration_since(Instant::from_nanos(last.load(Ordering::Acquire)));
+        if let Some((heartbeat, stall)) = &self.heartbeat {
+            let silent = heartbeat.silent();
             if silent > *stall {
                 return Err(Unhealthy::WorkStalled { silent });
             }

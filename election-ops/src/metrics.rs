@@ -109,37 +109,37 @@ impl Metrics {
     fn register(&self, registry: &mut Registry) {
         registry.register(
             "leader_election_master_status",
-            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease",
             self.master_status.clone(),
         );
         registry.register(
             "leader_election_slowpath",
-            "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease.",
+            "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease",
             self.slowpath.clone(),
         );
         registry.register(
             "leader_election_transitions",
-            "Times this node started leading.",
+            "Times this node started leading",
             self.transitions.clone(),
         );
         registry.register(
             "leader_election_renew_duration_seconds",
-            "Latency of successful lease renewals.",
+            "Latency of successful lease renewals",
             self.renew_latency.clone(),
         );
         registry.register(
             "leader_election_seconds_to_deadline",
-            "Seconds left before the leadership deadline (0 when not leading).",
+            "Seconds left before the leadership deadline (0 when not leading)",
             self.to_deadline.clone(),
         );
         registry.register(
             "leader_election_lock_errors",
-            "Failed lock calls by class.",
+            "Failed lock calls by class",
             self.errors.clone(),
         );
         registry.register(
             "leader_election_stops",
-            "Leaderships ended, by reason.",
+            "Leaderships ended, by reason",
             self.stops.clone(),
         );
     }

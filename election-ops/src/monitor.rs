@@ -187,6 +187,12 @@ impl Monitor {
             }
             _ => tracing::debug!(lock, identity, change = ?state.change, "state"),
         }
+        // A stream starts with the current state, whatever its change: take the
+        // role and term from every state too.
+        self.leading.store(state.leading(), Ordering::Release);
+        if let Some(term) = &state.term {
+            relock(&self.record).term = Some(term.to_string());
+        }
         #[cfg(feature = "metrics")]
         self.metrics.set_master(state.leading());
     }
@@ -226,8 +232,11 @@ impl Monitor {
                     tracing::warn!(op, class, error = %e, "lock call failed");
                     self.record_error(format!("lock {op} failed: {e}"));
                 }
+                // A read that finds no lock is how an election starts, not a fault.
                 #[cfg(feature = "metrics")]
-                self.metrics.lock_error(class);
+                if !(op == "get" && matches!(e, LockError::NotFound)) {
+                    self.metrics.lock_error(class);
+                }
             }
         }
         #[cfg(feature = "metrics")]

@@ -11,7 +11,7 @@ use election_core::{Instant, Role, Term, Version};
 use election_driver::{Change, LeadershipState};
 use election_ops::LeadershipView;
 use election_ops::guard::{NotLeader, WriteGuardLayer};
-use election_ops::health::{Health, ReadyWhen, Unhealthy};
+use election_ops::health::{Health, Heartbeat, ReadyWhen, Unhealthy};
 use hyper::{Method, Request};
 use tower::{Layer, Service};
 
@@ -162,8 +162,9 @@ fn a_standby_is_never_unhealthy_and_readiness_follows_the_role() {
 #[test]
 fn h6_stalled_leader_work_fails_liveness() {
     let view = Fake::leader(u64::MAX / 2_000_000);
-    let mut health = Health::new(view.clone());
-    let beat = health.heartbeat(Duration::from_secs(3));
+    let clock = view.clone();
+    let beat = Heartbeat::with_clock(move || clock.now());
+    let health = Health::new(view.clone()).heartbeat(beat.clone(), Duration::from_secs(3));
     view.at(2_000);
     beat.beat();
     view.at(5_000);
