@@ -56,30 +56,43 @@ fn run<S: Service<Request<()>>>(svc: &mut S, method: &Method) -> bool {
         .body(())
         .expect("valid request");
     let mut fut = std::pin::pin!(svc.call(req));
-    matches!(std::future::Future::poll(fut.as_mut(), &mut cx), Poll::Ready(Ok(_)))
+    matches!(
+        std::future::Future::poll(fut.as_mut(), &mut cx),
+        Poll::Ready(Ok(_))
+    )
 }
 
 fn bench(c: &mut Criterion) {
     let mut state = LeadershipState::initial("bench".into());
     state.role = Role::Leader;
-    state.term = Some(Term { transitions: 1, version: Version::new("7") });
+    state.term = Some(Term {
+        transitions: 1,
+        version: Version::new("7"),
+    });
     let leader = View {
         epoch: std::time::Instant::now(),
         deadline: Some(Instant::from_secs(1_000_000)),
         state: Arc::new(state),
     };
-    let follower = View { deadline: None, ..leader.clone() };
+    let follower = View {
+        deadline: None,
+        ..leader.clone()
+    };
     let mut g = c.benchmark_group("write_guard");
     g.bench_function("baseline_write_unguarded", |b| {
         let mut s = Sink;
         b.iter(|| black_box(run(&mut s, &Method::POST)))
     });
     g.bench_function("write_leader_passes", |b| {
-        let mut s = WriteGuardLayer::new(leader.clone()).margin(Duration::from_secs(1)).layer(Sink);
+        let mut s = WriteGuardLayer::new(leader.clone())
+            .margin(Duration::from_secs(1))
+            .layer(Sink);
         b.iter(|| black_box(run(&mut s, &Method::POST)))
     });
     g.bench_function("write_leader_passes_term_header", |b| {
-        let mut s = WriteGuardLayer::new(leader.clone()).term_header(true).layer(Sink);
+        let mut s = WriteGuardLayer::new(leader.clone())
+            .term_header(true)
+            .layer(Sink);
         b.iter(|| black_box(run(&mut s, &Method::POST)))
     });
     g.bench_function("write_follower_refused", |b| {

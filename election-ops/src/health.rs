@@ -114,12 +114,14 @@ impl Heartbeat {
 
     /// Records that the leader work made progress now.
     pub fn beat(&self) {
-        self.last.store((self.clock)().as_nanos(), Ordering::Release);
+        self.last
+            .store((self.clock)().as_nanos(), Ordering::Release);
     }
 
     /// Time since the last beat.
     pub fn silent(&self) -> Duration {
-        (self.clock)().saturating_duration_since(Instant::from_nanos(self.last.load(Ordering::Acquire)))
+        (self.clock)()
+            .saturating_duration_since(Instant::from_nanos(self.last.load(Ordering::Acquire)))
     }
 }
 
@@ -170,7 +172,9 @@ pub struct Status {
 }
 
 fn unix_secs(t: SystemTime) -> Option<f64> {
-    t.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_secs_f64())
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs_f64())
 }
 
 impl<V: LeadershipView + Clone> Health<V> {
@@ -270,7 +274,11 @@ impl<V: LeadershipView + Clone> Health<V> {
                 -now.saturating_duration_since(d).as_secs_f64()
             }
         });
-        let snap = self.monitor.as_ref().map(|m| m.snapshot()).unwrap_or_default();
+        let snap = self
+            .monitor
+            .as_ref()
+            .map(|m| m.snapshot())
+            .unwrap_or_default();
         let live = self.liveness();
         Status {
             identity: state.identity.to_string(),

@@ -24,7 +24,9 @@ pub struct Endpoint<V> {
 
 impl<V> core::fmt::Debug for Endpoint<V> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Endpoint").field("health", &self.health).finish_non_exhaustive()
+        f.debug_struct("Endpoint")
+            .field("health", &self.health)
+            .finish_non_exhaustive()
     }
 }
 
@@ -65,10 +67,16 @@ impl<V: LeadershipView + Clone> Endpoint<V> {
             "/status" => (200, "application/json", self.health.status_json()),
             #[cfg(feature = "metrics")]
             "/metrics" => match &self.metrics {
-                Some((monitor, registry)) => match monitor.encode_metrics(&self.health_view(), registry) {
-                    Ok(text) => (200, "application/openmetrics-text; version=1.0.0; charset=utf-8", text),
-                    Err(e) => (500, TEXT, e.to_string()),
-                },
+                Some((monitor, registry)) => {
+                    match monitor.encode_metrics(&self.health_view(), registry) {
+                        Ok(text) => (
+                            200,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            text,
+                        ),
+                        Err(e) => (500, TEXT, e.to_string()),
+                    }
+                }
                 None => (404, TEXT, "not found".into()),
             },
             _ => (404, TEXT, "not found".into()),
@@ -117,10 +125,15 @@ impl<V: LeadershipView + Clone> Endpoint<V> {
         let (code, ctype, body) = if req.method() == hyper::Method::GET {
             self.answer(req.uri().path())
         } else {
-            (405, "text/plain; charset=utf-8", "method not allowed".into())
+            (
+                405,
+                "text/plain; charset=utf-8",
+                "method not allowed".into(),
+            )
         };
         let mut resp = Response::new(Full::new(Bytes::from(body)));
-        *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        *resp.status_mut() =
+            StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         if let Ok(v) = hyper::header::HeaderValue::from_str(ctype) {
             resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
         }

@@ -106,7 +106,10 @@ pub fn identity_from(
 
 /// The hostname: `HOSTNAME`, else `/proc/sys/kernel/hostname`, else `/etc/hostname`.
 pub fn hostname() -> Option<String> {
-    if let Some(h) = std::env::var("HOSTNAME").ok().filter(|h| !h.trim().is_empty()) {
+    if let Some(h) = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+    {
         return Some(h);
     }
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
@@ -143,7 +146,10 @@ mod tests {
 
     #[test]
     fn bad_identities_are_typed_errors() {
-        assert_eq!(identity_from(Some(String::new()), None, None), Err(IdentityError::Empty));
+        assert_eq!(
+            identity_from(Some(String::new()), None, None),
+            Err(IdentityError::Empty)
+        );
         assert!(matches!(
             identity_from(Some("a b".into()), None, None),
             Err(IdentityError::BadCharacter(_))

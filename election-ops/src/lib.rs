@@ -29,7 +29,7 @@
 #![forbid(unsafe_code)]
 
 pub mod identity;
-mod monitor;
+pub mod monitor;
 mod view;
 
 #[cfg(feature = "guard")]

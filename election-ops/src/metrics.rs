@@ -76,7 +76,9 @@ impl Metrics {
     }
 
     pub(crate) fn set_master(&self, leading: bool) {
-        self.master_status.get_or_create(&self.name()).set(i64::from(leading));
+        self.master_status
+            .get_or_create(&self.name())
+            .set(i64::from(leading));
     }
 
     pub(crate) fn started_leading(&self) {
@@ -96,13 +98,15 @@ impl Metrics {
     }
 
     pub(crate) fn renewed(&self, took: Duration) {
-        self.renew_latency.get_or_create(&self.name()).observe(took.as_secs_f64());
+        self.renew_latency
+            .get_or_create(&self.name())
+            .observe(took.as_secs_f64());
     }
 
     fn refresh(&self, view: &dyn LeadershipView) {
-        let left = view
-            .deadline()
-            .map_or(0.0, |d| d.saturating_duration_since(view.now()).as_secs_f64());
+        let left = view.deadline().map_or(0.0, |d| {
+            d.saturating_duration_since(view.now()).as_secs_f64()
+        });
         self.to_deadline.get_or_create(&self.name()).set(left);
     }
 

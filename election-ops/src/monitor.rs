@@ -163,7 +163,12 @@ impl Monitor {
                 self.metrics.stopped_leading(stop_class(reason));
             }
             Change::LeaderChanged { leader } => {
-                tracing::info!(lock, identity, leader = leader.as_deref().unwrap_or(""), "leader changed");
+                tracing::info!(
+                    lock,
+                    identity,
+                    leader = leader.as_deref().unwrap_or(""),
+                    "leader changed"
+                );
             }
             Change::WorkEnded { term } => {
                 tracing::info!(lock, identity, %term, "leader work ended");
@@ -207,12 +212,21 @@ impl Monitor {
         self.leading.load(Ordering::Acquire)
     }
 
-    fn finish_call(&self, op: &'static str, started: std::time::Instant, result: &Result<Observation, LockError>) {
+    fn finish_call(
+        &self,
+        op: &'static str,
+        started: std::time::Instant,
+        result: &Result<Observation, LockError>,
+    ) {
         let took = started.elapsed();
         let leading = self.leading();
         match result {
             Ok(_) => {
-                tracing::debug!(op, took_ms = took.as_secs_f64() * 1e3, "lock call succeeded");
+                tracing::debug!(
+                    op,
+                    took_ms = took.as_secs_f64() * 1e3,
+                    "lock call succeeded"
+                );
                 if op == "update" && leading {
                     let mut r = relock(&self.record);
                     r.last_renew = Some(SystemTime::now());
@@ -226,7 +240,10 @@ impl Monitor {
                 let class = error_class(e);
                 // NotFound on a read and AlreadyExists/Conflict are election
                 // answers, not faults: log them quietly.
-                if matches!(e, LockError::NotFound | LockError::AlreadyExists | LockError::Conflict) {
+                if matches!(
+                    e,
+                    LockError::NotFound | LockError::AlreadyExists | LockError::Conflict
+                ) {
                     tracing::debug!(op, class, error = %e, "lock call answered");
                 } else {
                     tracing::warn!(op, class, error = %e, "lock call failed");
@@ -274,12 +291,20 @@ impl<L: Lock> Lock for ObservedLock<L> {
 
     async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
         let started = std::time::Instant::now();
-        let r = self.inner.create(record).instrument(self.monitor.span("create")).await;
+        let r = self
+            .inner
+            .create(record)
+            .instrument(self.monitor.span("create"))
+            .await;
         self.monitor.finish_call("create", started, &r);
         r
     }
 
-    async fn update(&self, expected: &Version, record: &LockRecord) -> Result<Observation, LockError> {
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LockRecord,
+    ) -> Result<Observation, LockError> {
         let started = std::time::Instant::now();
         let r = self
             .inner

@@ -28,8 +28,13 @@ impl Fake {
     fn leader(deadline_ms: u64) -> Self {
         let mut state = LeadershipState::initial("fake".into());
         state.role = Role::Leader;
-        state.term = Some(Term { transitions: 3, version: Version::new("42") });
-        state.change = Change::StartedLeading { term: state.term.clone().unwrap() };
+        state.term = Some(Term {
+            transitions: 3,
+            version: Version::new("42"),
+        });
+        state.change = Change::StartedLeading {
+            term: state.term.clone().unwrap(),
+        };
         Fake {
             now: Arc::new(AtomicU64::new(0)),
             deadline: Some(Instant::from_millis(deadline_ms)),
@@ -89,7 +94,11 @@ where
     S: Service<Request<()>, Response = (), Error = tower::BoxError>,
 {
     let mut cx = Context::from_waker(Waker::noop());
-    let req = Request::builder().method(method).uri("/api/v1/namespaces/default/configmaps").body(()).unwrap();
+    let req = Request::builder()
+        .method(method)
+        .uri("/api/v1/namespaces/default/configmaps")
+        .body(())
+        .unwrap();
     let mut fut = std::pin::pin!(svc.call(req));
     match fut.as_mut().poll(&mut cx) {
         Poll::Ready(r) => r,
@@ -119,7 +128,11 @@ fn n5_wedged_driver_guard_closes_at_deadline_minus_margin() {
     for m in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
         assert!(send(&mut svc, m).is_err());
     }
-    assert_eq!(sink.calls.load(Ordering::SeqCst), 1, "only the first write was sent");
+    assert_eq!(
+        sink.calls.load(Ordering::SeqCst),
+        1,
+        "only the first write was sent"
+    );
     send(&mut svc, Method::GET).expect("reads always pass");
     assert_eq!(sink.calls.load(Ordering::SeqCst), 2);
 }
@@ -135,11 +148,17 @@ fn a14_health_reports_a_leader_that_has_not_renewed_past_deadline_plus_tolerance
     view.at(15_000);
     assert_eq!(health.liveness(), Ok(()), "within the tolerance");
     view.at(15_001);
-    assert!(matches!(health.liveness(), Err(Unhealthy::NotRenewed { .. })));
+    assert!(matches!(
+        health.liveness(),
+        Err(Unhealthy::NotRenewed { .. })
+    ));
     let status = health.status();
     assert!(!status.healthy);
     assert!(status.deadline_in_secs.unwrap() < -5.0);
-    assert!(!status.is_leader, "is_leader is time-bounded even when wedged");
+    assert!(
+        !status.is_leader,
+        "is_leader is time-bounded even when wedged"
+    );
 }
 
 #[test]
@@ -170,7 +189,10 @@ fn h6_stalled_leader_work_fails_liveness() {
     view.at(5_000);
     assert_eq!(health.liveness(), Ok(()));
     view.at(5_001);
-    assert!(matches!(health.liveness(), Err(Unhealthy::WorkStalled { .. })));
+    assert!(matches!(
+        health.liveness(),
+        Err(Unhealthy::WorkStalled { .. })
+    ));
     beat.beat();
     assert_eq!(health.liveness(), Ok(()));
 }

@@ -42,18 +42,33 @@ async fn non_leader_writes_never_reach_the_server_and_leader_writes_pass() {
     let follow_client = guarded(&emu, "app-follower", Arc::clone(&follower));
 
     for i in 0..5 {
-        let err = write(&follow_client, &format!("f-{i}")).await.expect_err("refused");
+        let err = write(&follow_client, &format!("f-{i}"))
+            .await
+            .expect_err("refused");
         assert!(refused(&err), "typed NotLeader, got {err:?}");
     }
-    assert_eq!(emu.request_counts().client_writes("app-follower"), 0, "nothing sent");
+    assert_eq!(
+        emu.request_counts().client_writes("app-follower"),
+        0,
+        "nothing sent"
+    );
     // Reads always pass, also for the follower.
     let api: Api<ConfigMap> = Api::namespaced(follow_client.clone(), "default");
     api.list(&Default::default()).await.expect("list passes");
-    assert_eq!(emu.request_counts().get("app-follower", Verb::List, Resource::ConfigMap), 1);
+    assert_eq!(
+        emu.request_counts()
+            .get("app-follower", Verb::List, Resource::ConfigMap),
+        1
+    );
 
-    write(&lead_client, "from-leader").await.expect("leader's write passes");
+    write(&lead_client, "from-leader")
+        .await
+        .expect("leader's write passes");
     assert_eq!(emu.request_counts().client_writes("app-leader"), 1);
-    assert!(emu.object(Resource::ConfigMap, "default", "from-leader").is_some());
+    assert!(
+        emu.object(Resource::ConfigMap, "default", "from-leader")
+            .is_some()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -67,6 +82,8 @@ async fn n7_guard_closes_by_the_deadline_after_a_partition() {
     // Partition the leader's lock calls from the API (they hang); the app's own
     // connection stays up, so only the guard can stop its writes.
     emu.faults("node-a").hang();
+    // A renew already answered may still move the deadline; none sent from now on.
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let deadline = a.deadline().expect("leading");
     let mut i = 0;
     loop {
@@ -89,10 +106,16 @@ async fn n7_guard_closes_by_the_deadline_after_a_partition() {
     // Past the deadline every write is refused locally.
     assert!(wait_until(Duration::from_secs(3), || a.now() > deadline).await);
     for j in 0..3 {
-        let e = write(&client, &format!("after-{j}")).await.expect_err("refused");
+        let e = write(&client, &format!("after-{j}"))
+            .await
+            .expect_err("refused");
         assert!(refused(&e));
     }
-    assert_eq!(emu.request_counts().client_writes("app-a"), sent, "none sent");
+    assert_eq!(
+        emu.request_counts().client_writes("app-a"),
+        sent,
+        "none sent"
+    );
     emu.faults("node-a").clear();
 }
 

@@ -21,13 +21,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// `GET path` on 127.0.0.1:`addr`; the status code and body.
 async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .expect("send");
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("send");
     let mut out = String::new();
     s.read_to_string(&mut out).await.expect("read");
     let code = out[9..12].parse().expect("status code");
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
     (code, body)
 }
 
@@ -46,7 +51,11 @@ impl<L: Lock> Lock for Wedging<L> {
     async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
         self.inner.create(record).await
     }
-    async fn update(&self, expected: &Version, record: &LockRecord) -> Result<Observation, LockError> {
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LockRecord,
+    ) -> Result<Observation, LockError> {
         if self.wedged.load(Ordering::SeqCst) {
             let rx = self.release.lock().unwrap();
             let _ = rx.recv_timeout(Duration::from_secs(10));
@@ -66,10 +75,17 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
     let emu = Emulator::start().await.expect("emulator");
     let config = Config::fast("node-a").seed(5);
     let client = kube_support::lock_client(emu.kube_config("node-a")).expect("client");
-    let lease = LeaseLock::builder(client, "default", LEASE).election_config(&config).build().expect("lock");
+    let lease = LeaseLock::builder(client, "default", LEASE)
+        .election_config(&config)
+        .build()
+        .expect("lock");
     let wedged = Arc::new(AtomicBool::new(false));
     let (unblock, rx) = std::sync::mpsc::channel();
-    let lock = Wedging { inner: lease, wedged: Arc::clone(&wedged), release: Arc::new(Mutex::new(rx)) };
+    let lock = Wedging {
+        inner: lease,
+        wedged: Arc::clone(&wedged),
+        release: Arc::new(Mutex::new(rx)),
+    };
     let monitor = Monitor::new("leases/default/ops-lease", "node-a");
     // The driver runs on its own one-thread runtime, so that a blocked call wedges
     // it (and nothing else).
@@ -77,7 +93,10 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
     let (handle_tx, handle_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let driver_thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         rt.block_on(async move {
             let handle = Builder::new(observed, config).spawn().expect("config");
             handle_tx.send(handle).expect("send handle");
@@ -86,12 +105,23 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
     });
     let handle = Arc::new(handle_rx.recv().expect("handle"));
     tokio::spawn(Arc::clone(&monitor).follow(handle.states()));
-    let health = Health::new(Arc::clone(&handle)).tolerance(Duration::from_millis(200)).monitor(Arc::clone(&monitor));
-    let addr = Endpoint::new(health).spawn("127.0.0.1:0".parse().unwrap()).await.expect("bind");
+    let health = Health::new(Arc::clone(&handle))
+        .tolerance(Duration::from_millis(200))
+        .monitor(Arc::clone(&monitor));
+    let addr = Endpoint::new(health)
+        .spawn("127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("bind");
 
     assert!(wait_until(Duration::from_secs(10), || handle.is_leader()).await);
     assert_eq!(get(addr, "/healthz").await.0, 200);
-    assert!(wait_until(Duration::from_secs(5), || monitor.snapshot().last_renew.is_some()).await);
+    assert!(
+        wait_until(Duration::from_secs(5), || monitor
+            .snapshot()
+            .last_renew
+            .is_some())
+        .await
+    );
     wedged.store(true, Ordering::SeqCst);
     let deadline = handle.deadline().expect("leading");
     // The next renew hangs the driver; past deadline + tolerance liveness fails.
@@ -102,7 +132,12 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
         .await
     );
     assert!(!handle.is_leader(), "is_leader is time-bounded");
-    assert!(handle.believes_leading(), "the wedged driver never published the loss: {:?} {:?}", handle.state(), monitor.snapshot());
+    assert!(
+        handle.believes_leading(),
+        "the wedged driver never published the loss: {:?} {:?}",
+        handle.state(),
+        monitor.snapshot()
+    );
     let (code, body) = get(addr, "/healthz").await;
     assert_eq!(code, 503, "{body}");
     assert!(body.contains("has not renewed"), "{body}");
@@ -110,19 +145,32 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
     let status: serde_json::Value = serde_json::from_str(&status).expect("json");
     assert_eq!(status["healthy"], false);
     assert_eq!(status["is_leader"], false);
-    assert!(status["last_renew_unix_secs"].as_f64().is_some(), "{status}");
-    assert!(status["deadline_in_secs"].as_f64().unwrap() < -0.2, "{status}");
+    assert!(
+        status["last_renew_unix_secs"].as_f64().is_some(),
+        "{status}"
+    );
+    assert!(
+        status["deadline_in_secs"].as_f64().unwrap() < -0.2,
+        "{status}"
+    );
 
     wedged.store(false, Ordering::SeqCst);
     let _ = unblock.send(());
     // Unwedged, the driver notices the passed deadline and steps down (it may
     // then lead again, in a new term): healthy again.
     assert!(
-        wait_until(Duration::from_secs(5), || monitor.snapshot().last_stop.is_some()).await,
+        wait_until(Duration::from_secs(5), || monitor
+            .snapshot()
+            .last_stop
+            .is_some())
+        .await,
         "{:?}",
         handle.state()
     );
-    assert_eq!(monitor.snapshot().last_stop.as_deref(), Some("renew deadline exceeded"));
+    assert_eq!(
+        monitor.snapshot().last_stop.as_deref(),
+        Some("renew deadline exceeded")
+    );
     let mut healthy = false;
     for _ in 0..100 {
         if get(addr, "/healthz").await.0 == 200 {
@@ -141,7 +189,10 @@ async fn h6_wedged_leader_work_is_caught_by_health_while_renewals_go_on() {
     let emu = Emulator::start().await.expect("emulator");
     let config = Config::fast("node-a").seed(9);
     let client = kube_support::lock_client(emu.kube_config("node-a")).expect("client");
-    let lease = LeaseLock::builder(client, "default", LEASE).election_config(&config).build().expect("lock");
+    let lease = LeaseLock::builder(client, "default", LEASE)
+        .election_config(&config)
+        .build()
+        .expect("lock");
     let monitor = Monitor::new("leases/default/ops-lease", "node-a");
     let beat = Heartbeat::new();
     let work_beat = beat.clone();
@@ -193,18 +244,46 @@ async fn metrics_are_scraped_with_client_go_names() {
         .await
         .expect("bind");
     assert!(wait_until(Duration::from_secs(10), || a.is_leader()).await);
-    assert!(wait_until(Duration::from_secs(5), || monitor.snapshot().last_renew.is_some()).await);
+    assert!(
+        wait_until(Duration::from_secs(5), || monitor
+            .snapshot()
+            .last_renew
+            .is_some())
+        .await
+    );
 
     let name = r#"name="leases/default/ops-lease""#;
     let (code, text) = get(addr, "/metrics").await;
     assert_eq!(code, 200);
     eprintln!("{text}");
-    assert!(text.contains(&format!("leader_election_master_status{{{name}}} 1")), "{text}");
-    assert!(text.contains(&format!("leader_election_slowpath_total{{{name}}}")), "{text}");
-    assert!(text.contains(&format!("leader_election_transitions_total{{{name}}} 1")), "{text}");
-    assert!(text.contains(&format!("leader_election_lock_errors_total{{{name},class=\"transient\"}} ")), "{text}");
-    assert!(!text.contains("class=\"not_found\""), "a first read finding no lock is no error: {text}");
-    assert!(text.contains(&format!("leader_election_renew_duration_seconds_count{{{name}}}")), "{text}");
+    assert!(
+        text.contains(&format!("leader_election_master_status{{{name}}} 1")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("leader_election_slowpath_total{{{name}}}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("leader_election_transitions_total{{{name}}} 1")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "leader_election_lock_errors_total{{{name},class=\"transient\"}} "
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains("class=\"not_found\""),
+        "a first read finding no lock is no error: {text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "leader_election_renew_duration_seconds_count{{{name}}}"
+        )),
+        "{text}"
+    );
     let left: f64 = text
         .lines()
         .find(|l| l.starts_with("leader_election_seconds_to_deadline{"))
@@ -214,9 +293,26 @@ async fn metrics_are_scraped_with_client_go_names() {
     assert!(left > 0.0 && left <= 1.5, "{left}");
 
     a.step_down().await;
-    assert!(wait_until(Duration::from_secs(3), || !monitor.snapshot().last_stop.is_none()).await);
+    assert!(
+        wait_until(Duration::from_secs(3), || monitor
+            .snapshot()
+            .last_stop
+            .is_some())
+        .await
+    );
     let (_, text) = get(addr, "/metrics").await;
-    assert!(text.contains(&format!("leader_election_master_status{{{name}}} 0")), "{text}");
-    assert!(text.contains(&format!("leader_election_stops_total{{{name},reason=\"stepped_down\"}} 1")), "{text}");
-    assert!(text.contains(&format!("leader_election_seconds_to_deadline{{{name}}} 0")), "{text}");
+    assert!(
+        text.contains(&format!("leader_election_master_status{{{name}}} 0")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "leader_election_stops_total{{{name},reason=\"stepped_down\"}} 1"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("leader_election_seconds_to_deadline{{{name}}} 0")),
+        "{text}"
+    );
 }

@@ -12,6 +12,7 @@ use kube::api::{Api, PostParams};
 use kube_emulator::Emulator;
 use lock_lease::LeaseLock;
 
+/// The lease every test elects on.
 pub const LEASE: &str = "ops-lease";
 
 /// A candidate whose lock calls carry the bearer token `id`, its lock wrapped by a
