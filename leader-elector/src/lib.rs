@@ -1,0 +1,332 @@
+//! A leader-election sidecar on a Kubernetes Lease.
+//!
+//! - `leader-elector serve --lease NAME [--addr 127.0.0.1:4040]` campaigns and serves
+//!   `GET /` → `{"name": "<holder>"}` (the holder as this node last saw it, `""` if
+//!   none), like the old `k8s.gcr.io/leader-elector` sidecar.
+//! - `leader-elector run --lease NAME -- CMD ARGS…` runs the command only while
+//!   leading. On a graceful give-up (SIGTERM or SIGINT to the sidecar, or a
+//!   step-down) the child gets SIGTERM and is waited for, bounded by the leadership
+//!   deadline (then SIGKILL), before the lease is released. On a loss (the deadline
+//!   passed) the child gets SIGTERM and, at most `--kill-after-ms` later (capped at
+//!   half of `lease_duration - renew_deadline`, the least time before another
+//!   candidate can lead), SIGKILL; the sidecar then campaigns again. When the child exits by itself, the sidecar
+//!   releases the lease and exits with the child's exit code (128 + signal if it was
+//!   killed by one).
+//!
+//! The identity is `ELECTION_IDENTITY`, else `$POD_NAME-<random>` or
+//! `<hostname>-<random>` ([`election_ops::identity`]); the child sees it as
+//! `LEADER_ELECTOR_IDENTITY`. The cluster comes from the usual kube inference
+//! (`KUBECONFIG`, `~/.kube/config`, in-cluster). Timings default to client-go's
+//! (15 s / 10 s / 2 s).
+//!
+//! ```
+//! use clap::Parser;
+//! use leader_elector::{Cli, Mode};
+//!
+//! let cli = Cli::try_parse_from(["leader-elector", "run", "--lease", "db-migrate", "--", "sleep", "5"]).unwrap();
+//! let Mode::Run { lease, command, .. } = cli.mode else { unreachable!() };
+//! assert_eq!((lease.as_str(), command.as_slice()), ("db-migrate", &["sleep".to_string(), "5".into()][..]));
+//! ```
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use adapter_tokio::{Builder, CancellationToken, Handle};
+use clap::{Parser, Subcommand};
+use election_core::Config;
+use lock_lease::LeaseLock;
+use tokio::sync::watch;
+
+/// Command-line interface.
+#[derive(Debug, Parser)]
+#[command(
+    name = "leader-elector",
+    about = "Leader election on a Kubernetes Lease"
+)]
+pub struct Cli {
+    /// Namespace of the Lease (default: the kube config's namespace).
+    #[arg(long, global = true)]
+    pub namespace: Option<String>,
+    /// Lease duration in milliseconds (client-go default 15000).
+    #[arg(long, global = true, default_value_t = 15_000)]
+    pub lease_duration_ms: u64,
+    /// Renew deadline in milliseconds (client-go default 10000).
+    #[arg(long, global = true, default_value_t = 10_000)]
+    pub renew_deadline_ms: u64,
+    /// Retry period in milliseconds (client-go default 2000).
+    #[arg(long, global = true, default_value_t = 2_000)]
+    pub retry_period_ms: u64,
+    /// What to do.
+    #[command(subcommand)]
+    pub mode: Mode,
+}
+
+/// The two modes.
+#[derive(Debug, Subcommand)]
+pub enum Mode {
+    /// Campaign and serve `GET /` → `{"name": "<holder>"}`.
+    Serve {
+        /// The Lease's name.
+        #[arg(long)]
+        lease: String,
+        /// Where to listen.
+        #[arg(long, default_value = "127.0.0.1:4040")]
+        addr: SocketAddr,
+    },
+    /// Run a command only while leading.
+    Run {
+        /// The Lease's name.
+        #[arg(long)]
+        lease: String,
+        /// SIGKILL the child this long (ms) after SIGTERM; capped at half of
+        /// `lease_duration - renew_deadline`, so that a child is gone before another
+        /// candidate can lead.
+        #[arg(long, default_value_t = 2_000)]
+        kill_after_ms: u64,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+/// Why the sidecar could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The identity from the environment is unusable.
+    #[error("failed to choose an identity: {0}")]
+    Identity(#[from] election_ops::identity::IdentityError),
+    /// No usable kube configuration.
+    #[error("failed to load the kube configuration: {0}")]
+    KubeConfig(#[from] kube::config::InferConfigError),
+    /// The kube client could not be built.
+    #[error("failed to build the kube client: {0}")]
+    Client(#[from] kube::Error),
+    /// The Lease name is invalid.
+    #[error("invalid lease: {0}")]
+    Lease(String),
+    /// The election could not start (invalid timings).
+    #[error("failed to start the election: {0}")]
+    Driver(#[from] election_driver::DriverError),
+    /// The listener could not be bound.
+    #[error("failed to listen: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Parses the command line and runs; the process's exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("leader-elector: failed to start a runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("leader-elector: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn start(
+    cli: &Cli,
+    id: Arc<str>,
+    lease: &str,
+    work: Option<ChildWork>,
+) -> Result<Handle, StartError> {
+    let mut config = Config::client_go(id);
+    config.lease_duration = Duration::from_millis(cli.lease_duration_ms);
+    config.renew_deadline = Duration::from_millis(cli.renew_deadline_ms);
+    config.retry_period = Duration::from_millis(cli.retry_period_ms);
+    config.request_timeout = (config.renew_deadline / 2).max(Duration::from_millis(500));
+    let kube_config = kube::Config::infer().await?;
+    let namespace = cli
+        .namespace
+        .clone()
+        .unwrap_or_else(|| kube_config.default_namespace.clone());
+    let client = kube_support::lock_client(kube_config)?;
+    let lock = LeaseLock::builder(client, &namespace, lease)
+        .election_config(&config)
+        .build()
+        .map_err(|e| StartError::Lease(e.to_string()))?;
+    eprintln!("leader-elector: identity {}", config.identity);
+    let mut builder = Builder::new(lock, config);
+    if let Some(work) = work {
+        builder = builder.leader_work(move |term, cancel| work.clone().run(term, cancel));
+    }
+    Ok(builder.spawn()?)
+}
+
+/// The sidecar's own SIGTERM or SIGINT.
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+async fn run(cli: Cli) -> Result<u8, StartError> {
+    let id = election_ops::identity::from_env()?;
+    match &cli.mode {
+        Mode::Serve { lease, addr } => {
+            let handle = Arc::new(start(&cli, id, lease, None).await?);
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            eprintln!("leader-elector: serving on {}", listener.local_addr()?);
+            tokio::select! {
+                r = serve(Arc::clone(&handle), listener) => r?,
+                () = terminated() => {}
+            }
+            if let Some(h) = Arc::into_inner(handle) {
+                h.shutdown().await;
+            }
+            Ok(0)
+        }
+        Mode::Run {
+            lease,
+            kill_after_ms,
+            command,
+        } => {
+            let (exit_tx, mut exit_rx) = watch::channel(None::<u8>);
+            // After a loss, another candidate may lead `lease - renew` after our
+            // deadline at the earliest: the child must be gone well before.
+            let slack =
+                Duration::from_millis(cli.lease_duration_ms.saturating_sub(cli.renew_deadline_ms))
+                    / 2;
+            let work = ChildWork {
+                command: Arc::new(command.clone()),
+                identity: id.clone(),
+                kill_after: Duration::from_millis(*kill_after_ms).min(slack),
+                exited: Arc::new(exit_tx),
+            };
+            let handle = start(&cli, id, lease, Some(work)).await?;
+            let code = tokio::select! {
+                r = exit_rx.wait_for(Option::is_some) => r.map_or(0, |c| c.unwrap_or(0)),
+                () = terminated() => 0,
+            };
+            // Drains the child (SIGTERM, bounded wait) and releases.
+            handle.shutdown().await;
+            let code = exit_rx.borrow().unwrap_or(code);
+            Ok(code)
+        }
+    }
+}
+
+async fn serve(handle: Arc<Handle>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let handle = Arc::clone(&handle);
+        tokio::spawn(async move {
+            let svc =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let holder = handle.leader().map(|l| l.to_string()).unwrap_or_default();
+                    async move {
+                        let (code, body) = if req.uri().path() == "/" {
+                            (200, serde_json::json!({ "name": holder }).to_string())
+                        } else {
+                            (404, "not found".to_owned())
+                        };
+                        let mut resp = hyper::Response::new(Full::new(Bytes::from(body)));
+                        *resp.status_mut() =
+                            hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::OK);
+                        Ok::<_, std::convert::Infallible>(resp)
+                    }
+                });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+/// The leader work of `run` mode: the child process.
+#[derive(Clone)]
+struct ChildWork {
+    command: Arc<Vec<String>>,
+    identity: Arc<str>,
+    kill_after: Duration,
+    exited: Arc<watch::Sender<Option<u8>>>,
+}
+
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c & 0xff).unwrap_or(1),
+        (None, Some(s)) => u8::try_from(128 + (s & 0x7f)).unwrap_or(1),
+        _ => 1,
+    }
+}
+
+fn sigterm(child: &tokio::process::Child) {
+    if let Some(pid) = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+}
+
+impl ChildWork {
+    async fn run(self, term: election_core::Term, cancel: CancellationToken) {
+        let Some((program, args)) = self.command.split_first() else {
+            return;
+        };
+        let mut child = match tokio::process::Command::new(program)
+            .args(args)
+            .env("LEADER_ELECTOR_TERM", term.to_string())
+            .env("LEADER_ELECTOR_IDENTITY", &*self.identity)
+            .kill_on_drop(true)
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("leader-elector: failed to start {program}: {e}");
+                self.exited.send_replace(Some(127));
+                return;
+            }
+        };
+        eprintln!("leader-elector: leading in term {term}; started {program}");
+        tokio::select! {
+            status = child.wait() => {
+                let code = status.map_or(1, exit_code);
+                eprintln!("leader-elector: {program} exited with {code}");
+                self.exited.send_replace(Some(code));
+            }
+            () = cancel.cancelled() => {
+                eprintln!("leader-elector: stopping {program} (SIGTERM)");
+                sigterm(&child);
+                // The driver waits for this work at most until the leadership
+                // deadline; after a loss it no longer waits. Either way the child
+                // gets `kill_after` to stop, then SIGKILL.
+                match tokio::time::timeout(self.kill_after, child.wait()).await {
+                    Ok(status) => {
+                        let code = status.map_or(1, exit_code);
+                        eprintln!("leader-elector: {program} stopped with {code}");
+                    }
+                    Err(_) => {
+                        eprintln!("leader-elector: {program} ignored SIGTERM; SIGKILL");
+                        let _ = child.kill().await;
+                    }
+                }
+            }
+        }
+    }
+}
