@@ -136,7 +136,8 @@ where
             return Either::Right(self.inner.call(req).err_into());
         }
         if !self.view.leads_with_margin(self.margin) {
-            tracing::warn!(
+            // debug, not warn: a follower's controllers may try often.
+            tracing::debug!(
                 method = %req.method(),
                 path = req.uri().path(),
                 "write refused locally: not the leader"
