@@ -160,12 +160,19 @@ async fn no_guarded_write_is_sent_after_stopped_leading() {
         .expect("states flow")
     {
         if let election_driver::Change::StoppedLeading { .. } = s.change {
-            stopped_at = Some(s.at);
+            stopped_at = Some((s.at, emu.request_counts().client_writes("app-a")));
             break;
         }
     }
-    let stopped_at = stopped_at.expect("stopped leading");
+    let (stopped_at, sent_at_stop) = stopped_at.expect("stopped leading");
     let passed = writer.await.expect("writer");
+    // The writer kept trying (20 refusals) after StoppedLeading: at most the one
+    // write already in flight when we looked reached the server.
+    let sent_after = emu.request_counts().client_writes("app-a") - sent_at_stop;
+    assert!(
+        sent_after <= 1,
+        "{sent_after} writes reached the server after StoppedLeading"
+    );
     assert!(!passed.is_empty(), "writes passed while leading");
     // A write's answer can come after StoppedLeading only if it was sent before;
     // sends take well under the margin here, so every success answered before
