@@ -35,12 +35,14 @@
 //! feature of its own: the final binary picks one (for `cargo doc` alone, set
 //! `K8S_OPENAPI_ENABLED_VERSION=1.37`).
 
+pub mod builder;
 pub mod call;
 pub mod error;
 pub mod events;
 pub mod time;
 pub mod watch;
 
+pub use builder::{FromParts, LockBuilder};
 pub use call::{call, lock_client, lock_client_config, request_timeout};
 pub use error::{Target, Verb, classify};
 pub use events::{EventError, EventRecorder, LeaderEvent};

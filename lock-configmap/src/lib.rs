@@ -51,13 +51,12 @@
 //! `configmaps` `get`, `create`, `update`, `list`, `watch`, and `events` `create`.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use election_core::{Lock, LockError, LockRecord, Observation, Version, WatchStream};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::core::v1::ObjectReference;
 pub use kube_support::events::{EventError, LeaderEvent};
-use kube_support::{Clock, NameError, ObjectLock, ObjectLockConfig, WatchConfig};
+use kube_support::{FromParts, LockBuilder, NameError, ObjectLock, ObjectLockConfig};
 
 pub mod record;
 
@@ -70,77 +69,20 @@ pub struct ConfigMapLock {
 }
 
 /// Builds a [`ConfigMapLock`]; see [`ConfigMapLock::builder`].
-#[must_use]
-pub struct ConfigMapLockBuilder {
-    client: kube::Client,
-    namespace: String,
-    name: String,
-    labels: BTreeMap<String, String>,
-    config: ObjectLockConfig,
-}
+pub type ConfigMapLockBuilder = LockBuilder<ConfigMapLock>;
 
-impl ConfigMapLockBuilder {
-    /// Adds a label merged into the ConfigMap on every write .
-    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.labels.insert(key.into(), value.into());
-        self
-    }
-
-    /// Adds labels merged into the ConfigMap on every write.
-    pub fn labels(mut self, labels: impl IntoIterator<Item = (String, String)>) -> Self {
-        self.labels.extend(labels);
-        self
-    }
-
-    /// The wall clock that stamps `acquireTime`, `renewTime` and Events (tests
-    /// inject one; the default is the system clock).
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.config.clock = clock;
-        self
-    }
-
-    /// Bound of each API call; past it the call fails as an unknown outcome.
-    /// Default 5 s.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.config.request_timeout = timeout;
-        self
-    }
-
-    /// Takes the request timeout from the elector's configuration (client-go's
-    /// `max(renew_deadline / 2, 1 s)` in its presets).
-    pub fn election_config(mut self, config: &election_core::Config) -> Self {
-        self.config.request_timeout = config.request_timeout;
-        self
-    }
-
-    /// The watch's behaviour (silence bound, server timeout).
-    pub fn watch(mut self, watch: WatchConfig) -> Self {
-        self.config.watch = watch;
-        self
-    }
-
-    /// Offers no watch: the elector polls (client-go's behaviour).
-    pub fn polling_only(mut self) -> Self {
-        self.config.watch_enabled = false;
-        self
-    }
-
-    /// `source.component` of the Events (default `leader-election`).
-    pub fn event_component(mut self, component: impl Into<String>) -> Self {
-        self.config.event_component = component.into();
-        self
-    }
-
-    /// The lock, or an error if the namespace or name is not one Kubernetes accepts.
-    pub fn build(self) -> Result<ConfigMapLock, NameError> {
-        kube_support::validate_namespace(&self.namespace)?;
-        kube_support::validate_name(&self.name)?;
-        let codec = ConfigMapCodec {
-            labels: self.labels,
-        };
-        Ok(ConfigMapLock {
-            inner: ObjectLock::new(self.client, &self.namespace, &self.name, codec, self.config),
-        })
+impl FromParts for ConfigMapLock {
+    fn from_parts(
+        client: kube::Client,
+        namespace: &str,
+        name: &str,
+        labels: BTreeMap<String, String>,
+        config: ObjectLockConfig,
+    ) -> Self {
+        let codec = ConfigMapCodec { labels };
+        ConfigMapLock {
+            inner: ObjectLock::new(client, namespace, name, codec, config),
+        }
     }
 }
 
@@ -148,13 +90,7 @@ impl ConfigMapLock {
     /// A builder for a lock on the ConfigMap `name` in `namespace`. Build the client
     /// with [`kube_support::lock_client`] so that kube's own retries stay off.
     pub fn builder(client: kube::Client, namespace: &str, name: &str) -> ConfigMapLockBuilder {
-        ConfigMapLockBuilder {
-            client,
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            labels: BTreeMap::new(),
-            config: ObjectLockConfig::default(),
-        }
+        LockBuilder::new(client, namespace, name)
     }
 
     /// A lock with the default settings.

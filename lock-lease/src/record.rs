@@ -164,7 +164,7 @@ pub fn write_record(
 }
 
 /// The [`Codec`] of the Lease lock: [`record_from_lease`] and [`write_record`],
-/// with the labels given to [`crate::LeaseLockBuilder::label`].
+/// with the labels given to [`kube_support::LockBuilder::label`].
 #[derive(Clone, Debug, Default)]
 pub struct LeaseCodec {
     /// Labels merged into the Lease on every write (client-go's `NewWithLabels`).

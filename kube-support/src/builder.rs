@@ -1,0 +1,115 @@
+//! The builder both Kubernetes locks offer, written once.
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use crate::names::{NameError, validate_name, validate_namespace};
+use crate::object_lock::ObjectLockConfig;
+use crate::time::Clock;
+use crate::watch::WatchConfig;
+
+/// A lock made from a validated object reference and its settings: implemented
+/// by each Kubernetes lock so that [`LockBuilder`] can build it.
+pub trait FromParts: Sized {
+    /// The lock on object `name` in `namespace`, with `labels` merged into the
+    /// object on every write.
+    fn from_parts(
+        client: kube::Client,
+        namespace: &str,
+        name: &str,
+        labels: BTreeMap<String, String>,
+        config: ObjectLockConfig,
+    ) -> Self;
+}
+
+/// Builds a lock `L` on one object (a Lease, a ConfigMap).
+#[must_use]
+pub struct LockBuilder<L> {
+    client: kube::Client,
+    namespace: String,
+    name: String,
+    labels: BTreeMap<String, String>,
+    config: ObjectLockConfig,
+    lock: PhantomData<fn() -> L>,
+}
+
+impl<L: FromParts> LockBuilder<L> {
+    /// A builder for a lock on object `name` in `namespace`. Build the client with
+    /// [`crate::lock_client`] so that kube's own retries stay off.
+    pub fn new(client: kube::Client, namespace: &str, name: &str) -> Self {
+        LockBuilder {
+            client,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            labels: BTreeMap::new(),
+            config: ObjectLockConfig::default(),
+            lock: PhantomData,
+        }
+    }
+
+    /// Adds a label merged into the object on every write (client-go's
+    /// `NewWithLabels`); labels set by others are kept.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Adds labels merged into the object on every write.
+    pub fn labels(mut self, labels: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.labels.extend(labels);
+        self
+    }
+
+    /// The wall clock that stamps `acquireTime`, `renewTime` and Events (tests
+    /// inject one; the default is the system clock).
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.config.clock = clock;
+        self
+    }
+
+    /// Bound of each API call; past it the call fails as an unknown outcome.
+    /// Default 5 s.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.request_timeout = timeout;
+        self
+    }
+
+    /// Takes the request timeout from the elector's configuration (client-go's
+    /// `max(renew_deadline / 2, 1 s)` in its presets).
+    pub fn election_config(mut self, config: &election_core::Config) -> Self {
+        self.config.request_timeout = config.request_timeout;
+        self
+    }
+
+    /// The watch's behaviour (silence bound, server timeout).
+    pub fn watch(mut self, watch: WatchConfig) -> Self {
+        self.config.watch = watch;
+        self
+    }
+
+    /// Offers no watch: the elector polls (client-go's behaviour).
+    pub fn polling_only(mut self) -> Self {
+        self.config.watch_enabled = false;
+        self
+    }
+
+    /// `source.component` of the Events (default `leader-election`).
+    pub fn event_component(mut self, component: impl Into<String>) -> Self {
+        self.config.event_component = component.into();
+        self
+    }
+
+    /// The lock, or an error if the namespace or name is not one Kubernetes accepts.
+    pub fn build(self) -> Result<L, NameError> {
+        validate_namespace(&self.namespace)?;
+        validate_name(&self.name)?;
+        Ok(L::from_parts(
+            self.client,
+            &self.namespace,
+            &self.name,
+            self.labels,
+            self.config,
+        ))
+    }
+}
