@@ -1,12 +1,9 @@
 //! The smol builder and handle.
 
 use std::future::Future;
-use std::sync::Arc;
 
-use election_core::{Config, Instant, Lock, Term};
-use election_driver::{
-    CancelSignal, DriverError, LeaderWork, LeadershipState, OnLoss, StateStream, WorkRun,
-};
+use election_core::{Config, Lock, Term};
+use election_driver::{CancelSignal, DriverError, Handle, LeaderWork, OnLoss, WorkRun};
 
 use crate::runtime::SmolRuntime;
 
@@ -49,8 +46,7 @@ impl<L: Lock> Builder<L> {
     /// Starts the election on smol's global executor. Fails on an invalid
     /// configuration.
     pub fn spawn(self) -> Result<Handle, DriverError> {
-        let inner = self.inner.spawn(self.runtime)?;
-        Ok(Handle { inner })
+        self.inner.spawn(self.runtime)
     }
 }
 
@@ -68,71 +64,5 @@ where
             future: Box::pin(future),
             cancel: Box::new(move || signal.cancel()),
         }
-    }
-}
-
-/// A running election on smol. Dropping it shuts the election down in the
-/// background (drain, best-effort release).
-#[derive(Debug)]
-pub struct Handle {
-    inner: election_driver::Handle,
-}
-
-impl Handle {
-    /// Whether this node leads now (false from its deadline on, by itself).
-    pub fn is_leader(&self) -> bool {
-        self.inner.is_leader()
-    }
-
-    /// The holder of the lock as this node last saw it.
-    pub fn leader(&self) -> Option<Arc<str>> {
-        self.inner.leader()
-    }
-
-    /// The current term (fencing token) while this node leads.
-    pub fn term(&self) -> Option<Term> {
-        self.inner.term()
-    }
-
-    /// The leadership deadline while leading, on [`Handle::now`]'s clock.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline()
-    }
-
-    /// The driver's clock.
-    pub fn now(&self) -> Instant {
-        self.inner.now()
-    }
-
-    /// This node's identity.
-    pub fn identity(&self) -> &Arc<str> {
-        self.inner.identity()
-    }
-
-    /// The last published state.
-    pub fn state(&self) -> LeadershipState {
-        self.inner.state()
-    }
-
-    /// A stream of leadership states (the current one, then each change, with the
-    /// change that produced it); ends after the final state.
-    pub fn states(&self) -> StateStream {
-        self.inner.states()
-    }
-
-    /// Gives leadership up gracefully (drain, release, stay a follower for one
-    /// lease). Resolves once the lock is no longer held by this node.
-    pub async fn step_down(&self) {
-        self.inner.step_down().await
-    }
-
-    /// Shuts down (drain and release if leading); resolves when the driver ended.
-    pub async fn shutdown(self) {
-        self.inner.shutdown().await
-    }
-
-    /// Stops at once without release, as a crash would (tests and demos).
-    pub fn abort(self) {
-        self.inner.abort()
     }
 }

@@ -33,6 +33,9 @@
 mod handle;
 mod runtime;
 
+/// A running election: the driver's own handle (runtime-independent). Dropping it
+/// shuts the election down in the background (drain, best-effort release).
+pub use election_driver::Handle;
 pub use election_driver::{CancelSignal, Cancelled, StateStream};
-pub use handle::{Builder, Handle};
+pub use handle::Builder;
 pub use runtime::SmolRuntime;
