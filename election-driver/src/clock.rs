@@ -95,4 +95,25 @@ mod tests {
             + u64::try_from(mono.tv_nsec).unwrap();
         assert!(boot.0 >= mono);
     }
+
+    /// FAULTS N4: the clock is `CLOCK_BOOTTIME` (which keeps counting while the
+    /// machine is suspended), not `CLOCK_MONOTONIC` (which stops): its readings
+    /// fall between two `CLOCK_BOOTTIME` readings, and boot time is never behind
+    /// monotonic time (checked by the test above).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn n4_the_clock_keeps_counting_during_suspend() {
+        use rustix::time::{ClockId, clock_gettime};
+        let nanos = |id| {
+            let ts = clock_gettime(id);
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let before = nanos(ClockId::Boottime);
+        let raw = Raw::now().0;
+        let after = nanos(ClockId::Boottime);
+        assert!(
+            before <= raw && raw <= after,
+            "{before} <= {raw} <= {after}"
+        );
+    }
 }
