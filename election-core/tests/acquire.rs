@@ -622,3 +622,50 @@ fn strategy_is_kept_when_acquiring() {
     want.strategy = Some("OldestEmulationVersion".into());
     assert_eq!(record, want);
 }
+
+/// W4: after an API server or load balancer switch, a read serves an older
+/// version. It counts as a change (versions are never ordered), so the lease is
+/// timed afresh from it; the follower takes over only after a lease from the
+/// last change it saw and a read at or past that expiry, by compare-and-swap on
+/// the version it timed, which the current server rejects if it moved on.
+#[test]
+fn w4_a_server_switch_never_shortens_the_wait() {
+    let cfg = fast_nojitter("a");
+    let mut n = Node::follower(cfg, obs("5", stamped(held("b", 2, 1), 1)));
+    // At 1.5 s a read (after the switch) serves the older version 4.
+    let mut stale_seen = false;
+    let mut acquired_at = None;
+    while n.now < t(6_000) {
+        match n.fire_until_action(10) {
+            Action::Get { op } => {
+                let answer = if n.now >= t(1_500) && !stale_seen {
+                    stale_seen = true;
+                    obs("4", stamped(held("b", 2, 1), 0))
+                } else if stale_seen {
+                    obs("4", stamped(held("b", 2, 1), 0))
+                } else {
+                    obs("5", stamped(held("b", 2, 1), 1))
+                };
+                n.answer(op, Ok(answer));
+            }
+            Action::Update { op, expected, .. } => {
+                assert_eq!(expected, Version::new("4"), "the version it timed");
+                acquired_at = Some(n.now);
+                // The current server has moved on: the write is rejected.
+                n.answer(op, Err(LockError::Conflict));
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let at = acquired_at.expect("the follower tries once the lease it timed expired");
+    assert!(stale_seen);
+    // Version 4 was first seen at 1.5 s or later: no write before 3.5 s.
+    assert!(
+        at >= t(3_500),
+        "tried at {at:?}, before a lease from the last change"
+    );
+    assert!(!n.e.is_leader(n.now));
+    // After the conflict it reads again instead of leading.
+    assert!(matches!(n.fire_until_action(10), Action::Get { .. }));
+}
