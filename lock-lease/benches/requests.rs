@@ -1,23 +1,85 @@
-//! API requests per minute per follower and per leader on the Lease lock, with the
-//! watch versus polling only (client-go's way), over the API emulator; and the
-//! graceful handover latency in both modes. Prints figures; run with
-//! `cargo bench -p lock-lease --bench requests` (about 30 s; `BENCH_SECS` sets the
-//! observation window per mode, default 8).
+//! The Lease lock against the API emulator, the watch (this library's default)
+//! against polling only (as client-go behaves), in one run so the ratios compare
+//! like with like:
+//!
+//! - API requests per minute by each follower and by the leader, counted by the
+//!   emulator per client and verb, at `Config::fast` and `Config::client_go`
+//!   timings (all four groups side by side over one window);
+//! - graceful handover latency: from the release write's server timestamp (the
+//!   emulator's write history) to the next `StartedLeading` seen by another
+//!   handle;
+//! - crash failover beyond the lease: `Handle::abort` (no release), measured from
+//!   the crashed leader's last committed write + lease duration to the next
+//!   `StartedLeading`.
+//!
+//! Run with `cargo bench -p lock-lease --bench requests` (about 2.5 minutes).
+//! Smoke mode (well under 30 s): `-- --quick`, `BENCH_QUICK=1`, or any run without
+//! cargo bench's `--bench` argument (`cargo test --benches`). Environment:
+//! `BENCH_SECS` = request-count window in seconds (default 60), `BENCH_HANDOVERS`
+//! (default 15), `BENCH_CRASHES` (default 8).
 
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 use adapter_tokio::{Builder, Handle};
-use election_core::Config;
-use kube_emulator::Emulator;
+use election_core::{Config, LockDelay};
+use kube_emulator::{Emulator, Resource, Verb};
 use lock_lease::LeaseLock;
+use tokio::sync::mpsc;
 
-const IDS: [&str; 3] = ["node-a", "node-b", "node-c"];
+/// This library's way (A) or client-go's (B).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Watch,
+    Poll,
+}
 
-fn candidate(emu: &Emulator, name: &str, id: &str, watch: bool) -> Handle {
-    let config = Config::fast(id).seed(id.len() as u64);
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Watch => "A watch",
+            Mode::Poll => "B poll",
+        }
+    }
+}
+
+/// Timings preset.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Timings {
+    Fast,
+    ClientGo,
+}
+
+impl Timings {
+    fn label(self) -> &'static str {
+        match self {
+            Timings::Fast => "fast 2s/1.5s/250ms",
+            Timings::ClientGo => "client_go 15s/10s/2s",
+        }
+    }
+
+    fn config(self, id: &str) -> Config {
+        let mut c = match self {
+            Timings::Fast => Config::fast(id),
+            Timings::ClientGo => Config::client_go(id),
+        };
+        // Both modes keep the presets' jitter (1.2, client-go's). Leading at once on
+        // create (as client-go does) only shortens the start; steady state and the
+        // measured transitions never create the Lease.
+        c.lock_delay = LockDelay::Immediate;
+        c
+    }
+}
+
+static SEED: AtomicU64 = AtomicU64::new(1);
+
+fn candidate(emu: &Emulator, lease: &str, id: &str, mode: Mode, timings: Timings) -> Handle {
+    let config = timings
+        .config(id)
+        .seed(SEED.fetch_add(0x9e37_79b9, Ordering::Relaxed));
     let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
-    let mut b = LeaseLock::builder(client, "default", name).election_config(&config);
-    if !watch {
+    let mut b = LeaseLock::builder(client, "default", lease).election_config(&config);
+    if mode == Mode::Poll {
         b = b.polling_only();
     }
     Builder::new(b.build().expect("valid names"), config)
@@ -25,76 +87,374 @@ fn candidate(emu: &Emulator, name: &str, id: &str, watch: bool) -> Handle {
         .expect("valid config")
 }
 
-async fn leader(nodes: &[Option<Handle>]) -> usize {
+async fn wait_leader(nodes: &[Handle]) -> usize {
     let start = Instant::now();
     loop {
-        if let Some(i) = nodes
-            .iter()
-            .position(|n| n.as_ref().is_some_and(Handle::is_leader))
-        {
+        if let Some(i) = nodes.iter().position(Handle::is_leader) {
             return i;
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "no leader");
+        assert!(start.elapsed() < Duration::from_secs(60), "no leader");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
-async fn measure(watch: bool, window: Duration) {
+// ---------------------------------------------------------------- requests
+
+struct Rates {
+    follower: f64,
+    follower_reads: f64,
+    follower_writes: f64,
+    leader_reads: f64,
+    leader_writes: f64,
+    max_leader_writes: f64,
+}
+
+struct Group {
+    mode: Mode,
+    timings: Timings,
+    ids: Vec<String>,
+    nodes: Vec<Handle>,
+}
+
+/// Counts requests of all four groups over one window on one emulator (each
+/// client has its own token, each group its own Lease).
+async fn request_rates(window: Duration) -> Vec<(Mode, Timings, Rates)> {
     let emu = Emulator::start().await.expect("emulator");
-    let name = if watch { "bench-watch" } else { "bench-poll" };
-    let mut nodes: Vec<Option<Handle>> = IDS
-        .iter()
-        .map(|id| Some(candidate(&emu, name, id, watch)))
-        .collect();
-    let first = leader(&nodes).await;
-    // Let the followers settle, then count over the window.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut groups = Vec::new();
+    for timings in [Timings::Fast, Timings::ClientGo] {
+        for mode in [Mode::Watch, Mode::Poll] {
+            let tag = format!(
+                "{}-{}",
+                if mode == Mode::Watch { "watch" } else { "poll" },
+                if timings == Timings::Fast {
+                    "fast"
+                } else {
+                    "cgo"
+                }
+            );
+            let ids: Vec<String> = (0..3).map(|i| format!("{tag}-node-{i}")).collect();
+            let nodes = ids
+                .iter()
+                .map(|id| candidate(&emu, &format!("rate-{tag}"), id, mode, timings))
+                .collect();
+            groups.push(Group {
+                mode,
+                timings,
+                ids,
+                nodes,
+            });
+        }
+    }
+    let mut leaders = Vec::new();
+    for g in &groups {
+        leaders.push(wait_leader(&g.nodes).await);
+    }
+    // Past the start (first reads, failed creates, watches opening).
+    tokio::time::sleep(Duration::from_secs(3)).await;
     emu.reset_request_counts();
     tokio::time::sleep(window).await;
     let counts = emu.request_counts();
-    let per_min = |id: &str| counts.client_total(id) as f64 * 60.0 / window.as_secs_f64();
-    let leader_rate = per_min(IDS[first]);
-    let followers: Vec<f64> = IDS
+    let per_min = 60.0 / window.as_secs_f64();
+    let mut out = Vec::new();
+    for (g, &first) in groups.iter().zip(&leaders) {
+        let now = g.nodes.iter().position(Handle::is_leader);
+        assert_eq!(now, Some(first), "leadership changed during the window");
+        let reads = |id: &str| {
+            [Verb::Get, Verb::List, Verb::Watch]
+                .iter()
+                .map(|&v| counts.get(id, v, Resource::Lease))
+                .sum::<u64>() as f64
+        };
+        let writes = |id: &str| counts.client_writes(id) as f64;
+        let followers: Vec<&String> = g
+            .ids
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != first)
+            .map(|(_, id)| id)
+            .collect();
+        let n = followers.len() as f64;
+        let leader = &g.ids[first];
+        let retry = g.timings.config("x").retry_period;
+        out.push((
+            g.mode,
+            g.timings,
+            Rates {
+                follower: followers
+                    .iter()
+                    .map(|id| counts.client_total(id) as f64)
+                    .sum::<f64>()
+                    * per_min
+                    / n,
+                follower_reads: followers.iter().map(|id| reads(id)).sum::<f64>() * per_min / n,
+                follower_writes: followers.iter().map(|id| writes(id)).sum::<f64>() * per_min / n,
+                leader_reads: reads(leader) * per_min,
+                leader_writes: writes(leader) * per_min,
+                max_leader_writes: 60.0 / retry.as_secs_f64(),
+            },
+        ));
+    }
+    for g in groups {
+        for n in g.nodes {
+            n.shutdown().await;
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- latencies
+
+struct Latencies {
+    handover_ms: Vec<f64>,
+    handover_from_history: usize,
+    /// From the `shutdown()` call (drain, report, release request included).
+    handover_call_ms: Vec<f64>,
+    crash_ms: Vec<f64>,
+}
+
+/// Resolves when any of `nodes` (but `except`) reports that it leads; sends the
+/// wall time it saw it.
+fn watch_for_leader(
+    nodes: &[Handle],
+    except: usize,
+) -> (
+    mpsc::UnboundedReceiver<SystemTime>,
+    Vec<tokio::task::JoinHandle<()>>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let tasks = nodes
         .iter()
         .enumerate()
-        .filter(|(i, _)| *i != first)
-        .map(|(_, id)| per_min(id))
+        .filter(|(i, _)| *i != except)
+        .map(|(_, n)| {
+            let mut states = n.watch();
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                if states.wait_for(|s| s.leading()).await.is_ok() {
+                    let _ = tx.send(SystemTime::now());
+                }
+            })
+        })
         .collect();
-    let follower_rate = followers.iter().sum::<f64>() / followers.len() as f64;
-    // Graceful handover: from the release to the next leader.
-    let started = Instant::now();
-    nodes[first].take().expect("running").shutdown().await;
-    let _ = leader(&nodes).await;
-    let handover = started.elapsed();
-    println!(
-        "{:<8} leader {:>6.1} req/min   follower {:>6.1} req/min (a watch counts once, when opened)   handover {:>7.1} ms",
-        if watch { "watch" } else { "polling" },
-        leader_rate,
-        follower_rate,
-        handover.as_secs_f64() * 1e3
-    );
-    for n in nodes.into_iter().flatten() {
-        n.shutdown().await;
+    (rx, tasks)
+}
+
+/// The last committed write of `client` on `lease`, by server time.
+fn last_write(emu: &Emulator, client: &str, lease: &str) -> Option<SystemTime> {
+    emu.write_history()
+        .into_iter()
+        .filter(|w| w.client == client && w.name == lease && w.committed)
+        .map(|w| w.at)
+        .max()
+}
+
+fn ms_between(from: SystemTime, to: SystemTime) -> f64 {
+    match to.duration_since(from) {
+        Ok(d) => d.as_secs_f64() * 1e3,
+        Err(e) => -e.duration().as_secs_f64() * 1e3,
     }
 }
 
-fn main() {
-    // `cargo test --benches` runs this with `--bench`-less args; keep it short then.
-    let quick = std::env::args().any(|a| a == "--test");
-    let secs = std::env::var("BENCH_SECS")
+async fn latencies(mode: Mode, handovers: usize, crashes: usize) -> Latencies {
+    let emu = Emulator::start().await.expect("emulator");
+    let lease = "bench-latency";
+    let timings = Timings::Fast;
+    let lease_duration = timings.config("x").lease_duration;
+    let settle = Duration::from_millis(600);
+    let mut next_id = 0;
+    let mut spawn = |emu: &Emulator| {
+        next_id += 1;
+        let id = format!("node-{next_id}");
+        (id.clone(), candidate(emu, lease, &id, mode, timings))
+    };
+    let (mut ids, mut nodes): (Vec<String>, Vec<Handle>) = (0..3).map(|_| spawn(&emu)).unzip();
+    let mut out = Latencies {
+        handover_ms: Vec::new(),
+        handover_from_history: 0,
+        handover_call_ms: Vec::new(),
+        crash_ms: Vec::new(),
+    };
+    for run in 0..handovers + crashes {
+        let crash = run >= handovers;
+        let l = wait_leader(&nodes).await;
+        // Followers in place (watches open) and the leader past its first renews.
+        tokio::time::sleep(settle).await;
+        let l = if nodes[l].is_leader() {
+            l
+        } else {
+            wait_leader(&nodes).await
+        };
+        let (mut rx, tasks) = watch_for_leader(&nodes, l);
+        let gone_id = ids.remove(l);
+        let gone = nodes.remove(l);
+        let called = SystemTime::now();
+        if crash {
+            gone.abort();
+        } else {
+            gone.shutdown().await;
+        }
+        let led = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("a follower takes over")
+            .expect("sender alive");
+        for t in tasks {
+            t.abort();
+        }
+        let last = last_write(&emu, &gone_id, lease);
+        if crash {
+            let last = last.expect("the crashed leader wrote");
+            out.crash_ms.push(ms_between(last + lease_duration, led));
+        } else {
+            // The release is the leader's last write, made after the call.
+            let from = match last {
+                Some(at) if at >= called => {
+                    out.handover_from_history += 1;
+                    at
+                }
+                _ => called,
+            };
+            out.handover_ms.push(ms_between(from, led));
+            out.handover_call_ms.push(ms_between(called, led));
+        }
+        let (id, n) = spawn(&emu);
+        ids.push(id);
+        nodes.push(n);
+    }
+    for n in nodes {
+        n.shutdown().await;
+    }
+    out
+}
+
+// ---------------------------------------------------------------- report
+
+fn percentile(xs: &[f64], p: f64) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    // Nearest rank.
+    let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(if quick { 1 } else { 8 });
+        .unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick")
+        || std::env::var("BENCH_QUICK").is_ok_and(|v| v != "0")
+        || !args.iter().any(|a| a == "--bench");
+    let window = Duration::from_secs(env_or("BENCH_SECS", if quick { 5 } else { 60 }).max(1));
+    let handovers = env_or("BENCH_HANDOVERS", if quick { 3 } else { 15 }).max(1) as usize;
+    let crashes = env_or("BENCH_CRASHES", if quick { 2 } else { 8 }).max(1) as usize;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
+    let started = Instant::now();
     println!(
-        "Lease lock over the emulator, 3 candidates, Config::fast (2 s / 1.5 s / 250 ms), window {secs} s"
+        "Lease lock over the API emulator, 3 candidates per group; A = watching followers (default), B = polling_only (client-go's way); jitter 1.2 in both{}",
+        if quick { "; QUICK smoke mode" } else { "" }
     );
-    rt.block_on(async {
-        measure(true, Duration::from_secs(secs)).await;
-        measure(false, Duration::from_secs(secs)).await;
+    let (rates, lat_a, lat_b) = rt.block_on(async {
+        let rates = request_rates(window).await;
+        let a = latencies(Mode::Watch, handovers, crashes).await;
+        let b = latencies(Mode::Poll, handovers, crashes).await;
+        (rates, a, b)
     });
+
+    println!();
+    println!(
+        "API requests per minute on the Lease (window {} s, counted by the emulator per client)",
+        window.as_secs()
+    );
+    println!(
+        "{:<22} {:<8} {:>10} {:>8} {:>8} | {:>12} {:>13} {:>12}",
+        "timings",
+        "mode",
+        "follower",
+        "reads",
+        "writes",
+        "leader reads",
+        "leader writes",
+        "max writes"
+    );
+    for (mode, timings, r) in &rates {
+        println!(
+            "{:<22} {:<8} {:>10.2} {:>8.2} {:>8.2} | {:>12.2} {:>13.1} {:>12.1}",
+            timings.label(),
+            mode.label(),
+            r.follower,
+            r.follower_reads,
+            r.follower_writes,
+            r.leader_reads,
+            r.leader_writes,
+            r.max_leader_writes
+        );
+    }
+    for timings in [Timings::Fast, Timings::ClientGo] {
+        let find = |m: Mode| {
+            rates
+                .iter()
+                .find(|(mode, t, _)| *mode == m && *t == timings)
+                .map(|(_, _, r)| r)
+                .expect("measured")
+        };
+        let (a, b) = (find(Mode::Watch), find(Mode::Poll));
+        println!(
+            "  {}: follower requests B/A = {}",
+            timings.label(),
+            if a.follower > 0.0 {
+                format!("{:.1}", b.follower / a.follower)
+            } else {
+                format!("{:.2}/0 (A made no request in the window)", b.follower)
+            }
+        );
+    }
+
+    println!();
+    println!(
+        "Latencies at Config::fast (2 s / 1.5 s / 250 ms), ms; handover from the release write's server time, crash from last write + lease (2 s)"
+    );
+    println!(
+        "{:<8} {:>9} {:>9} {:>5} {:>9} | {:>10} {:>9} | {:>9} {:>9} {:>5}",
+        "mode", "handover", "p90", "n", "(hist)", "from call", "p90", "crash", "p90", "n"
+    );
+    for (mode, l) in [(Mode::Watch, &lat_a), (Mode::Poll, &lat_b)] {
+        println!(
+            "{:<8} {:>9.1} {:>9.1} {:>5} {:>9} | {:>10.1} {:>9.1} | {:>9.1} {:>9.1} {:>5}",
+            mode.label(),
+            percentile(&l.handover_ms, 0.5),
+            percentile(&l.handover_ms, 0.9),
+            l.handover_ms.len(),
+            l.handover_from_history,
+            percentile(&l.handover_call_ms, 0.5),
+            percentile(&l.handover_call_ms, 0.9),
+            percentile(&l.crash_ms, 0.5),
+            percentile(&l.crash_ms, 0.9),
+            l.crash_ms.len()
+        );
+    }
+    println!(
+        "  ratios B/A (median): handover {:.1}x, crash failover {:.1}x",
+        percentile(&lat_b.handover_ms, 0.5) / percentile(&lat_a.handover_ms, 0.5),
+        percentile(&lat_b.crash_ms, 0.5) / percentile(&lat_a.crash_ms, 0.5)
+    );
+    println!("  raw handover ms A: {:?}", round(&lat_a.handover_ms));
+    println!("  raw handover ms B: {:?}", round(&lat_b.handover_ms));
+    println!("  raw crash ms A: {:?}", round(&lat_a.crash_ms));
+    println!("  raw crash ms B: {:?}", round(&lat_b.crash_ms));
+    println!("total {:.0} s", started.elapsed().as_secs_f64());
+}
+
+fn round(xs: &[f64]) -> Vec<f64> {
+    xs.iter().map(|x| (x * 10.0).round() / 10.0).collect()
 }
