@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use election_core::{
-    Action, Config, Elector, Event, Input, Instant, LockError, OpId, Stamp, WallTime, WatchEvent,
+    Action, Config, Elector, Event, Input, Instant, LockError, Observation, OpId, Stamp, WallTime,
+    WatchEvent,
 };
 
 use crate::checker::{Checker, Violation};
@@ -32,7 +33,7 @@ enum Happening {
         node: usize,
         life: u32,
         op: OpId,
-        result: Result<election_core::Observation, LockError>,
+        result: Result<Observation, LockError>,
     },
     /// A watch delivers to a node.
     Watch {
@@ -430,23 +431,34 @@ impl World {
         Ok(())
     }
 
+    /// An answer reaches `node` after a network delay.
+    fn answer_later(
+        &mut self,
+        node: usize,
+        life: u32,
+        op: OpId,
+        result: Result<Observation, LockError>,
+    ) {
+        let at = self.now + self.delay();
+        self.push(
+            at,
+            Happening::Answer {
+                node,
+                life,
+                op,
+                result,
+            },
+        );
+    }
+
     fn send(&mut self, node: usize, action: Action) {
         let life = self.nodes[node].life;
         let op = action.op();
         if self.nodes[node].partitioned == Some(false) {
             // Cut off: refused at once, or lost.
             if self.rng.chance(0.5) {
-                let at = self.now + self.delay();
                 let result = Err(LockError::transient("connection refused"));
-                self.push(
-                    at,
-                    Happening::Answer {
-                        node,
-                        life,
-                        op,
-                        result,
-                    },
-                );
+                self.answer_later(node, life, op, result);
             }
             return;
         }
@@ -468,16 +480,7 @@ impl World {
                 message: "503".into(),
                 retry_after,
             });
-            let at = self.now + self.delay();
-            self.push(
-                at,
-                Happening::Answer {
-                    node,
-                    life,
-                    op,
-                    result,
-                },
-            );
+            self.answer_later(node, life, op, result);
             return Ok(());
         }
         let wall = WallTime::new(
@@ -497,27 +500,9 @@ impl World {
             return Ok(());
         }
         let dup = self.rng.chance(self.msg.duplicate);
-        let at = self.now + self.delay();
-        self.push(
-            at,
-            Happening::Answer {
-                node,
-                life,
-                op,
-                result: result.clone(),
-            },
-        );
+        self.answer_later(node, life, op, result.clone());
         if dup {
-            let at = self.now + self.delay();
-            self.push(
-                at,
-                Happening::Answer {
-                    node,
-                    life,
-                    op,
-                    result,
-                },
-            );
+            self.answer_later(node, life, op, result);
         }
         Ok(())
     }

@@ -130,6 +130,15 @@ impl Purpose {
     fn is_write(self) -> bool {
         self != Purpose::Read
     }
+
+    /// The kind of lock call this purpose makes, for reports.
+    fn op_kind(self) -> OpKind {
+        match self {
+            Purpose::Read => OpKind::Get,
+            Purpose::Create => OpKind::Create,
+            _ => OpKind::Update,
+        }
+    }
 }
 
 /// While this node holds the lock.
@@ -504,35 +513,15 @@ impl Elector {
             Ok(_) => self.failures = 0,
             Err(LockError::Conflict | LockError::AlreadyExists | LockError::NotFound) => {}
             Err(e) => {
-                self.failures = self.failures.saturating_add(1);
-                self.stats.lock_errors += 1;
-                let op = match call.purpose {
-                    Purpose::Read => OpKind::Get,
-                    Purpose::Create => OpKind::Create,
-                    _ => OpKind::Update,
-                };
+                self.note_failure(&call, e);
+                let op = call.purpose.op_kind();
                 self.warn(Warning::LockFailed {
                     op,
                     error: e.clone(),
                 });
             }
         }
-        if let Err(e) = &result {
-            if call.purpose.is_write() && e.outcome_unknown() {
-                let first = self
-                    .unknown_write_sent
-                    .map_or(call.sent_at, |t| t.min(call.sent_at));
-                self.unknown_write_sent = Some(first);
-            }
-        }
-        match call.purpose {
-            Purpose::Read => self.on_read_answer(result, now),
-            Purpose::Create | Purpose::Acquire | Purpose::AskHandover => {
-                self.on_acquire_answer(call, result, now)
-            }
-            Purpose::Renew => self.on_renew_answer(call, result, now),
-            Purpose::Release => self.on_release_answer(result, now),
-        }
+        self.dispatch(call, result, now);
     }
 
     /// The in-flight call got no answer in time: it failed with an unknown outcome.
@@ -540,32 +529,37 @@ impl Elector {
         let Some(call) = self.in_flight.take() else {
             return;
         };
-        let op = match call.purpose {
-            Purpose::Read => OpKind::Get,
-            Purpose::Create => OpKind::Create,
-            _ => OpKind::Update,
-        };
-        self.stats.lock_errors += 1;
+        let error = LockError::unknown("request timed out");
+        self.note_failure(&call, &error);
         self.warn(Warning::RequestTimedOut {
-            op,
+            op: call.purpose.op_kind(),
             timeout: self.config.request_timeout,
         });
-        let error = LockError::unknown("request timed out");
-        // Report through the same path as an answer, without a second warning.
+        self.dispatch(call, Err(error), now);
+    }
+
+    /// Counts a failed call, and remembers a write whose outcome is unknown: if
+    /// a read later shows it landed, it counts from the earliest such send time.
+    fn note_failure(&mut self, call: &InFlight, error: &LockError) {
         self.failures = self.failures.saturating_add(1);
-        if call.purpose.is_write() {
+        self.stats.lock_errors += 1;
+        if call.purpose.is_write() && error.outcome_unknown() {
             let first = self
                 .unknown_write_sent
                 .map_or(call.sent_at, |t| t.min(call.sent_at));
             self.unknown_write_sent = Some(first);
         }
+    }
+
+    /// Hands an outcome to the rule that made the call.
+    fn dispatch(&mut self, call: InFlight, result: Result<Observation, LockError>, now: Instant) {
         match call.purpose {
-            Purpose::Read => self.on_read_answer(Err(error), now),
+            Purpose::Read => self.on_read_answer(result, now),
             Purpose::Create | Purpose::Acquire | Purpose::AskHandover => {
-                self.on_acquire_answer(call, Err(error), now)
+                self.on_acquire_answer(call, result, now)
             }
-            Purpose::Renew => self.on_renew_answer(call, Err(error), now),
-            Purpose::Release => self.on_release_answer(Err(error), now),
+            Purpose::Renew => self.on_renew_answer(call, result, now),
+            Purpose::Release => self.on_release_answer(result, now),
         }
     }
 
