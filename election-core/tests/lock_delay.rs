@@ -90,11 +90,74 @@ fn immediate_lock_delay_leads_at_once_like_client_go() {
     );
 }
 
-/// A node that never saw the lock held creates it and leads at once, even strict.
+/// With `LockDelay::Immediate`, a node that finds no lock creates it and leads at
+/// once (the `Node::leader` fixture).
 #[test]
-fn a_lock_never_seen_held_is_created_and_led_at_once() {
+fn immediate_lock_delay_creates_a_fresh_lock_and_leads_at_once() {
     let n = Node::leader(fast("a"), "1");
     assert_eq!(n.e.term(), Some(&term(0, "1")));
+}
+
+/// The first time the lock in the story led this node to lead: the story's
+/// `StartedLeading`, if any.
+fn first_start(n: &Node) -> Option<Instant> {
+    n.log
+        .iter()
+        .find(|(_, e)| matches!(e, Event::StartedLeading { .. }))
+        .map(|(at, _)| *at)
+}
+
+/// Found by the simulator (seed 137658): a node reads 404 at 0 and sends its
+/// create, which is served late (answered at 0.2 s). Meanwhile another node may
+/// have created the lock, led, and seen it deleted just before this create was
+/// served: that leader believes until its deadline, up to a lease after the
+/// deletion. The strict delay therefore counts from the create's answer (0.2 s +
+/// 2 s), not from the 404 (0 + 2 s).
+#[test]
+fn strict_lock_delay_counts_from_the_creates_answer_not_the_earlier_404() {
+    let mut n = Node::new(fast("a"));
+    let op = n.get();
+    n.answer(op, Err(LockError::NotFound));
+    let (op, record) = n.create();
+    n.set_clock(t(200));
+    n.answer(op, Ok(obs("5", stamped(record, 5))));
+    assert_eq!(n.e.role(), Role::Acquiring, "holds, waits the delay");
+    renew_until(&mut n, t(2_199));
+    assert_eq!(first_start(&n), None, "not at 0 + 2 s: the 404 is too old");
+    assert!(!n.e.is_leader(n.now));
+    renew_until(&mut n, t(2_200));
+    assert_eq!(first_start(&n), Some(t(2_200)));
+    assert!(n.e.is_leader(t(2_200)));
+}
+
+/// As above, when the create's outcome is unknown (request timeout at 0.5 s): the
+/// read at 0.5 s shows the record our create made (answered at 0.6 s), and the
+/// compare-and-swap that takes it back is answered at 0.7 s. The create was served
+/// at some unknown instant before 0.6 s, so the delay counts from 0.7 s.
+#[test]
+fn strict_lock_delay_after_a_create_of_unknown_outcome_counts_from_the_take_back() {
+    let mut n = Node::new(fast("a"));
+    let op = n.get();
+    n.answer(op, Err(LockError::NotFound));
+    let (_lost, record) = n.create();
+    n.fire(); // the request timeout (500 ms): outcome unknown
+    assert_eq!(n.now, t(500));
+    let op = n.get();
+    n.set_clock(t(600));
+    n.answer(op, Ok(obs("5", stamped(record, 5))));
+    let (op, expected, record) = n.update();
+    assert_eq!(
+        expected,
+        Version::from("5"),
+        "takes back its own record by CAS"
+    );
+    assert_eq!(&*record.holder, "a");
+    n.set_clock(t(700));
+    n.answer(op, Ok(obs("6", stamped(record, 6))));
+    renew_until(&mut n, t(2_699));
+    assert_eq!(first_start(&n), None, "not at 0 + 2 s");
+    renew_until(&mut n, t(2_700));
+    assert_eq!(first_start(&n), Some(t(2_700)));
 }
 
 /// A4: 404 on the renew (deleted while held): leadership ends at once (no later

@@ -92,6 +92,9 @@ struct Node {
     last_watch: u64,
     priority: Option<i64>,
     down_gracefully: bool,
+    /// A restart came while the node was still shutting down: it starts again as
+    /// soon as the shutdown ends (a process supervisor's restart).
+    restart_when_down: bool,
 }
 
 impl Node {
@@ -160,6 +163,7 @@ impl World {
                 last_watch: 0,
                 priority: opts.priorities.then_some(i as i64),
                 down_gracefully: false,
+                restart_when_down: false,
             })
             .collect();
         let mut w = World {
@@ -400,6 +404,9 @@ impl World {
                     self.nodes[node].elector = None;
                     self.nodes[node].life += 1;
                     self.nodes[node].down_gracefully = true;
+                    if std::mem::take(&mut self.nodes[node].restart_when_down) {
+                        self.push(self.now, Happening::Fault(Fault::Restart { node }));
+                    }
                     return Ok(());
                 }
                 _ => {}
@@ -573,7 +580,8 @@ impl World {
                 }
             }
             Fault::Restart { node } => {
-                if self.nodes[node].elector.is_some() {
+                if let Some(e) = &self.nodes[node].elector {
+                    self.nodes[node].restart_when_down |= e.is_shutting_down();
                     return Ok(());
                 }
                 self.nodes[node].life += 1;

@@ -1,8 +1,9 @@
 //! Campaigning: when a follower creates, takes, or asks for the lock.
 //!
 //! - absent lock: create it (transitions 0, or one more than the largest count seen
-//!   if it was seen before); with the strict lock delay, a node that had seen the
-//!   lock held waits one lease duration after creating it before it leads;
+//!   if it was seen before); with the strict lock delay, the creator waits one
+//!   lease duration from its create's answer before it leads (the lock may have
+//!   been deleted under a live leader just before the create was served);
 //! - empty holder: take it at once, by compare-and-swap on the version seen,
 //!   unless a handover names another candidate and one lease has not passed;
 //! - held by another: take it once expired by local observation, after a read at
@@ -158,6 +159,9 @@ impl Elector {
                     return;
                 }
                 self.stats.acquisitions += 1;
+                if call.purpose == Purpose::Create || self.create_unknown {
+                    self.note_created(now);
+                }
                 self.unknown_write_sent = None;
                 self.foreign_self_versions = 0;
                 self.take_holding(term, call.sent_at, now);
@@ -218,6 +222,19 @@ impl Elector {
     /// never saw the lock held too.
     pub(super) fn note_absent(&mut self, now: Instant) {
         self.absent = true;
+        if self.config.lock_delay == LockDelay::Strict {
+            self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
+        }
+    }
+
+    /// A create of ours took the lock (its answer, or the answer of the write that
+    /// took back a record our create of unknown outcome made, came at `now`). The
+    /// lock was absent when that create was served, which may be later than any
+    /// read that found it absent: a leader of a lock deleted in between may believe
+    /// until its deadline, within one lease duration of the deletion. With the strict
+    /// lock delay, do not lead before one lease duration from `now`.
+    fn note_created(&mut self, now: Instant) {
+        self.create_unknown = false;
         if self.config.lock_delay == LockDelay::Strict {
             self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
         }

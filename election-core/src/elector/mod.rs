@@ -75,6 +75,10 @@ pub struct Elector {
     /// The send time of the earliest write whose outcome is unknown since the last
     /// known version: if a read later shows it landed, leadership counts from it.
     unknown_write_sent: Option<Instant>,
+    /// A create's outcome is unknown: it may land later, after a deletion that no
+    /// read of ours saw, so the strict lock delay counts again from the answer that
+    /// makes this node the holder.
+    create_unknown: bool,
     /// A read is wanted as soon as no call is in flight.
     read_wanted: bool,
     /// The wanted read follows a lost compare-and-swap.
@@ -235,6 +239,7 @@ impl Elector {
             written: Default::default(),
             written_at: 0,
             unknown_write_sent: None,
+            create_unknown: false,
             read_wanted: true,
             conflict_read: false,
             foreign_self_versions: 0,
@@ -548,6 +553,7 @@ impl Elector {
                 .unknown_write_sent
                 .map_or(call.sent_at, |t| t.min(call.sent_at));
             self.unknown_write_sent = Some(first);
+            self.create_unknown |= call.purpose == Purpose::Create;
         }
     }
 
