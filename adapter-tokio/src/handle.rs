@@ -146,7 +146,9 @@ impl Handle {
     }
 
     /// Shuts down (drain and release if leading); resolves when the driver ended.
-    pub async fn shutdown(self) {
+    /// Callable through a shared `Arc<Handle>`; afterwards the handle reports
+    /// "not leader".
+    pub async fn shutdown(&self) {
         self.inner.shutdown().await
     }
 

@@ -100,7 +100,11 @@ impl Handle {
 
     /// Shuts down: drains and releases if leading (unless the configuration says
     /// not to release), then ends the driver. Resolves when the driver has ended.
-    pub async fn shutdown(self) {
+    ///
+    /// Takes `&self` so that a handle shared behind an `Arc` (with a write guard or
+    /// a health endpoint) can be shut down without first collecting every clone.
+    /// Afterwards the handle reports "not leader" and its commands do nothing.
+    pub async fn shutdown(&self) {
         let (tx, rx) = oneshot::channel();
         if self.commands.unbounded_send(Command::Shutdown(tx)).is_ok() {
             let _ = rx.await;

@@ -15,9 +15,16 @@ use hyper_util::rt::TokioIo;
 use crate::health::Health;
 use crate::view::LeadershipView;
 
+/// An answer of the endpoint: status code, content type, body.
+pub type Answer = (u16, &'static str, String);
+
+/// A route of the caller's own (see [`Endpoint::route`]).
+type Route = (String, Box<dyn Fn() -> Answer + Send + Sync>);
+
 /// What the endpoint serves.
 pub struct Endpoint<V> {
     health: Health<V>,
+    routes: Vec<Route>,
     #[cfg(feature = "metrics")]
     metrics: Option<(Arc<crate::Monitor>, prometheus_client::registry::Registry)>,
 }
@@ -26,6 +33,10 @@ impl<V> core::fmt::Debug for Endpoint<V> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Endpoint")
             .field("health", &self.health)
+            .field(
+                "routes",
+                &self.routes.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -35,6 +46,7 @@ impl<V: LeadershipView + Clone> Endpoint<V> {
     pub fn new(health: Health<V>) -> Self {
         Endpoint {
             health,
+            routes: Vec::new(),
             #[cfg(feature = "metrics")]
             metrics: None,
         }
@@ -52,9 +64,25 @@ impl<V: LeadershipView + Clone> Endpoint<V> {
         self
     }
 
+    /// Also answers `GET path` with what `answer` returns, called per request
+    /// (e.g. the `leader-elector` sidecar's `GET /` → `{"name": …}`). A route of
+    /// the caller's own comes before the built-in ones of the same path.
+    #[must_use]
+    pub fn route(
+        mut self,
+        path: impl Into<String>,
+        answer: impl Fn() -> Answer + Send + Sync + 'static,
+    ) -> Self {
+        self.routes.push((path.into(), Box::new(answer)));
+        self
+    }
+
     /// The answer to `GET path`.
-    pub fn answer(&self, path: &str) -> (u16, &'static str, String) {
+    pub fn answer(&self, path: &str) -> Answer {
         const TEXT: &str = "text/plain; charset=utf-8";
+        if let Some((_, answer)) = self.routes.iter().find(|(p, _)| p == path) {
+            return answer();
+        }
         match path {
             "/healthz" | "/livez" => match self.health.liveness() {
                 Ok(()) => (200, TEXT, "ok".into()),

@@ -2,9 +2,12 @@
 //!
 //! - `leader-elector serve --lease NAME [--addr 127.0.0.1:4040]` campaigns and serves
 //!   `GET /` → `{"name": "<holder>"}` (the holder as this node last saw it, `""` if
-//!   none), like the old `k8s.gcr.io/leader-elector` sidecar.
-//! - `leader-elector run --lease NAME -- CMD ARGS…` runs the command only while
-//!   leading. On a graceful give-up (SIGTERM or SIGINT to the sidecar, or a
+//!   none), like the old `k8s.gcr.io/leader-elector` sidecar, plus `/healthz`
+//!   (client-go's healthz meaning: fails only for a leader wedged past its deadline),
+//!   `/readyz`, `/status` (JSON) and `/metrics` (Prometheus text, client-go's metric
+//!   names) from [`election_ops`].
+//! - `leader-elector run --lease NAME [--addr ADDR] -- CMD ARGS…` runs the command
+//!   only while leading (with `--addr`, the same health and metrics endpoint). On a graceful give-up (SIGTERM or SIGINT to the sidecar, or a
 //!   step-down) the child gets SIGTERM and is waited for, bounded by the leadership
 //!   deadline (then SIGKILL), before the lease is released. On a loss (the deadline
 //!   passed) the child gets SIGTERM and, at most `--kill-after-ms` later (capped at
@@ -15,9 +18,10 @@
 //!
 //! The identity is `ELECTION_IDENTITY`, else `$POD_NAME-<random>` or
 //! `<hostname>-<random>` ([`election_ops::identity`]); the child sees it as
-//! `LEADER_ELECTOR_IDENTITY`. The cluster comes from the usual kube inference
-//! (`KUBECONFIG`, `~/.kube/config`, in-cluster). Timings default to client-go's
-//! (15 s / 10 s / 2 s).
+//! `LEADER_ELECTOR_IDENTITY`. The cluster comes from `--kubeconfig PATH`, else the
+//! usual kube inference (`KUBECONFIG`, `~/.kube/config`, in-cluster). Timings default
+//! to client-go's (15 s / 10 s / 2 s). `deploy.yaml` beside this crate is a
+//! Deployment with its ServiceAccount and RBAC.
 //!
 //! ```
 //! use clap::Parser;
@@ -30,13 +34,17 @@
 #![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use adapter_tokio::{Builder, CancellationToken, Handle};
 use clap::{Parser, Subcommand};
-use election_core::Config;
+use election_core::{Config, Lock};
+use election_ops::Monitor;
+use election_ops::health::Health;
+use election_ops::http::Endpoint;
 use lock_lease::LeaseLock;
 use tokio::sync::watch;
 
@@ -50,6 +58,10 @@ pub struct Cli {
     /// Namespace of the Lease (default: the kube config's namespace).
     #[arg(long, global = true)]
     pub namespace: Option<String>,
+    /// A kubeconfig file to use (default: `KUBECONFIG`, `~/.kube/config`, then the
+    /// in-cluster configuration).
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
     /// Lease duration in milliseconds (client-go default 15000).
     #[arg(long, global = true, default_value_t = 15_000)]
     pub lease_duration_ms: u64,
@@ -67,7 +79,8 @@ pub struct Cli {
 /// The two modes.
 #[derive(Debug, Subcommand)]
 pub enum Mode {
-    /// Campaign and serve `GET /` → `{"name": "<holder>"}`.
+    /// Campaign and serve `GET /` → `{"name": "<holder>"}`, plus `/healthz`,
+    /// `/readyz`, `/status` and `/metrics`.
     Serve {
         /// The Lease's name.
         #[arg(long)]
@@ -86,6 +99,10 @@ pub enum Mode {
         /// candidate can lead.
         #[arg(long, default_value_t = 2_000)]
         kill_after_ms: u64,
+        /// Serve `/healthz`, `/readyz`, `/status` and `/metrics` here (off by
+        /// default).
+        #[arg(long)]
+        addr: Option<SocketAddr>,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -101,6 +118,9 @@ pub enum StartError {
     /// No usable kube configuration.
     #[error("failed to load the kube configuration: {0}")]
     KubeConfig(#[from] kube::config::InferConfigError),
+    /// The kubeconfig file given with `--kubeconfig` is unusable.
+    #[error("failed to load the kubeconfig file: {0}")]
+    KubeconfigFile(#[from] kube::config::KubeconfigError),
     /// The kube client could not be built.
     #[error("failed to build the kube client: {0}")]
     Client(#[from] kube::Error),
@@ -138,18 +158,35 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// A running election with its health and metrics endpoint.
+struct Election {
+    handle: Arc<Handle>,
+    endpoint: Endpoint<Arc<Handle>>,
+}
+
+async fn kube_config(cli: &Cli) -> Result<kube::Config, StartError> {
+    Ok(match &cli.kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)?;
+            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+                .await?
+        }
+        None => kube::Config::infer().await?,
+    })
+}
+
 async fn start(
     cli: &Cli,
     id: Arc<str>,
     lease: &str,
     work: Option<ChildWork>,
-) -> Result<Handle, StartError> {
+) -> Result<Election, StartError> {
     let mut config = Config::client_go(id);
     config.lease_duration = Duration::from_millis(cli.lease_duration_ms);
     config.renew_deadline = Duration::from_millis(cli.renew_deadline_ms);
     config.retry_period = Duration::from_millis(cli.retry_period_ms);
     config.request_timeout = (config.renew_deadline / 2).max(Duration::from_millis(500));
-    let kube_config = kube::Config::infer().await?;
+    let kube_config = kube_config(cli).await?;
     let namespace = cli
         .namespace
         .clone()
@@ -160,11 +197,37 @@ async fn start(
         .build()
         .map_err(|e| StartError::Lease(e.to_string()))?;
     eprintln!("leader-elector: identity {}", config.identity);
-    let mut builder = Builder::new(lock, config);
+    let monitor = Monitor::new(lock.describe(), config.identity.clone());
+    let mut registry = prometheus_client::registry::Registry::default();
+    monitor.register_metrics(&mut registry);
+    let mut builder = Builder::new(monitor.lock(lock), config);
     if let Some(work) = work {
         builder = builder.leader_work(move |term, cancel| work.clone().run(term, cancel));
     }
-    Ok(builder.spawn()?)
+    let handle = Arc::new(builder.spawn()?);
+    tokio::spawn(Arc::clone(&monitor).follow(handle.states()));
+    let leader = Arc::clone(&handle);
+    let endpoint = Endpoint::new(Health::new(Arc::clone(&handle)).monitor(Arc::clone(&monitor)))
+        .metrics(monitor, registry)
+        .route("/", move || {
+            let name = leader.leader().map(|l| l.to_string()).unwrap_or_default();
+            (
+                200,
+                "application/json",
+                serde_json::json!({ "name": name }).to_string(),
+            )
+        });
+    Ok(Election { handle, endpoint })
+}
+
+/// Binds `addr` and serves the endpoint on a task of its own.
+async fn spawn_endpoint(
+    endpoint: Endpoint<Arc<Handle>>,
+    addr: SocketAddr,
+) -> Result<(), StartError> {
+    let bound = endpoint.spawn(addr).await?;
+    eprintln!("leader-elector: serving on {bound}");
+    Ok(())
 }
 
 /// The sidecar's own SIGTERM or SIGINT.
@@ -185,21 +248,16 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
     let id = election_ops::identity::from_env()?;
     match &cli.mode {
         Mode::Serve { lease, addr } => {
-            let handle = Arc::new(start(&cli, id, lease, None).await?);
-            let listener = tokio::net::TcpListener::bind(addr).await?;
-            eprintln!("leader-elector: serving on {}", listener.local_addr()?);
-            tokio::select! {
-                r = serve(Arc::clone(&handle), listener) => r?,
-                () = terminated() => {}
-            }
-            if let Some(h) = Arc::into_inner(handle) {
-                h.shutdown().await;
-            }
+            let Election { handle, endpoint } = start(&cli, id, lease, None).await?;
+            spawn_endpoint(endpoint, *addr).await?;
+            terminated().await;
+            handle.shutdown().await;
             Ok(0)
         }
         Mode::Run {
             lease,
             kill_after_ms,
+            addr,
             command,
         } => {
             let (exit_tx, mut exit_rx) = watch::channel(None::<u8>);
@@ -214,7 +272,10 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
                 kill_after: Duration::from_millis(*kill_after_ms).min(slack),
                 exited: Arc::new(exit_tx),
             };
-            let handle = start(&cli, id, lease, Some(work)).await?;
+            let Election { handle, endpoint } = start(&cli, id, lease, Some(work)).await?;
+            if let Some(addr) = addr {
+                spawn_endpoint(endpoint, *addr).await?;
+            }
             let code = tokio::select! {
                 r = exit_rx.wait_for(Option::is_some) => r.map_or(0, |c| c.unwrap_or(0)),
                 () = terminated() => 0,
@@ -224,35 +285,6 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
             let code = exit_rx.borrow().unwrap_or(code);
             Ok(code)
         }
-    }
-}
-
-async fn serve(handle: Arc<Handle>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-    use http_body_util::Full;
-    use hyper::body::Bytes;
-    loop {
-        let (stream, _) = listener.accept().await?;
-        let handle = Arc::clone(&handle);
-        tokio::spawn(async move {
-            let svc =
-                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let holder = handle.leader().map(|l| l.to_string()).unwrap_or_default();
-                    async move {
-                        let (code, body) = if req.uri().path() == "/" {
-                            (200, serde_json::json!({ "name": holder }).to_string())
-                        } else {
-                            (404, "not found".to_owned())
-                        };
-                        let mut resp = hyper::Response::new(Full::new(Bytes::from(body)));
-                        *resp.status_mut() =
-                            hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::OK);
-                        Ok::<_, std::convert::Infallible>(resp)
-                    }
-                });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                .await;
-        });
     }
 }
 
