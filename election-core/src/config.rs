@@ -201,7 +201,7 @@ impl Config {
                 renew: self.renew_deadline,
             });
         }
-        let jittered = self.retry_period.mul_f64(self.jitter.max(1.0));
+        let jittered = saturating_mul_f64(self.retry_period, self.jitter.max(1.0));
         if self.renew_deadline <= jittered {
             return Err(ConfigError::RenewDeadlineNotAboveJitteredRetry {
                 renew: self.renew_deadline,
@@ -239,8 +239,18 @@ impl Config {
     /// `retry_period × (1 + jitter)`: the longest interval between a polling
     /// candidate's attempts.
     pub fn max_retry_interval(&self) -> Duration {
-        self.retry_period.mul_f64(1.0 + self.jitter)
+        saturating_mul_f64(self.retry_period, 1.0 + self.jitter)
     }
+}
+
+/// `d × factor`, saturating at `Duration::MAX` (and zero for a factor that is not a
+/// positive number) where `Duration::mul_f64` would panic: configurations are
+/// user input, and checking one must never panic.
+fn saturating_mul_f64(d: Duration, factor: f64) -> Duration {
+    if factor.is_nan() || factor <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]
@@ -332,6 +342,22 @@ mod tests {
 
     /// FAULTS H8: configurations at the edge are rejected with the rule named, or
     /// accepted with the (small) clock tolerance they really have.
+    /// Found by fuzzing: `Duration::mul_f64` panicked on a huge jitter or retry
+    /// period. Validation now answers with the rule instead.
+    #[test]
+    fn absurd_jitter_or_retry_is_an_error_not_a_panic() {
+        let mut c = Config::client_go("a");
+        c.jitter = 1e300;
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::RenewDeadlineNotAboveJitteredRetry { jittered, .. }) if jittered == Duration::MAX
+        ));
+        let mut c = Config::client_go("a");
+        c.retry_period = Duration::MAX;
+        assert!(c.validate().is_err());
+        assert_eq!(c.max_retry_interval(), Duration::MAX);
+    }
+
     #[test]
     fn h8_edge_configurations() {
         // lease = renew + ε: accepted, but it tolerates almost no clock-rate difference.
