@@ -362,3 +362,15 @@ impl ChildWork {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// In a cluster the API server speaks HTTPS: the binary carries a TLS stack
+    /// (kube's `rustls-tls` with `ring`), so a client for an `https://` URL builds.
+    /// Without one, kube refuses it ("no TLS stack") and the sidecar could not start.
+    #[tokio::test]
+    async fn the_sidecar_can_talk_https() {
+        let config = kube::Config::new("https://127.0.0.1:6443".parse().expect("a URL"));
+        kube_support::lock_client(config).expect("a client for an HTTPS API server");
+    }
+}
