@@ -57,6 +57,10 @@
 //! choosing a k8s-openapi version. Under smol or async-std, start it with
 //! [`Emulator::start_blocking`] (its own thread and tokio runtime).
 //!
+//! The `runtimes` feature adds the module `runtimes` and the macro
+//! `runtime_tests!`: one async test run on tokio, smol and async-std, with
+//! runtime-neutral timers and a bridge for direct `kube` calls.
+//!
 //! # API server rules worth knowing
 //!
 //! These follow the generic registry of the API server and are easy to get
@@ -118,6 +122,8 @@ mod emulator;
 mod faults;
 mod patch;
 mod resource;
+#[cfg(feature = "runtimes")]
+pub mod runtimes;
 mod selector;
 mod server;
 mod status;
