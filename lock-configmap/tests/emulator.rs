@@ -1,6 +1,12 @@
 //! The ConfigMap lock against the project's API emulator: the real `kube` client over
 //! real HTTP on 127.0.0.1, faults injected per client. Each test is named after the
 //! FAULTS.md row it covers.
+//!
+//! Each test is a plain `async fn` run on tokio, smol and async-std
+//! (`on_tokio::a1_…`, `on_smol::a1_…`, `on_async_std::a1_…`, by
+//! `kube_emulator::runtime_tests!` at the end). The lock bridges kube's client to
+//! the runtime itself, so its calls are made as they are; the test's own direct
+//! `kube` calls go through `compat`, and its timers are `async-io`'s.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -14,6 +20,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube_emulator::runtimes::{compat, refused, timeout};
 use kube_emulator::{Emulator, Fault, Match, Resource};
 use kube_support::{Clock, WatchConfig};
 use lock_configmap::{ConfigMapLock, LeaderEvent};
@@ -63,13 +70,14 @@ fn spec(emu: &Emulator, name: &str) -> serde_json::Value {
     serde_json::from_str(json).expect("JSON")
 }
 
-async fn start() -> Emulator {
-    Emulator::start().await.expect("emulator starts")
+/// The emulator, on a thread and tokio runtime of its own: the tests run on any
+/// runtime.
+fn start() -> Emulator {
+    Emulator::start_blocking().expect("emulator starts")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_get_update_round_trip_client_go_fields() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("rt");
     let a = lock(&emu, "a", NS, &name);
     assert_eq!(a.get().await, Err(LockError::NotFound));
@@ -97,9 +105,8 @@ async fn create_get_update_round_trip_client_go_fields() {
     assert_eq!(rec["leaseDurationSeconds"], 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a1_a2_w3_update_from_a_stale_version_is_a_conflict() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a1");
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
@@ -129,9 +136,8 @@ async fn a1_a2_w3_update_from_a_stale_version_is_a_conflict() {
     assert_eq!(emu.write_history().len(), writes);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a3_create_of_an_existing_configmap_is_already_exists() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a3");
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
@@ -139,16 +145,17 @@ async fn a3_create_of_an_existing_configmap_is_already_exists() {
     assert_eq!(b.create(&held("b", 0)).await, Err(LockError::AlreadyExists));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a4_update_of_a_deleted_configmap_is_not_found_and_does_not_recreate_it() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a4");
     let a = lock(&emu, "a", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
-    let api: Api<ConfigMap> = Api::namespaced(emu.client("admin").unwrap(), NS);
-    api.delete(&name, &DeleteParams::default())
-        .await
-        .expect("delete");
+    compat(async {
+        let api: Api<ConfigMap> = Api::namespaced(emu.client("admin").unwrap(), NS);
+        api.delete(&name, &DeleteParams::default()).await
+    })
+    .await
+    .expect("delete");
     // ConfigMaps do not allow create-on-update; our PUT also carries the old UID:
     // the lock reports NotFound and nothing is re-created.
     assert_eq!(
@@ -158,9 +165,8 @@ async fn a4_update_of_a_deleted_configmap_is_not_found_and_does_not_recreate_it(
     assert_eq!(a.get().await, Err(LockError::NotFound));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a5_missing_namespace_is_invalid_and_names_it() {
-    let emu = start().await;
+    let emu = start();
     let a = lock(&emu, "a", "no-such-ns", "lock");
     match a.create(&held("a", 0)).await {
         Err(LockError::Invalid { message }) => {
@@ -170,9 +176,8 @@ async fn a5_missing_namespace_is_invalid_and_names_it() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a6_forbidden_names_the_verb_and_the_resource() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a6");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -192,9 +197,8 @@ async fn a6_forbidden_names_the_verb_and_the_resource() {
         .expect("allowed again");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a7_unauthorized_is_forbidden() {
-    let emu = start().await;
+    let emu = start();
     let a = lock(&emu, "a", NS, &unique("a7"));
     emu.faults("a").error(401);
     match a.get().await {
@@ -203,9 +207,8 @@ async fn a7_unauthorized_is_forbidden() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a8_unprocessable_write_is_invalid() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a8");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -225,9 +228,8 @@ async fn a8_unprocessable_write_is_invalid() {
     assert_eq!(spec(&emu, &name)["leaseDurationSeconds"], 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a9_too_many_requests_is_transient_with_retry_after() {
-    let emu = start().await;
+    let emu = start();
     let a = lock(&emu, "a", NS, &unique("a9"));
     emu.faults("a").too_many_requests(3);
     match a.get().await {
@@ -238,10 +240,9 @@ async fn a9_too_many_requests_is_transient_with_retry_after() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a10_server_error_after_commit_is_unknown_and_the_write_is_visible() {
     for code in [500, 504] {
-        let emu = start().await;
+        let emu = start();
         let name = unique("a10");
         let a = lock(&emu, "a", NS, &name);
         let v = a.create(&held("a", 0)).await.expect("create");
@@ -257,9 +258,8 @@ async fn a10_server_error_after_commit_is_unknown_and_the_write_is_visible() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a11_service_unavailable_is_transient() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a11");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -271,10 +271,14 @@ async fn a11_service_unavailable_is_transient() {
     assert!(matches!(a.get().await, Err(LockError::Transient { .. })));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a12_connection_refused_is_transient() {
-    let emu = start().await;
+    let emu = start();
     emu.stop_listening();
+    // Its listener closes on the emulator's runtime a moment later.
+    assert!(
+        refused(emu.addr, Duration::from_secs(5)).await,
+        "the emulator stops listening"
+    );
     let a = lock(&emu, "a", NS, &unique("a12"));
     match a.create(&held("a", 0)).await {
         Err(LockError::Transient { message, .. }) => {
@@ -282,13 +286,13 @@ async fn a12_connection_refused_is_transient() {
         }
         other => panic!("expected Transient, got {other:?}"),
     }
+    // Needs no reactor of the caller's: it listens on the emulator's own runtime.
     emu.resume_listening().await.expect("listen again");
     a.create(&held("a", 0)).await.expect("works again");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a13_connection_dropped_after_sending_is_unknown() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a13");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -308,9 +312,8 @@ async fn a13_connection_dropped_after_sending_is_unknown() {
     assert!(matches!(r, Err(LockError::Unknown { .. })), "{r:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a14_a_hung_request_is_unknown_after_the_request_timeout() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a14");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -325,7 +328,7 @@ async fn a14_a_hung_request_is_unknown_after_the_request_timeout() {
 }
 
 async fn next_event(s: &mut election_core::WatchStream) -> Option<Result<WatchEvent, LockError>> {
-    tokio::time::timeout(Duration::from_secs(5), s.next())
+    timeout(Duration::from_secs(5), s.next())
         .await
         .expect("the watch answers in time")
 }
@@ -337,9 +340,8 @@ fn changed(ev: Option<Result<WatchEvent, LockError>>) -> Observation {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_yields_the_current_state_then_changes() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("watch");
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
@@ -353,17 +355,20 @@ async fn watch_yields_the_current_state_then_changes() {
     assert_eq!(changed(next_event(&mut w).await), v1);
     let v2 = a.update(&v1.version, &held("a", 0)).await.expect("renew");
     assert_eq!(changed(next_event(&mut w).await), v2);
-    let api: Api<ConfigMap> = Api::namespaced(emu.client("admin").unwrap(), NS);
-    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    compat(async {
+        let api: Api<ConfigMap> = Api::namespaced(emu.client("admin").unwrap(), NS);
+        api.delete(&name, &DeleteParams::default()).await
+    })
+    .await
+    .unwrap();
     assert!(matches!(
         next_event(&mut w).await,
         Some(Ok(WatchEvent::Deleted))
     ));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn w1_a_broken_watch_ends_and_resumes_from_the_last_version() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("w1");
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
@@ -390,9 +395,8 @@ async fn w1_a_broken_watch_ends_and_resumes_from_the_last_version() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn w1_a_silent_watch_ends_after_the_silence_bound() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("w1s");
     let a = lock(&emu, "a", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
@@ -411,9 +415,8 @@ async fn w1_a_silent_watch_ends_after_the_silence_bound() {
     assert!(started.elapsed() >= Duration::from_millis(250));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn w2_gone_ends_the_watch_and_a_fresh_watch_lists_first() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("w2");
     let a = lock(&emu, "a", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
@@ -436,9 +439,8 @@ async fn w2_gone_ends_the_watch_and_a_fresh_watch_lists_first() {
     assert_eq!(changed(next_event(&mut w).await), v2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r10_an_identical_rewrite_takes_a_new_version() {
-    let emu = start().await;
+    let emu = start();
     let a = lock(&emu, "a", NS, &unique("r10"));
     let v1 = a.create(&held("a", 0)).await.expect("create");
     let v2 = a
@@ -451,9 +453,8 @@ async fn r10_an_identical_rewrite_takes_a_new_version() {
     assert_ne!(v3.version, v2.version);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r12_foreign_labels_annotations_and_owners_are_preserved() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("r12");
     let client = kube_support::lock_client(emu.kube_config("a")).unwrap();
     let a = ConfigMapLock::builder(client, NS, &name)
@@ -463,29 +464,31 @@ async fn r12_foreign_labels_annotations_and_owners_are_preserved() {
         .unwrap();
     let v1 = a.create(&held("a", 0)).await.expect("create");
     // A human (or a controller) adds metadata.
-    let api: Api<ConfigMap> = Api::namespaced(emu.client("human").unwrap(), NS);
-    let mut lease = api.get(&name).await.unwrap();
-    lease
-        .metadata
-        .labels
-        .get_or_insert_with(BTreeMap::new)
-        .insert("team".into(), "x".into());
-    lease
-        .metadata
-        .annotations
-        .get_or_insert_with(BTreeMap::new)
-        .insert("note".into(), "keep me".into());
-    lease.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "apps/v1".into(),
-        kind: "Deployment".into(),
-        name: "ctl".into(),
-        uid: "1234".into(),
-        ..OwnerReference::default()
-    }]);
-    let v2 = api
-        .replace(&name, &PostParams::default(), &lease)
-        .await
-        .unwrap();
+    let v2 = compat(async {
+        let api: Api<ConfigMap> = Api::namespaced(emu.client("human").unwrap(), NS);
+        let mut lease = api.get(&name).await.unwrap();
+        lease
+            .metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert("team".into(), "x".into());
+        lease
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert("note".into(), "keep me".into());
+        lease.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "ctl".into(),
+            uid: "1234".into(),
+            ..OwnerReference::default()
+        }]);
+        api.replace(&name, &PostParams::default(), &lease)
+            .await
+            .unwrap()
+    })
+    .await;
     // The lock writes from a stale cache (v1 is gone): it must still keep them.
     assert_eq!(
         a.update(&v1.version, &held("a", 0)).await,
@@ -504,9 +507,8 @@ async fn r12_foreign_labels_annotations_and_owners_are_preserved() {
     assert_eq!(obj["metadata"]["ownerReferences"][0]["name"], "ctl");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("h9");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -515,8 +517,12 @@ async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock() {
     })
     .await
     .expect("event recorded");
-    let events: Api<Event> = Api::namespaced(emu.client("admin").unwrap(), NS);
-    let list = events.list(&ListParams::default()).await.unwrap();
+    let list = compat(async {
+        let events: Api<Event> = Api::namespaced(emu.client("admin").unwrap(), NS);
+        events.list(&ListParams::default()).await
+    })
+    .await
+    .unwrap();
     let ev = list
         .items
         .iter()
@@ -542,11 +548,10 @@ async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock() {
         .expect("the lock is unaffected");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbac_a_missing_permission_is_reported_clearly() {
     // The Role in examples/rbac.yaml grants get, create, update, list, watch on
     // leases; without "watch" the watch fails with a message naming it.
-    let emu = start().await;
+    let emu = start();
     let name = unique("rbac");
     let a = lock(&emu, "a", NS, &name);
     a.create(&held("a", 0)).await.expect("create");
@@ -572,7 +577,6 @@ async fn rbac_a_missing_permission_is_reported_clearly() {
 
 /// Writes a ConfigMap as another client would, returning its version.
 async fn foreign(emu: &Emulator, name: &str, annotation: &str) -> Version {
-    let api: Api<ConfigMap> = Api::namespaced(emu.client("other-client").unwrap(), NS);
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(name.to_owned());
     cm.metadata.annotations = Some(BTreeMap::from([(
@@ -583,16 +587,17 @@ async fn foreign(emu: &Emulator, name: &str, annotation: &str) -> Version {
         "app.yaml".to_owned(),
         "replicas: 3".to_owned(),
     )]));
-    let created = api
-        .create(&PostParams::default(), &cm)
-        .await
-        .expect("create");
+    let created = compat(async {
+        let api: Api<ConfigMap> = Api::namespaced(emu.client("other-client").unwrap(), NS);
+        api.create(&PostParams::default(), &cm).await
+    })
+    .await
+    .expect("create");
     Version::new(created.metadata.resource_version.unwrap())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_makes_a_configmap_with_just_the_annotation() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("create");
     lock(&emu, "a", NS, &name)
         .create(&held("a", 0))
@@ -607,9 +612,8 @@ async fn create_makes_a_configmap_with_just_the_annotation() {
     assert_eq!(annotations.len(), 1, "{annotations:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r6_a_malformed_record_is_held_by_an_unknown_holder_and_taken_over_by_cas() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("r6");
     let v = foreign(
         &emu,
@@ -636,9 +640,8 @@ async fn r6_a_malformed_record_is_held_by_an_unknown_holder_and_taken_over_by_ca
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r11_fabric8_and_python_records_are_read_and_replaced_by_client_gos() {
-    let emu = start().await;
+    let emu = start();
     for (i, json) in [
         r#"{"holderIdentity":"java","leaseDuration":"PT15S","acquireTime":"2026-08-07T23:11:09.123456Z","renewTime":"2026-08-07T23:11:09.123456Z","leaderTransitions":3}"#,
         r#"{"holderIdentity":"python","leaseDurationSeconds":"15","acquireTime":"2026-08-17 23:11:09.123456","renewTime":"2026-08-17 23:11:09.123456"}"#,
@@ -662,3 +665,33 @@ async fn r11_fabric8_and_python_records_are_read_and_replaced_by_client_gos() {
         assert_eq!(written["renewTime"], "2026-08-07T23:11:09Z");
     }
 }
+
+// Each test above on tokio, smol and async-std: `on_tokio::a1_…`, `on_smol::a1_…`,
+// `on_async_std::a1_…`.
+kube_emulator::runtime_tests!(
+    create_get_update_round_trip_client_go_fields,
+    a1_a2_w3_update_from_a_stale_version_is_a_conflict,
+    a3_create_of_an_existing_configmap_is_already_exists,
+    a4_update_of_a_deleted_configmap_is_not_found_and_does_not_recreate_it,
+    a5_missing_namespace_is_invalid_and_names_it,
+    a6_forbidden_names_the_verb_and_the_resource,
+    a7_unauthorized_is_forbidden,
+    a8_unprocessable_write_is_invalid,
+    a9_too_many_requests_is_transient_with_retry_after,
+    a10_server_error_after_commit_is_unknown_and_the_write_is_visible,
+    a11_service_unavailable_is_transient,
+    a12_connection_refused_is_transient,
+    a13_connection_dropped_after_sending_is_unknown,
+    a14_a_hung_request_is_unknown_after_the_request_timeout,
+    watch_yields_the_current_state_then_changes,
+    w1_a_broken_watch_ends_and_resumes_from_the_last_version,
+    w1_a_silent_watch_ends_after_the_silence_bound,
+    w2_gone_ends_the_watch_and_a_fresh_watch_lists_first,
+    r10_an_identical_rewrite_takes_a_new_version,
+    r12_foreign_labels_annotations_and_owners_are_preserved,
+    h9_events_are_recorded_and_their_failures_do_not_touch_the_lock,
+    rbac_a_missing_permission_is_reported_clearly,
+    create_makes_a_configmap_with_just_the_annotation,
+    r6_a_malformed_record_is_held_by_an_unknown_holder_and_taken_over_by_cas,
+    r11_fabric8_and_python_records_are_read_and_replaced_by_client_gos,
+);

@@ -1,6 +1,12 @@
 //! The Lease lock against the project's API emulator: the real `kube` client over
 //! real HTTP on 127.0.0.1, faults injected per client. Each test is named after the
 //! FAULTS.md row it covers.
+//!
+//! Each test is a plain `async fn` run on tokio, smol and async-std
+//! (`on_tokio::a1_…`, `on_smol::a1_…`, `on_async_std::a1_…`, by
+//! `kube_emulator::runtime_tests!` at the end). The lock bridges kube's client to
+//! the runtime itself, so its calls are made as they are; the test's own direct
+//! `kube` calls go through `compat`, and its timers are `async-io`'s.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -14,6 +20,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube_emulator::runtimes::{compat, refused, timeout};
 use kube_emulator::{Emulator, Fault, Match, Resource};
 use kube_support::{Clock, WatchConfig};
 use lock_lease::{LeaderEvent, LeaseLock};
@@ -54,13 +61,14 @@ fn raw(emu: &Emulator, name: &str) -> serde_json::Value {
         .expect("the lease exists")
 }
 
-async fn start() -> Emulator {
-    Emulator::start().await.expect("emulator starts")
+/// The emulator, on a thread and tokio runtime of its own: the tests run on any
+/// runtime.
+fn start() -> Emulator {
+    Emulator::start_blocking().expect("emulator starts")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_get_update_round_trip_client_go_fields() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("rt");
     let a = lock(&emu, "a", NS, &name);
     assert_eq!(a.get().await, Err(LockError::NotFound));
@@ -88,9 +96,8 @@ async fn create_get_update_round_trip_client_go_fields() {
     assert_eq!(spec["leaseDurationSeconds"], 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a1_a2_w3_update_from_a_stale_version_is_a_conflict() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a1");
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
@@ -120,9 +127,8 @@ async fn a1_a2_w3_update_from_a_stale_version_is_a_conflict() {
     assert_eq!(emu.write_history().len(), writes);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a3_create_of_an_existing_lease_is_already_exists() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a3");
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
@@ -130,16 +136,17 @@ async fn a3_create_of_an_existing_lease_is_already_exists() {
     assert_eq!(b.create(&held("b", 0)).await, Err(LockError::AlreadyExists));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a4_update_of_a_deleted_lease_is_not_found_and_does_not_recreate_it() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a4");
     let a = lock(&emu, "a", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
-    let api: Api<Lease> = Api::namespaced(emu.client("admin").unwrap(), NS);
-    api.delete(&name, &DeleteParams::default())
-        .await
-        .expect("delete");
+    compat(async {
+        let api: Api<Lease> = Api::namespaced(emu.client("admin").unwrap(), NS);
+        api.delete(&name, &DeleteParams::default()).await
+    })
+    .await
+    .expect("delete");
     // Leases allow create-on-update, but our PUT carries the old UID, whose
     // precondition fails: the lock reports NotFound and nothing is re-created.
     assert_eq!(
@@ -149,9 +156,8 @@ async fn a4_update_of_a_deleted_lease_is_not_found_and_does_not_recreate_it() {
     assert_eq!(a.get().await, Err(LockError::NotFound));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a5_missing_namespace_is_invalid_and_names_it() {
-    let emu = start().await;
+    let emu = start();
     let a = lock(&emu, "a", "no-such-ns", "lock");
     match a.create(&held("a", 0)).await {
         Err(LockError::Invalid { message }) => {
@@ -161,9 +167,8 @@ async fn a5_missing_namespace_is_invalid_and_names_it() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a6_forbidden_names_the_verb_and_the_resource() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a6");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -183,9 +188,8 @@ async fn a6_forbidden_names_the_verb_and_the_resource() {
         .expect("allowed again");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a7_unauthorized_is_forbidden() {
-    let emu = start().await;
+    let emu = start();
     let a = lock(&emu, "a", NS, &unique("a7"));
     emu.faults("a").error(401);
     match a.get().await {
@@ -194,9 +198,8 @@ async fn a7_unauthorized_is_forbidden() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a8_unprocessable_write_is_invalid() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a8");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -216,9 +219,8 @@ async fn a8_unprocessable_write_is_invalid() {
     assert_eq!(raw(&emu, &name)["spec"]["leaseDurationSeconds"], 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a9_too_many_requests_is_transient_with_retry_after() {
-    let emu = start().await;
+    let emu = start();
     let a = lock(&emu, "a", NS, &unique("a9"));
     emu.faults("a").too_many_requests(3);
     match a.get().await {
@@ -229,10 +231,9 @@ async fn a9_too_many_requests_is_transient_with_retry_after() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a10_server_error_after_commit_is_unknown_and_the_write_is_visible() {
     for code in [500, 504] {
-        let emu = start().await;
+        let emu = start();
         let name = unique("a10");
         let a = lock(&emu, "a", NS, &name);
         let v = a.create(&held("a", 0)).await.expect("create");
@@ -248,9 +249,8 @@ async fn a10_server_error_after_commit_is_unknown_and_the_write_is_visible() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a11_service_unavailable_is_transient() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a11");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -262,10 +262,14 @@ async fn a11_service_unavailable_is_transient() {
     assert!(matches!(a.get().await, Err(LockError::Transient { .. })));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a12_connection_refused_is_transient() {
-    let emu = start().await;
+    let emu = start();
     emu.stop_listening();
+    // Its listener closes on the emulator's runtime a moment later.
+    assert!(
+        refused(emu.addr, Duration::from_secs(5)).await,
+        "the emulator stops listening"
+    );
     let a = lock(&emu, "a", NS, &unique("a12"));
     match a.create(&held("a", 0)).await {
         Err(LockError::Transient { message, .. }) => {
@@ -273,13 +277,13 @@ async fn a12_connection_refused_is_transient() {
         }
         other => panic!("expected Transient, got {other:?}"),
     }
+    // Needs no reactor of the caller's: it listens on the emulator's own runtime.
     emu.resume_listening().await.expect("listen again");
     a.create(&held("a", 0)).await.expect("works again");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a13_connection_dropped_after_sending_is_unknown() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a13");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -303,9 +307,8 @@ async fn a13_connection_dropped_after_sending_is_unknown() {
     assert!(matches!(r, Err(LockError::Unknown { .. })), "{r:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a14_a_hung_request_is_unknown_after_the_request_timeout() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a14");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -320,7 +323,7 @@ async fn a14_a_hung_request_is_unknown_after_the_request_timeout() {
 }
 
 async fn next_event(s: &mut election_core::WatchStream) -> Option<Result<WatchEvent, LockError>> {
-    tokio::time::timeout(Duration::from_secs(5), s.next())
+    timeout(Duration::from_secs(5), s.next())
         .await
         .expect("the watch answers in time")
 }
@@ -332,9 +335,8 @@ fn changed(ev: Option<Result<WatchEvent, LockError>>) -> Observation {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_yields_the_current_state_then_changes() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("watch");
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
@@ -348,17 +350,20 @@ async fn watch_yields_the_current_state_then_changes() {
     assert_eq!(changed(next_event(&mut w).await), v1);
     let v2 = a.update(&v1.version, &held("a", 0)).await.expect("renew");
     assert_eq!(changed(next_event(&mut w).await), v2);
-    let api: Api<Lease> = Api::namespaced(emu.client("admin").unwrap(), NS);
-    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    compat(async {
+        let api: Api<Lease> = Api::namespaced(emu.client("admin").unwrap(), NS);
+        api.delete(&name, &DeleteParams::default()).await
+    })
+    .await
+    .unwrap();
     assert!(matches!(
         next_event(&mut w).await,
         Some(Ok(WatchEvent::Deleted))
     ));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn w1_a_broken_watch_ends_and_resumes_from_the_last_version() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("w1");
     let a = lock(&emu, "a", NS, &name);
     let b = lock(&emu, "b", NS, &name);
@@ -385,9 +390,8 @@ async fn w1_a_broken_watch_ends_and_resumes_from_the_last_version() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn w1_a_silent_watch_ends_after_the_silence_bound() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("w1s");
     let a = lock(&emu, "a", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
@@ -406,9 +410,8 @@ async fn w1_a_silent_watch_ends_after_the_silence_bound() {
     assert!(started.elapsed() >= Duration::from_millis(250));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn w2_gone_ends_the_watch_and_a_fresh_watch_lists_first() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("w2");
     let a = lock(&emu, "a", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
@@ -431,9 +434,8 @@ async fn w2_gone_ends_the_watch_and_a_fresh_watch_lists_first() {
     assert_eq!(changed(next_event(&mut w).await), v2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r10_an_identical_rewrite_takes_a_new_version() {
-    let emu = start().await;
+    let emu = start();
     let a = lock(&emu, "a", NS, &unique("r10"));
     let v1 = a.create(&held("a", 0)).await.expect("create");
     let v2 = a
@@ -446,9 +448,8 @@ async fn r10_an_identical_rewrite_takes_a_new_version() {
     assert_ne!(v3.version, v2.version);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r12_foreign_labels_annotations_and_owners_are_preserved() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("r12");
     let client = kube_support::lock_client(emu.kube_config("a")).unwrap();
     let a = LeaseLock::builder(client, NS, &name)
@@ -458,29 +459,31 @@ async fn r12_foreign_labels_annotations_and_owners_are_preserved() {
         .unwrap();
     let v1 = a.create(&held("a", 0)).await.expect("create");
     // A human (or a controller) adds metadata.
-    let api: Api<Lease> = Api::namespaced(emu.client("human").unwrap(), NS);
-    let mut lease = api.get(&name).await.unwrap();
-    lease
-        .metadata
-        .labels
-        .get_or_insert_with(BTreeMap::new)
-        .insert("team".into(), "x".into());
-    lease
-        .metadata
-        .annotations
-        .get_or_insert_with(BTreeMap::new)
-        .insert("note".into(), "keep me".into());
-    lease.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "apps/v1".into(),
-        kind: "Deployment".into(),
-        name: "ctl".into(),
-        uid: "1234".into(),
-        ..OwnerReference::default()
-    }]);
-    let v2 = api
-        .replace(&name, &PostParams::default(), &lease)
-        .await
-        .unwrap();
+    let v2 = compat(async {
+        let api: Api<Lease> = Api::namespaced(emu.client("human").unwrap(), NS);
+        let mut lease = api.get(&name).await.unwrap();
+        lease
+            .metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert("team".into(), "x".into());
+        lease
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert("note".into(), "keep me".into());
+        lease.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "ctl".into(),
+            uid: "1234".into(),
+            ..OwnerReference::default()
+        }]);
+        api.replace(&name, &PostParams::default(), &lease)
+            .await
+            .unwrap()
+    })
+    .await;
     // The lock writes from a stale cache (v1 is gone): it must still keep them.
     assert_eq!(
         a.update(&v1.version, &held("a", 0)).await,
@@ -499,9 +502,8 @@ async fn r12_foreign_labels_annotations_and_owners_are_preserved() {
     assert_eq!(obj["metadata"]["ownerReferences"][0]["name"], "ctl");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("h9");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -510,8 +512,12 @@ async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock() {
     })
     .await
     .expect("event recorded");
-    let events: Api<Event> = Api::namespaced(emu.client("admin").unwrap(), NS);
-    let list = events.list(&ListParams::default()).await.unwrap();
+    let list = compat(async {
+        let events: Api<Event> = Api::namespaced(emu.client("admin").unwrap(), NS);
+        events.list(&ListParams::default()).await
+    })
+    .await
+    .unwrap();
     let ev = list
         .items
         .iter()
@@ -537,11 +543,10 @@ async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock() {
         .expect("the lock is unaffected");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbac_a_missing_permission_is_reported_clearly() {
     // The Role in examples/rbac.yaml grants get, create, update, list, watch on
     // leases; without "watch" the watch fails with a message naming it.
-    let emu = start().await;
+    let emu = start();
     let name = unique("rbac");
     let a = lock(&emu, "a", NS, &name);
     a.create(&held("a", 0)).await.expect("create");
@@ -565,24 +570,27 @@ async fn rbac_a_missing_permission_is_reported_clearly() {
     assert!(next_event(&mut w).await.is_none(), "and the watch ends");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("r1");
     let a = lock(&emu, "a", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
-    let api: Api<Lease> = Api::namespaced(emu.client("human").unwrap(), NS);
+    // The human's client and calls get a tokio reactor from `compat`; the lock's do not.
+    let api: Api<Lease> = compat(async { Api::namespaced(emu.client("human").unwrap(), NS) }).await;
     for (holder, renew) in [
         ("intruder", "2099-01-01T00:00:00.000000Z"), // R1, with R9's far-future renewTime
         ("", "1999-01-01T00:00:00.000000Z"),         // R2, far past
     ] {
-        let mut lease = api.get(&name).await.unwrap();
-        let spec = lease.spec.as_mut().unwrap();
-        spec.holder_identity = Some(holder.into());
-        spec.renew_time = Some(serde_json::from_value(serde_json::json!(renew)).unwrap());
-        api.replace(&name, &PostParams::default(), &lease)
-            .await
-            .unwrap();
+        compat(async {
+            let mut lease = api.get(&name).await.unwrap();
+            let spec = lease.spec.as_mut().unwrap();
+            spec.holder_identity = Some(holder.into());
+            spec.renew_time = Some(serde_json::from_value(serde_json::json!(renew)).unwrap());
+            api.replace(&name, &PostParams::default(), &lease)
+                .await
+                .unwrap();
+        })
+        .await;
         let seen = a.get().await.expect("read");
         assert_eq!(seen.record.holder.as_ref(), holder);
         assert!(matches!(seen.record.renew_time, Stamp::At(_)));
@@ -595,9 +603,8 @@ async fn r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails() {
     assert_eq!(raw(&emu, &name)["spec"]["holderIdentity"], "");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a15_a16_an_answer_held_past_the_timeout_is_unknown_and_the_write_landed() {
-    let emu = start().await;
+    let emu = start();
     let name = unique("a16");
     let a = lock(&emu, "a", NS, &name);
     let v = a.create(&held("a", 0)).await.expect("create");
@@ -620,3 +627,32 @@ async fn a15_a16_an_answer_held_past_the_timeout_is_unknown_and_the_write_landed
         "latency beyond the request timeout: {r:?}"
     );
 }
+
+// Each test above on tokio, smol and async-std: `on_tokio::a1_…`, `on_smol::a1_…`,
+// `on_async_std::a1_…`.
+kube_emulator::runtime_tests!(
+    create_get_update_round_trip_client_go_fields,
+    a1_a2_w3_update_from_a_stale_version_is_a_conflict,
+    a3_create_of_an_existing_lease_is_already_exists,
+    a4_update_of_a_deleted_lease_is_not_found_and_does_not_recreate_it,
+    a5_missing_namespace_is_invalid_and_names_it,
+    a6_forbidden_names_the_verb_and_the_resource,
+    a7_unauthorized_is_forbidden,
+    a8_unprocessable_write_is_invalid,
+    a9_too_many_requests_is_transient_with_retry_after,
+    a10_server_error_after_commit_is_unknown_and_the_write_is_visible,
+    a11_service_unavailable_is_transient,
+    a12_connection_refused_is_transient,
+    a13_connection_dropped_after_sending_is_unknown,
+    a14_a_hung_request_is_unknown_after_the_request_timeout,
+    watch_yields_the_current_state_then_changes,
+    w1_a_broken_watch_ends_and_resumes_from_the_last_version,
+    w1_a_silent_watch_ends_after_the_silence_bound,
+    w2_gone_ends_the_watch_and_a_fresh_watch_lists_first,
+    r10_an_identical_rewrite_takes_a_new_version,
+    r12_foreign_labels_annotations_and_owners_are_preserved,
+    h9_events_are_recorded_and_their_failures_do_not_touch_the_lock,
+    rbac_a_missing_permission_is_reported_clearly,
+    r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails,
+    a15_a16_an_answer_held_past_the_timeout_is_unknown_and_the_write_landed,
+);
