@@ -943,31 +943,9 @@ pub async fn w1_broken_watch_resumes_and_polls_meanwhile<R: Runtime>(rt: R) {
 /// A lock without a watch (client-go's situation): the driver never starts one,
 /// followers poll, and a release is picked up within one jittered poll interval.
 pub async fn lock_without_watch_is_polled<R: Runtime>(rt: R) {
-    struct NoWatch(lock_memory::MemoryLock);
-    impl election_core::Lock for NoWatch {
-        async fn get(&self) -> Result<election_core::Observation, election_core::LockError> {
-            self.0.get().await
-        }
-        async fn create(
-            &self,
-            record: &election_core::LockRecord,
-        ) -> Result<election_core::Observation, election_core::LockError> {
-            self.0.create(record).await
-        }
-        async fn update(
-            &self,
-            expected: &election_core::Version,
-            record: &election_core::LockRecord,
-        ) -> Result<election_core::Observation, election_core::LockError> {
-            self.0.update(expected, record).await
-        }
-        fn describe(&self) -> String {
-            self.0.describe()
-        }
-    }
     let c = Cluster::new(rt);
     let spawn = |name: &str| {
-        let handle = Builder::new(NoWatch(c.store.client(name)), Config::fast(name))
+        let handle = Builder::new(c.store.client(name).without_watch(), Config::fast(name))
             .spawn(c.rt.clone())
             .expect("valid configuration");
         Node {

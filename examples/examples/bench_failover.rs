@@ -18,34 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use adapter_tokio::TokioRuntime;
-use election_core::{Config, Lock, LockError, LockRecord, Observation, Version, WallTime};
+use election_core::{Config, WallTime};
 use election_driver::{Builder, Change, Handle};
-use lock_memory::{MemoryLock, MemoryStore};
-
-/// A lock without a watch: followers poll, as client-go's do.
-struct Polling(MemoryLock);
-
-impl Lock for Polling {
-    async fn get(&self) -> Result<Observation, LockError> {
-        self.0.get().await
-    }
-
-    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
-        self.0.create(record).await
-    }
-
-    async fn update(
-        &self,
-        expected: &Version,
-        record: &LockRecord,
-    ) -> Result<Observation, LockError> {
-        self.0.update(expected, record).await
-    }
-
-    fn describe(&self) -> String {
-        format!("{} (polling)", self.0.describe())
-    }
-}
+use lock_memory::MemoryStore;
 
 fn wall_ms(w: &WallTime) -> f64 {
     w.unix_secs as f64 * 1e3 + f64::from(w.nanos) / 1e6
@@ -90,16 +65,16 @@ impl Pool {
             }
         };
         let lock = self.store.client(&name);
-        let handle = if self.watch {
-            Builder::new(lock, config)
-                .on_state(hook)
-                .spawn(self.rt.clone())
+        // Without a watch, followers poll, as client-go's do.
+        let lock = if self.watch {
+            lock
         } else {
-            Builder::new(Polling(lock), config)
-                .on_state(hook)
-                .spawn(self.rt.clone())
-        }
-        .expect("valid configuration");
+            lock.without_watch()
+        };
+        let handle = Builder::new(lock, config)
+            .on_state(hook)
+            .spawn(self.rt.clone())
+            .expect("valid configuration");
         self.nodes.push((name, handle));
     }
 

@@ -28,6 +28,8 @@ pub struct MemoryLock {
     shared: Arc<Shared>,
     name: Arc<str>,
     blocking_timeout: Duration,
+    /// Whether [`Lock::watch`] offers a watch (see [`MemoryLock::without_watch`]).
+    watch: bool,
 }
 
 /// A call on the store.
@@ -67,6 +69,7 @@ impl MemoryLock {
             shared,
             name,
             blocking_timeout: DEFAULT_BLOCKING_TIMEOUT,
+            watch: true,
         }
     }
 
@@ -80,6 +83,15 @@ impl MemoryLock {
     #[must_use]
     pub fn with_blocking_timeout(mut self, timeout: Duration) -> Self {
         self.blocking_timeout = timeout;
+        self
+    }
+
+    /// Offers no watch: electors on this client poll the lock every jittered
+    /// retry period, as client-go's do (the baseline of the benchmarks, and what a
+    /// backend without a watch looks like to the driver).
+    #[must_use]
+    pub fn without_watch(mut self) -> Self {
+        self.watch = false;
         self
     }
 
@@ -237,6 +249,9 @@ impl Lock for MemoryLock {
     /// ([`crate::MemoryStore::with_history`]). An absent lock's state is
     /// [`election_core::WatchEvent::Deleted`].
     fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
+        if !self.watch {
+            return None;
+        }
         Some(Box::pin(MemoryWatch::start(
             self.shared.clone(),
             self.name.clone(),
