@@ -257,13 +257,19 @@ impl Emulator {
         self.shared.conn_epoch.send_modify(|e| *e += 1);
     }
 
-    /// Stops listening and closes every open connection: new requests get
-    /// "connection refused" until [`Emulator::resume_listening`].
-    pub fn stop_listening(&self) {
-        if let Some(task) = lock(&self.accept).take() {
-            task.abort();
-        }
+    /// Stops listening and closes every open connection: from its return on, new
+    /// requests get "connection refused" until [`Emulator::resume_listening`].
+    /// Awaits the accept task's end (the listener is closed when its future is
+    /// dropped, on the emulator's runtime); callable from any runtime.
+    pub async fn stop_listening(&self) {
+        let task = lock(&self.accept).take();
         self.drop_connections();
+        if let Some(task) = task {
+            task.abort();
+            // Resolves (cancelled) only after the aborted future, and with it the
+            // listener, has been dropped.
+            let _ = task.await;
+        }
     }
 
     /// Listens again on the same address after [`Emulator::stop_listening`].

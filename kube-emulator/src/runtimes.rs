@@ -37,8 +37,6 @@
 //! - wait with [`sleep`] and [`timeout`], which work on any runtime.
 
 use std::future::Future;
-use std::io::ErrorKind;
-use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use election_driver::Handle;
@@ -131,24 +129,6 @@ pub async fn timeout<F: Future>(limit: Duration, future: F) -> Option<F::Output>
         None
     })
     .await
-}
-
-/// Waits until `addr` refuses connections, for at most `within`; returns whether
-/// it did. [`Emulator::stop_listening`](crate::Emulator::stop_listening) returns
-/// before its listener is closed: the accept task is cancelled on the emulator's
-/// runtime a moment later, and until then the kernel still completes connections
-/// (to reset them when it closes). Await this after it where a test needs
-/// "connection refused". Connects with a blocking `connect` to 127.0.0.1, which
-/// is answered at once.
-pub async fn refused(addr: SocketAddr, within: Duration) -> bool {
-    let start = Instant::now();
-    loop {
-        match TcpStream::connect(addr) {
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => return true,
-            _ if start.elapsed() >= within => return false,
-            _ => sleep(Duration::from_millis(5)).await,
-        }
-    }
 }
 
 /// Makes one `#[test]` per runtime of [`Runtime::ALL`] for each named test, an

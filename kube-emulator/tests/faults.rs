@@ -198,7 +198,7 @@ async fn a12_connection_refused_while_not_listening() {
     api.create(&PostParams::default(), &lease("lock", "a"))
         .await
         .expect("create");
-    emu.stop_listening();
+    emu.stop_listening().await;
     let err = api.get("lock").await.expect_err("refused");
     assert!(
         !matches!(err, kube::Error::Api(_)),
