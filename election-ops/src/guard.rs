@@ -13,13 +13,22 @@
 //!   wedged, because the handle's deadline is checked against its clock.
 //! - With [`WriteGuardLayer::term_header`], a passing write carries the header
 //!   [`TERM_HEADER`] with the term (`<transitions>@<version>`). The API server
-//!   ignores it; an admission webhook or a proxy in front of a downstream service
-//!   can use it for fencing. It is off by default.
+//!   ignores it; a proxy in front of a downstream service can use it for fencing.
+//!   It is off by default.
+//! - [`TermAnnotationLayer`] writes the term into the object itself, as the
+//!   annotation [`TERM_ANNOTATION`], on creates, replaces, and merge, strategic
+//!   merge and apply patches (JSON patches and deletes pass unchanged): the API
+//!   server stores it, so a downstream controller or an admission webhook that
+//!   reads the object can refuse the work of an older term (compare the
+//!   transitions count, which only grows).
 
+use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::future::{Either, Ready, TryFutureExt};
+use hyper::body::{Body as HttpBody, Bytes};
 use hyper::{Method, Request};
 use tower::{BoxError, Layer, Service};
 
@@ -155,5 +164,223 @@ where
             }
         }
         Either::Right(self.inner.call(req).err_into())
+    }
+}
+
+/// The annotation [`TermAnnotationLayer`] writes by default.
+pub const TERM_ANNOTATION: &str = "election.rs/term";
+
+/// A tower layer that writes the current term into each write's object, as the
+/// annotation [`TERM_ANNOTATION`] (`<transitions>@<version>`), for downstream
+/// fencing. Use it together with the [`WriteGuardLayer`], in either order: it
+/// adds the term only while the view leads (has a term), and the guard still
+/// refuses what it must. On its own it refuses nothing.
+///
+/// What it annotates: `POST` and `PUT` with a JSON object (create, replace) and
+/// `PATCH` with a merge, strategic merge or apply patch. A JSON patch, a
+/// `DELETE`, or a body that is not a JSON object passes unchanged.
+#[derive(Clone, Debug)]
+pub struct TermAnnotationLayer<V> {
+    view: V,
+    key: Arc<str>,
+}
+
+impl<V: LeadershipView + Clone> TermAnnotationLayer<V> {
+    /// Annotates with the term of `view` (an `Arc` of the handle) under
+    /// [`TERM_ANNOTATION`].
+    pub fn new(view: V) -> Self {
+        TermAnnotationLayer {
+            view,
+            key: TERM_ANNOTATION.into(),
+        }
+    }
+
+    /// Uses another annotation key (a valid Kubernetes annotation name).
+    #[must_use]
+    pub fn key(mut self, key: impl Into<Arc<str>>) -> Self {
+        self.key = key.into();
+        self
+    }
+}
+
+impl<S, V: LeadershipView + Clone> Layer<S> for TermAnnotationLayer<V> {
+    type Service = TermAnnotation<S, V>;
+    fn layer(&self, inner: S) -> Self::Service {
+        TermAnnotation {
+            inner,
+            view: self.view.clone(),
+            key: self.key.clone(),
+        }
+    }
+}
+
+/// The annotating service (see [`TermAnnotationLayer`]).
+#[derive(Clone, Debug)]
+pub struct TermAnnotation<S, V> {
+    inner: S,
+    view: V,
+    key: Arc<str>,
+}
+
+impl<S, V, B> Service<Request<B>> for TermAnnotation<S, V>
+where
+    S: Service<Request<B>>,
+    S::Error: Into<BoxError>,
+    V: LeadershipView,
+    B: HttpBody<Data = Bytes> + From<Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future =
+        Either<Ready<Result<S::Response, BoxError>>, futures::future::ErrInto<S::Future, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let req = match annotatable(&req).then(|| self.view.term()).flatten() {
+            Some(term) => match annotate(req, &self.key, &term.to_string()) {
+                Ok(req) => req,
+                Err(e) => return Either::Left(futures::future::ready(Err(e))),
+            },
+            None => req,
+        };
+        Either::Right(self.inner.call(req).err_into())
+    }
+}
+
+/// `req` with the annotation merged into its body. The body must be in memory, as
+/// kube's request bodies are: it is read without waiting. One that would make
+/// the caller wait from the start (a stream) passes unchanged; one that does so
+/// after some data is an error (it cannot be put back together).
+fn annotate<B>(req: Request<B>, key: &str, value: &str) -> Result<Request<B>, BoxError>
+where
+    B: HttpBody<Data = Bytes> + From<Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    let (parts, mut body) = req.into_parts();
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    let mut data = Vec::new();
+    let mut read_any = false;
+    loop {
+        match Pin::new(&mut body).poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Ok(chunk) = frame.into_data() {
+                    data.extend_from_slice(&chunk);
+                }
+                read_any = true;
+            }
+            Poll::Ready(Some(Err(e))) => return Err(e.into()),
+            Poll::Ready(None) => break,
+            Poll::Pending if !read_any => return Ok(Request::from_parts(parts, body)),
+            Poll::Pending => return Err("a streamed request body cannot be annotated".into()),
+        }
+    }
+    let data = with_annotation(&data, key, value).unwrap_or(data);
+    Ok(Request::from_parts(parts, B::from(Bytes::from(data))))
+}
+
+/// Whether a request's body is an object the annotation can be merged into.
+fn annotatable<B>(req: &Request<B>) -> bool {
+    let content_type = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let m = req.method();
+    if m == Method::POST || m == Method::PUT {
+        content_type.starts_with("application/json")
+    } else if m == Method::PATCH {
+        [
+            "merge-patch+json",
+            "strategic-merge-patch+json",
+            "apply-patch+yaml",
+        ]
+        .iter()
+        .any(|kind| content_type.starts_with(&format!("application/{kind}")))
+    } else {
+        false
+    }
+}
+
+/// `body`, a JSON object, with `metadata.annotations[key] = value`; `None` when it
+/// is not a JSON object (or its `metadata` or `annotations` is neither an object
+/// nor null).
+pub fn with_annotation(body: &[u8], key: &str, value: &str) -> Option<Vec<u8>> {
+    let mut v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let object = |v: &mut serde_json::Value| {
+        if v.is_null() {
+            *v = serde_json::Value::Object(serde_json::Map::new());
+        }
+        v.is_object()
+    };
+    let obj = v.as_object_mut()?;
+    let meta = obj.entry("metadata").or_insert(serde_json::Value::Null);
+    if !object(meta) {
+        return None;
+    }
+    let annotations = meta
+        .as_object_mut()?
+        .entry("annotations")
+        .or_insert(serde_json::Value::Null);
+    if !object(annotations) {
+        return None;
+    }
+    annotations
+        .as_object_mut()?
+        .insert(key.to_owned(), value.into());
+    serde_json::to_vec(&v).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_annotation;
+
+    /// The annotated body, parsed (key order depends on serde_json's features).
+    fn annotate(body: &str) -> Option<serde_json::Value> {
+        with_annotation(body.as_bytes(), "election.rs/term", "3@17")
+            .map(|b| serde_json::from_slice(&b).expect("JSON"))
+    }
+
+    fn json(s: &str) -> Option<serde_json::Value> {
+        Some(serde_json::from_str(s).expect("JSON"))
+    }
+
+    #[test]
+    fn the_term_is_merged_into_the_objects_annotations() {
+        assert_eq!(
+            annotate(r#"{"metadata":{"name":"x","annotations":{"a":"b"}},"data":{}}"#),
+            json(
+                r#"{"data":{},"metadata":{"annotations":{"a":"b","election.rs/term":"3@17"},"name":"x"}}"#
+            )
+        );
+        assert_eq!(
+            annotate(r#"{"data":{"k":"v"}}"#),
+            json(r#"{"data":{"k":"v"},"metadata":{"annotations":{"election.rs/term":"3@17"}}}"#)
+        );
+        assert_eq!(
+            annotate(r#"{"metadata":null}"#),
+            json(r#"{"metadata":{"annotations":{"election.rs/term":"3@17"}}}"#)
+        );
+        assert_eq!(
+            annotate(r#"{"metadata":{"annotations":null}}"#),
+            json(r#"{"metadata":{"annotations":{"election.rs/term":"3@17"}}}"#)
+        );
+    }
+
+    #[test]
+    fn what_is_not_an_object_is_left_alone() {
+        for body in [
+            r#"[{"op":"add","path":"/data/k","value":"v"}]"#,
+            r#""text""#,
+            "not json",
+            "",
+            r#"{"metadata":"odd"}"#,
+            r#"{"metadata":{"annotations":[1]}}"#,
+        ] {
+            assert_eq!(annotate(body), None, "{body}");
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! | [`identity`] | — | `POD_NAME` or hostname plus a random suffix; `ELECTION_IDENTITY` to set it exactly |
 //! | [`LeadershipView`] | — | what the helpers read: implemented for `election_driver::Handle` (and `adapter_tokio::Handle` with `tokio`), or a fake in tests |
 //! | [`Monitor`] | — | `tracing` spans and events with lock, identity and term; last renew and last error; wraps the lock ([`ObservedLock`]) to see renewals |
-//! | `guard` | `guard` | a tower layer that refuses writes locally unless this node leads with a margin |
+//! | `guard` | `guard` | a tower layer that refuses writes locally unless this node leads with a margin; one that writes the term into written objects (fencing) |
 //! | `health` | `health` | liveness with client-go's healthz meaning, readiness per role, JSON status |
 //! | `http` | `http` | `/healthz`, `/readyz`, `/status` (and `/metrics`) on hyper 1 |
 //! | metrics | `metrics` | `leader_election_master_status{name}`, `leader_election_slowpath_total{name}` and more |

@@ -196,3 +196,89 @@ fn h6_stalled_leader_work_fails_liveness() {
     beat.beat();
     assert_eq!(health.liveness(), Ok(()));
 }
+
+/// Records the body of what reaches it.
+#[derive(Clone, Default)]
+struct BodySink {
+    bodies: Arc<Mutex<Vec<serde_json::Value>>>,
+}
+
+impl Service<Request<http_body_util::Full<hyper::body::Bytes>>> for BodySink {
+    type Response = ();
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<(), Self::Error>>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, req: Request<http_body_util::Full<hyper::body::Bytes>>) -> Self::Future {
+        use hyper::body::Body;
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut body = req.into_body();
+        let mut data = Vec::new();
+        while let Poll::Ready(Some(Ok(frame))) = std::pin::Pin::new(&mut body).poll_frame(&mut cx) {
+            data.extend_from_slice(&frame.into_data().unwrap_or_default());
+        }
+        self.bodies
+            .lock()
+            .unwrap()
+            .push(serde_json::from_slice(&data).expect("a JSON body"));
+        std::future::ready(Ok(()))
+    }
+}
+
+/// `TermAnnotationLayer`: which writes get the term in their object, and which pass
+/// unchanged (a JSON patch, a delete's options, anything while not leading).
+#[test]
+fn the_term_annotation_goes_into_objects_and_merge_patches_only() {
+    use election_ops::guard::{TERM_ANNOTATION, TermAnnotationLayer};
+    let view = Fake::leader(10_000);
+    let sink = BodySink::default();
+    let mut svc = TermAnnotationLayer::new(view.clone()).layer(sink.clone());
+    let mut send = |method: Method, content_type: &str, body: serde_json::Value| {
+        let req = Request::builder()
+            .method(method)
+            .uri("/api/v1/namespaces/default/configmaps/x")
+            .header("content-type", content_type)
+            .body(http_body_util::Full::new(hyper::body::Bytes::from(
+                body.to_string(),
+            )))
+            .unwrap();
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut fut = std::pin::pin!(svc.call(req));
+        assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
+        sink.bodies.lock().unwrap().pop().expect("sent")
+    };
+    let annotation = |v: &serde_json::Value| v["metadata"]["annotations"][TERM_ANNOTATION].clone();
+    let cm = serde_json::json!({"metadata": {"name": "x"}, "data": {"k": "v"}});
+
+    view.at(1_000);
+    for (method, content_type) in [
+        (Method::POST, "application/json"),
+        (Method::PUT, "application/json"),
+        (Method::PATCH, "application/merge-patch+json"),
+        (Method::PATCH, "application/strategic-merge-patch+json"),
+        (Method::PATCH, "application/apply-patch+yaml"),
+    ] {
+        let sent = send(method.clone(), content_type, cm.clone());
+        assert_eq!(annotation(&sent), "3@42", "{method} {content_type}");
+        assert_eq!(sent["data"]["k"], "v", "the rest is kept");
+    }
+    let json_patch = serde_json::json!([{"op": "add", "path": "/data/k", "value": "v"}]);
+    assert_eq!(
+        send(
+            Method::PATCH,
+            "application/json-patch+json",
+            json_patch.clone()
+        ),
+        json_patch
+    );
+    let options = serde_json::json!({"propagationPolicy": "Background"});
+    assert_eq!(
+        send(Method::DELETE, "application/json", options.clone()),
+        options
+    );
+    // Past the deadline there is no term: nothing is added (the guard refuses
+    // such writes anyway when it wraps this layer).
+    view.at(10_000);
+    assert_eq!(send(Method::POST, "application/json", cm.clone()), cm);
+}

@@ -183,3 +183,62 @@ async fn no_guarded_write_is_sent_after_stopped_leading() {
         "a write passed at {last:?}, StoppedLeading at {stopped_at:?}"
     );
 }
+
+/// `TermAnnotationLayer` inside the guard: the leader's creates, replaces and merge
+/// patches reach the server with the term in the object's annotations (the server
+/// stores it, for downstream fencing). (JSON patches pass unchanged: a unit test in
+/// `guard.rs`, since this kube build has no `jsonpatch` feature.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaders_writes_carry_its_term_as_an_annotation() {
+    use election_ops::guard::{TERM_ANNOTATION, TermAnnotationLayer};
+    use kube::api::{Patch, PatchParams, PostParams};
+
+    let emu = Emulator::start().await.expect("emulator");
+    let (a, _) = candidate(&emu, "node-a");
+    assert!(wait_until(Duration::from_secs(10), || a.is_leader()).await);
+    let term = a.term().expect("leading").to_string();
+    let client = kube::client::ClientBuilder::try_from(emu.kube_config("app-a"))
+        .expect("config")
+        .with_layer(&WriteGuardLayer::new(Arc::clone(&a)).margin(MARGIN))
+        .with_layer(&TermAnnotationLayer::new(Arc::clone(&a)))
+        .build();
+    let stored = |name: &str| {
+        emu.object(Resource::ConfigMap, "default", name)
+            .expect("stored")["metadata"]["annotations"][TERM_ANNOTATION]
+            .clone()
+    };
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+
+    let created = write_with(&api, "annotated").await;
+    assert_eq!(stored("annotated"), term.as_str(), "create");
+
+    // A replace of an object whose annotation a human removed puts it back.
+    let mut cm = created;
+    cm.metadata.annotations = None;
+    cm.data = Some([("k".to_owned(), "v".to_owned())].into());
+    api.replace("annotated", &PostParams::default(), &cm)
+        .await
+        .expect("replace passes");
+    assert_eq!(stored("annotated"), term.as_str(), "replace");
+
+    api.patch(
+        "annotated",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"metadata": {"annotations": {TERM_ANNOTATION: null}}, "data": {"m": "1"}})),
+    )
+    .await
+    .expect("merge patch passes");
+    assert_eq!(
+        stored("annotated"),
+        term.as_str(),
+        "merge patch: the layer's value wins"
+    );
+
+    async fn write_with(api: &Api<ConfigMap>, name: &str) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.to_owned());
+        api.create(&PostParams::default(), &cm)
+            .await
+            .expect("create passes")
+    }
+}
