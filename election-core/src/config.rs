@@ -340,8 +340,6 @@ mod tests {
         }
     }
 
-    /// FAULTS H8: configurations at the edge are rejected with the rule named, or
-    /// accepted with the (small) clock tolerance they really have.
     /// Found by fuzzing: `Duration::mul_f64` panicked on a huge jitter or retry
     /// period. Validation now answers with the rule instead.
     #[test]
@@ -358,6 +356,8 @@ mod tests {
         assert_eq!(c.max_retry_interval(), Duration::MAX);
     }
 
+    /// FAULTS H8: configurations at the edge are rejected with the rule named, or
+    /// accepted with the (small) clock tolerance they really have.
     #[test]
     fn h8_edge_configurations() {
         // lease = renew + ε: accepted, but it tolerates almost no clock-rate difference.
