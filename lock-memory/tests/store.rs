@@ -311,3 +311,29 @@ fn n11_compare_and_swap_is_linearizable_under_threads() {
     let updates: u64 = (0..8).map(|i| store.calls(&format!("t{i}")).update).sum();
     assert_eq!(updates, u64::from(8 * 200 + conflicts));
 }
+
+/// `without_watch`: the client offers no watch (electors on it poll, as client-go's
+/// do) but reads and writes the same store; other clients keep theirs.
+#[test]
+fn a_client_without_watch_offers_none_and_shares_the_store() {
+    let store = MemoryStore::new();
+    let polling = store.client("poll").without_watch();
+    let watching = store.client("watch");
+    assert!(polling.watch(None).is_none(), "no watch offered");
+    let mut events = watching.watch(None).expect("a watch");
+    let created = block_on(polling.create(&record("poll"))).expect("create");
+    assert_eq!(block_on(watching.get()), Ok(created.clone()));
+    let first = block_on(async {
+        loop {
+            match events.next().await {
+                Some(Ok(WatchEvent::Changed(obs))) => break obs,
+                Some(Ok(WatchEvent::Deleted)) => continue,
+                other => panic!("the watch ended or failed: {other:?}"),
+            }
+        }
+    });
+    assert_eq!(
+        first, created,
+        "the watching client sees the polling one's write"
+    );
+}
