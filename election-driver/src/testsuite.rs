@@ -550,12 +550,7 @@ pub async fn on_loss_exit_ends_the_driver<R: Runtime>(rt: R) {
         seen.push(s.change);
     }
     assert!(matches!(seen.last(), Some(Change::Terminated)), "{seen:?}");
-    assert_eq!(
-        n.states.stops(),
-        [StopReason::ObservedOtherHolder {
-            holder: "someone-else".into()
-        }]
-    );
+    assert_stopped_for(&n.states.stops(), "someone-else");
     let seq = c
         .store
         .write_log()
@@ -680,11 +675,20 @@ pub async fn h4_release_when_another_holds_writes_nothing<R: Runtime>(rt: R) {
         "node-a wrote after the edit"
     );
     assert_eq!(c.holder().as_deref(), Some("intruder"));
-    assert_eq!(
-        n.states.stops(),
-        [StopReason::ObservedOtherHolder {
-            holder: "intruder".into()
-        }]
+    assert_stopped_for(&n.states.stops(), "intruder");
+}
+
+/// Exactly one stop, because `other` holds the lock: seen through the watch, or
+/// (a renew racing the edit on a loaded machine) through the conflict and the read
+/// after it. Both stop at once; which comes first is a race.
+fn assert_stopped_for(stops: &[StopReason], other: &str) {
+    assert!(
+        matches!(
+            stops,
+            [StopReason::ObservedOtherHolder { holder } | StopReason::LostConflict { holder }]
+                if &**holder == other
+        ),
+        "one stop for {other}: {stops:?}"
     );
 }
 
