@@ -91,7 +91,7 @@ pub use config::{Config, ConfigError, LockDelay, Preemption};
 pub use elector::{Elector, Role, Stats};
 pub use event::{Event, StopReason, Term, Warning};
 pub use input::Input;
-pub use lock::{Lock, LockError, WatchEvent, WatchStream};
+pub use lock::{LeadershipChange, Lock, LockError, LockTask, WatchEvent, WatchStream};
 pub use record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version};
 pub use time::{Instant, WallTime};
 

@@ -28,6 +28,21 @@ pub enum WatchEvent {
 /// means "unchanged").
 pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, LockError>> + Send + 'static>>;
 
+/// A change of this candidate's own leadership, told to the lock by
+/// [`Lock::leadership_changed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LeadershipChange {
+    /// The candidate acquired the lock and started leading.
+    BecameLeader,
+    /// The candidate stopped leading (stepped down, lost, or shut down).
+    StoppedLeading,
+}
+
+/// Best-effort work a lock asks the driver to run in the background (such as
+/// recording a Kubernetes Event). It must end by itself, bound its own waiting,
+/// and report its failures itself: the election never waits for it.
+pub type LockTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
 /// A lock backend: one record, read and written by compare-and-swap.
 ///
 /// Every method is a single attempt; timeouts and retries are the elector's
@@ -65,6 +80,16 @@ pub trait Lock: Send + Sync + 'static {
 
     /// A human-readable name of the lock, such as `leases/kube-system/my-controller`.
     fn describe(&self) -> String;
+
+    /// Told when the candidate `identity` started or stopped leading, after the
+    /// fact (client-go's `RecordEvent`). The lock may return a task, which the
+    /// driver spawns on its runtime and never awaits: whatever it does (an Event
+    /// on the lock object) cannot delay or fail the election. It must not block.
+    /// The default does nothing.
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        let _ = (identity, change);
+        None
+    }
 }
 
 /// Why a lock call failed, classified by what the elector must do about it.

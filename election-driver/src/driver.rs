@@ -283,6 +283,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Event::StartedLeading { term } => {
                 info!(%term, "started leading");
                 self.work.start(&self.rt, term.clone());
+                self.tell_lock(election_core::LeadershipChange::BecameLeader);
                 self.publish(Change::StartedLeading { term }, now);
             }
             Event::Draining { reason } => {
@@ -296,6 +297,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Event::StoppedLeading { term, reason } => {
                 info!(%term, %reason, "stopped leading");
                 self.work.cancel();
+                self.tell_lock(election_core::LeadershipChange::StoppedLeading);
                 let lost = !matches!(
                     reason,
                     election_core::StopReason::SteppedDown | election_core::StopReason::ShutDown
@@ -314,6 +316,15 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 self.publish(Change::Problem(DriverError::Lock(w)), now);
             }
             Event::Terminated => debug!("elector terminated"),
+        }
+    }
+
+    /// Tells the lock about a change of our leadership; its best-effort task (an
+    /// Event) runs in the background, never awaited by the election.
+    fn tell_lock(&self, change: election_core::LeadershipChange) {
+        let identity = &self.elector.config().identity;
+        if let Some(task) = self.lock.leadership_changed(identity, change) {
+            self.rt.spawn(task);
         }
     }
 

@@ -100,6 +100,13 @@ impl<L: FromParts> LockBuilder<L> {
         self
     }
 
+    /// Records no Kubernetes Events on leadership changes (they are on by
+    /// default, as in client-go; they need `events` `create` in the namespace).
+    pub fn without_events(mut self) -> Self {
+        self.config.events_enabled = false;
+        self
+    }
+
     /// The lock, or an error if the namespace or name is not one Kubernetes accepts.
     pub fn build(self) -> Result<L, NameError> {
         validate_namespace(&self.namespace)?;

@@ -15,7 +15,10 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use election_core::{Lock, LockError, LockRecord, Observation, Version, WallTime, WatchStream};
+use election_core::{
+    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WallTime,
+    WatchStream,
+};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -59,11 +62,14 @@ pub struct ObjectLockConfig {
     pub clock: Clock,
     /// `source.component` of Events.
     pub event_component: String,
+    /// Whether [`Lock::leadership_changed`] records client-go's Events
+    /// (`<identity> became leader` / `stopped leading`). On by default.
+    pub events_enabled: bool,
 }
 
 impl Default for ObjectLockConfig {
     /// client-go's 5 s request timeout (for its 10 s renew deadline), watch on,
-    /// the system clock, component `leader-election`.
+    /// the system clock, component `leader-election`, Events recorded.
     fn default() -> Self {
         ObjectLockConfig {
             request_timeout: Duration::from_secs(5),
@@ -71,6 +77,7 @@ impl Default for ObjectLockConfig {
             watch_enabled: true,
             clock: Clock::system(),
             event_component: "leader-election".to_owned(),
+            events_enabled: true,
         }
     }
 }
@@ -188,6 +195,25 @@ where
             self.inner.config.request_timeout,
         );
         recorder.record(&self.object_reference(), event).await
+    }
+
+    /// The task that records the Event for `change` of `identity`'s leadership,
+    /// or `None` when Events are off. Its failure is logged by
+    /// [`EventRecorder::record`] and goes no further (FAULTS H9).
+    pub fn event_task(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        if !self.inner.config.events_enabled {
+            return None;
+        }
+        let identity = identity.to_owned();
+        let event = match change {
+            LeadershipChange::BecameLeader => LeaderEvent::BecameLeader { identity },
+            LeadershipChange::StoppedLeading => LeaderEvent::StoppedLeading { identity },
+        };
+        let me = self.clone();
+        Some(Box::pin(async move {
+            // Already logged as a warning by the recorder; nothing else to do.
+            let _ = me.record_event(&event).await;
+        }))
     }
 
     fn cache(&self) -> Option<K> {
@@ -362,6 +388,10 @@ where
             wc,
             Arc::new(move |obj: &K| me.observe(obj)),
         ))
+    }
+
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        self.event_task(identity, change)
     }
 
     fn describe(&self) -> String {

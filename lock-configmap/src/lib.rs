@@ -52,7 +52,9 @@
 
 use std::collections::BTreeMap;
 
-use election_core::{Lock, LockError, LockRecord, Observation, Version, WatchStream};
+use election_core::{
+    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::core::v1::ObjectReference;
 pub use kube_support::events::{EventError, LeaderEvent};
@@ -137,5 +139,12 @@ impl Lock for ConfigMapLock {
 
     fn describe(&self) -> String {
         self.inner.describe()
+    }
+
+    /// Records client-go's Event (`<identity> became leader` / `stopped
+    /// leading`, reason `LeaderElection`) in the background, unless the builder
+    /// turned Events off; a failure is logged and never touches the election.
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        self.inner.leadership_changed(identity, change)
     }
 }

@@ -16,9 +16,12 @@
 //! - [`Lock::watch`] watches the Lease with `fieldSelector=metadata.name=<name>`
 //!   and bookmarks; the stream ends when the watch breaks, stays silent too long or
 //!   gets `410 Gone`, and the elector polls and resumes.
-//! - [`LeaseLock::record_event`] writes client-go's Events
-//!   (`<identity> became leader`, reason `LeaderElection`); failures never touch the
-//!   election.
+//! - As client-go, the lock records Events on the Lease when its candidate starts
+//!   and stops leading (`<identity> became leader` / `<identity> stopped leading`,
+//!   reason `LeaderElection`): the driver tells it through
+//!   [`Lock::leadership_changed`] and runs the write in the background, so a
+//!   failure (logged) never touches the election (FAULTS H9). Turn them off with
+//!   [`LockBuilder::without_events`]; [`LeaseLock::record_event`] writes one by hand.
 //! - API failures are classified for the elector by [`kube_support::error`].
 //! - The futures run under tokio, smol and async-std alike (kube's client gets a
 //!   tokio reactor from `async-compat` when there is none).
@@ -68,7 +71,9 @@
 
 use std::collections::BTreeMap;
 
-use election_core::{Lock, LockError, LockRecord, Observation, Version, WatchStream};
+use election_core::{
+    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream,
+};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ObjectReference;
 pub use kube_support::events::{EventError, LeaderEvent};
@@ -157,5 +162,12 @@ impl Lock for LeaseLock {
 
     fn describe(&self) -> String {
         self.inner.describe()
+    }
+
+    /// Records client-go's Event (`<identity> became leader` / `stopped
+    /// leading`, reason `LeaderElection`) in the background, unless the builder
+    /// turned Events off; a failure is logged and never touches the election.
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        self.inner.leadership_changed(identity, change)
     }
 }

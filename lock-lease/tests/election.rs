@@ -6,12 +6,17 @@
 //! `adapter-smol` under smol and async-std, where kube's client gets its tokio
 //! reactor from `async-compat` inside the lock and the emulator runs on a thread
 //! and runtime of its own.
+//!
+//! The candidates record client-go's Events on the Lease as they start and stop
+//! leading (the driver tells the lock, which writes them in the background); with
+//! Events forbidden (FAULTS H9) the election goes on as before.
 
 use std::time::Duration;
 
 use election_core::Config;
-use kube_emulator::Emulator;
-use kube_emulator::runtimes::{Runtime, three_candidates};
+use k8s_openapi::api::core::v1::Event;
+use kube_emulator::runtimes::{CANDIDATES, Runtime, compat, sleep, three_candidates};
+use kube_emulator::{Emulator, Match, Resource, Verb};
 use lock_lease::LeaseLock;
 
 fn lock(emu: &Emulator, name: &str, config: &Config) -> LeaseLock {
@@ -36,6 +41,54 @@ fn check_lease(emu: &Emulator, name: &str, holder: &str) {
     assert!(lease["spec"]["leaseTransitions"].as_u64().unwrap_or(0) >= 2);
 }
 
+/// The leader-election Events on the Lease `name`, as `(message, reason)`.
+async fn leader_events(emu: &Emulator, name: &str) -> Vec<(String, String)> {
+    let admin = compat(async { emu.client("admin") }).await.expect("client");
+    let events: kube::Api<Event> = kube::Api::namespaced(admin, "default");
+    let list = compat(events.list(&Default::default()))
+        .await
+        .expect("events list");
+    list.items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .map(|e| (e.message.unwrap_or_default(), e.reason.unwrap_or_default()))
+        .collect()
+}
+
+/// After the story: each candidate recorded `<id> became leader` (all three led)
+/// and two recorded `<id> stopped leading` (the crashed one could not), all with
+/// reason `LeaderElection`. The Events are written in the background: wait for
+/// them a little.
+async fn check_events(emu: &Emulator, name: &str) {
+    let mut events = Vec::new();
+    for _ in 0..100 {
+        events = leader_events(emu, name).await;
+        if events.len() >= 5 {
+            break;
+        }
+        sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        events.iter().all(|(_, reason)| reason == "LeaderElection"),
+        "{events:?}"
+    );
+    for id in CANDIDATES {
+        let became = format!("{id} became leader");
+        assert_eq!(
+            events.iter().filter(|(m, _)| *m == became).count(),
+            1,
+            "{events:?}"
+        );
+    }
+    let stopped: Vec<&String> = events
+        .iter()
+        .map(|(m, _)| m)
+        .filter(|m| m.ends_with(" stopped leading"))
+        .collect();
+    assert_eq!(stopped.len(), 2, "{events:?}");
+    assert_eq!(events.len(), 5, "{events:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_candidates_on_tokio() {
     let emu = Emulator::start().await.expect("emulator");
@@ -54,10 +107,14 @@ async fn three_candidates_on_tokio() {
     )
     .await
     .expect("the story ends within a minute");
+    check_events(&emu, name).await;
 }
 
-async fn story_on_adapter_smol(name: &str) {
+async fn story_on_adapter_smol(name: &str, events_forbidden: bool) {
     let emu = Emulator::start_blocking().expect("emulator");
+    if events_forbidden {
+        forbid_events(&emu);
+    }
     three_candidates(
         |id| {
             let config = config(id);
@@ -68,14 +125,68 @@ async fn story_on_adapter_smol(name: &str) {
         |holder| check_lease(&emu, name, holder),
     )
     .await;
+    if events_forbidden {
+        check_events_were_refused(&emu, name).await;
+    } else {
+        check_events(&emu, name).await;
+    }
+}
+
+/// Every client's Event creates are answered 403 (FAULTS H9).
+fn forbid_events(emu: &Emulator) {
+    emu.faults_for_all()
+        .on(Match::verbs(&[Verb::Create]).resource(Resource::Event))
+        .forbidden();
+}
+
+/// The candidates did try to record Events (at least the three `became
+/// leader`), and none was stored.
+async fn check_events_were_refused(emu: &Emulator, name: &str) {
+    let counts = emu.request_counts();
+    let tried: u64 = CANDIDATES
+        .iter()
+        .map(|id| counts.get(id, Verb::Create, Resource::Event))
+        .sum();
+    assert!(tried >= 3, "Event creates tried: {tried}");
+    assert_eq!(leader_events(emu, name).await, []);
+}
+
+/// FAULTS H9: with Events forbidden the three-candidate story (election, failover
+/// after a crash, graceful handover) runs as it does with Events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h9_events_forbidden_leave_the_election_unchanged_on_tokio() {
+    let emu = Emulator::start().await.expect("emulator");
+    forbid_events(&emu);
+    let name = "tokio-no-events";
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        three_candidates(
+            |id| {
+                let config = config(id);
+                adapter_tokio::Builder::new(lock(&emu, name, &config), config)
+                    .spawn()
+                    .expect("valid config")
+            },
+            |holder| check_lease(&emu, name, holder),
+        ),
+    )
+    .await
+    .expect("the story ends within a minute");
+    check_events_were_refused(&emu, name).await;
+}
+
+/// FAULTS H9 under smol (`adapter-smol`).
+#[test]
+fn h9_events_forbidden_leave_the_election_unchanged_on_smol() {
+    Runtime::Smol.run(|| story_on_adapter_smol("smol-no-events", true));
 }
 
 #[test]
 fn three_candidates_on_smol() {
-    Runtime::Smol.run(|| story_on_adapter_smol("smol-election"));
+    Runtime::Smol.run(|| story_on_adapter_smol("smol-election", false));
 }
 
 #[test]
 fn three_candidates_on_async_std() {
-    Runtime::AsyncStd.run(|| story_on_adapter_smol("async-std-election"));
+    Runtime::AsyncStd.run(|| story_on_adapter_smol("async-std-election", false));
 }
