@@ -25,6 +25,14 @@ pub enum Fault {
         /// Seconds for `Retry-After`.
         retry_after: Option<u32>,
     },
+    /// A 429 as a real API server's max-in-flight or priority-and-fairness
+    /// filter answers it: the `Retry-After` header (seconds) and a plain-text
+    /// body (`Too many requests, please try again later.`), so no
+    /// `details.retryAfterSeconds`. Without touching the store.
+    TooManyRequestsPlain {
+        /// Seconds for `Retry-After`.
+        retry_after: u32,
+    },
     /// A 403 worded as RBAC words it, naming the client, verb and resource.
     Forbidden,
     /// Handle the request (a write is committed), then answer with this code
@@ -59,7 +67,11 @@ impl Fault {
     fn stage(&self) -> Stage {
         match self {
             Fault::Latency(_) => Stage::Latency,
-            Fault::Status { .. } | Fault::Forbidden | Fault::Hang | Fault::Drop => Stage::Before,
+            Fault::Status { .. }
+            | Fault::TooManyRequestsPlain { .. }
+            | Fault::Forbidden
+            | Fault::Hang
+            | Fault::Drop => Stage::Before,
             Fault::StatusAfterCommit { .. }
             | Fault::DelayAfterCommit(_)
             | Fault::HangAfterCommit
@@ -420,6 +432,12 @@ impl Faults {
             code: 429,
             retry_after: Some(secs),
         })
+    }
+
+    /// Answers matching requests with 429 as a real API server does: the
+    /// `Retry-After: secs` header and a plain-text body.
+    pub fn too_many_requests_plain(&self, secs: u32) -> &Faults {
+        self.inject(Fault::TooManyRequestsPlain { retry_after: secs })
     }
 
     /// Answers matching requests with an RBAC-worded 403.

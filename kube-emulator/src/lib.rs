@@ -90,6 +90,7 @@
 //! |---|---|---|
 //! | [`Fault::Latency`] | a slower answer | as usual |
 //! | [`Fault::Status`] (429 + `Retry-After`, 500, 503, 504, 401 …) | `kube::Error::Api` with that code | untouched |
+//! | [`Fault::TooManyRequestsPlain`] | 429 as the real API server's filter: `Retry-After` header, plain-text body | untouched |
 //! | [`Fault::Forbidden`] | 403 worded as RBAC words it | untouched |
 //! | [`Fault::StatusAfterCommit`] | 500 (or the code given) | **written** |
 //! | [`Fault::DelayAfterCommit`] | the answer, late | written at once |

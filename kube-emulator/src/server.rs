@@ -153,6 +153,21 @@ fn error_response(err: &ApiError) -> Response<Body> {
     resp
 }
 
+/// The API server's own 429 (its max-in-flight filter): `Retry-After` in the
+/// header, plain text in the body.
+fn too_many_requests_plain(retry_after: u32) -> Response<Body> {
+    let bytes = Bytes::from_static(b"Too many requests, please try again later.\n");
+    let mut resp = Response::new(Full::new(bytes).map_err(|never| match never {}).boxed());
+    *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    resp
+}
+
 /// Who is asking: the bearer token, else the user agent, else "anonymous".
 pub(crate) fn client_of<B>(req: &Request<B>) -> String {
     let headers = req.headers();
@@ -416,6 +431,9 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
     match &plan.before {
         Some(Fault::Status { code, retry_after }) => {
             return error_response(&ApiError::injected(*code, *retry_after));
+        }
+        Some(Fault::TooManyRequestsPlain { retry_after }) => {
+            return too_many_requests_plain(*retry_after);
         }
         Some(Fault::Forbidden) => {
             return error_response(&ApiError::forbidden(

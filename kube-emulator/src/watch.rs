@@ -114,6 +114,10 @@ enum Wake {
 
 type Item = Result<Frame<Bytes>, Broken>;
 
+/// The deadline of a watch whose `timeoutSeconds` overflows the clock: about a
+/// century, never reached by a test or a session.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// Starts a watch: the initial events are decided now, under the store lock.
 pub(crate) fn start(
     shared: Arc<Shared>,
@@ -140,7 +144,9 @@ pub(crate) fn start(
         queue: VecDeque::new(),
         rv_rx,
         shutdown,
-        deadline: now + req.timeout,
+        // `timeoutSeconds` comes from the client and may be huge (u64::MAX):
+        // a watch that long simply never times out.
+        deadline: now.checked_add(req.timeout).unwrap_or(now + FOREVER),
         next_bookmark: now + bookmark_interval,
         close_at,
         break_at,

@@ -232,6 +232,36 @@ async fn watch_ends_after_timeout_seconds() {
     );
 }
 
+/// A client's `timeoutSeconds` may be any u64: the largest must not overflow the
+/// server's clock (it panicked the request's task, and the client saw the
+/// connection close without an answer). The watch is accepted with 200 and the
+/// server keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_with_the_largest_timeout_seconds_is_accepted() {
+    use std::io::{Read, Write};
+    let emu = Emulator::start().await.expect("start");
+    let addr = emu.url().trim_start_matches("http://").to_owned();
+    let head = tokio::task::spawn_blocking(move || {
+        let mut conn = std::net::TcpStream::connect(addr).expect("connect");
+        conn.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        conn.write_all(
+            b"GET /apis/coordination.k8s.io/v1/namespaces/default/leases?watch=true&timeoutSeconds=18446744073709551615 HTTP/1.1\r\nHost: emulator\r\n\r\n",
+        )
+        .expect("send");
+        let mut buf = [0u8; 512];
+        let n = conn.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    })
+    .await
+    .expect("the reader");
+    assert!(head.starts_with("HTTP/1.1 200"), "answer: {head:?}");
+    let api: Api<Lease> = Api::namespaced(emu.client("w").expect("client"), "default");
+    api.create(&PostParams::default(), &lease("after", "a"))
+        .await
+        .expect("the server still answers");
+}
+
 #[tokio::test]
 async fn streaming_list_sends_initial_events_then_a_marked_bookmark() {
     let emu = Emulator::start().await.expect("start");

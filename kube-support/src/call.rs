@@ -8,6 +8,7 @@ use async_compat::Compat;
 use election_core::LockError;
 
 use crate::error::{Target, Verb, classify};
+use crate::retry_after::RetryAfterLayer;
 
 /// client-go's request timeout for a lock call: `max(renew_deadline / 2, 1 s)`.
 pub fn request_timeout(renew_deadline: Duration) -> Duration {
@@ -25,14 +26,21 @@ pub fn lock_client_config(mut config: kube::Config) -> kube::Config {
     config
 }
 
-/// Builds a `kube` client for lock calls from `config` (see [`lock_client_config`]).
+/// Builds a `kube` client for lock calls from `config` (see [`lock_client_config`]),
+/// with [`RetryAfterLayer`] so that a `Retry-After` header reaches the error.
 /// It may be built outside any runtime; it needs a tokio reactor only when used,
 /// which [`call`] provides.
 pub fn lock_client(config: kube::Config) -> Result<kube::Client, kube::Error> {
     let config = lock_client_config(config);
     // Building the client spawns nothing, but hyper's connector wants a runtime
     // context to exist; enter async-compat's if the caller has none.
-    in_tokio_context(|| kube::Client::try_from(config))
+    // The `Retry-After` header of a 429 or 503 is carried into the `Status`
+    // that kube builds from the body (see `retry_after`).
+    in_tokio_context(|| {
+        Ok(kube::client::ClientBuilder::try_from(config)?
+            .with_layer(&RetryAfterLayer)
+            .build())
+    })
 }
 
 /// Runs `f` inside a tokio runtime context: the caller's if there is one, else the

@@ -13,7 +13,9 @@
 //!   formats, and lenient parsing of other clients' timestamps;
 //! - [`watch`]: a watch of one named object that ends whenever it can no longer be
 //!   trusted (break, silence, 410), so that the driver polls and resumes;
-//! - [`events`]: `<identity> became leader` / `stopped leading` Events, best-effort.
+//! - [`events`]: `<identity> became leader` / `stopped leading` Events, best-effort;
+//! - [`retry_after`]: a tower layer of [`lock_client`] that keeps the
+//!   `Retry-After` header of a 429 or 503, which kube's client would drop.
 //!
 //! ```
 //! use std::time::Duration;
@@ -39,6 +41,7 @@ pub mod builder;
 pub mod call;
 pub mod error;
 pub mod events;
+pub mod retry_after;
 pub mod time;
 pub mod watch;
 

@@ -231,6 +231,29 @@ async fn a9_too_many_requests_is_transient_with_retry_after() {
     }
 }
 
+/// A real API server's 429 carries the delay in the `Retry-After` header only,
+/// with a plain-text body (no `details.retryAfterSeconds`): the lock's client
+/// keeps the header, so the error still says when to retry.
+async fn a9_a_plain_text_429_keeps_the_retry_after_header() {
+    let emu = start();
+    let name = unique("a9-plain");
+    let a = lock(&emu, "a", NS, &name);
+    let v = a.create(&held("a", 0)).await.expect("create");
+    emu.faults("a").too_many_requests_plain(4);
+    for r in [a.get().await, a.update(&v.version, &held("a", 0)).await] {
+        match r {
+            Err(LockError::Transient {
+                retry_after,
+                message,
+            }) => {
+                assert_eq!(retry_after, Some(Duration::from_secs(4)), "{message}");
+                assert!(message.contains("429"), "{message}");
+            }
+            other => panic!("expected Transient, got {other:?}"),
+        }
+    }
+}
+
 async fn a10_server_error_after_commit_is_unknown_and_the_write_is_visible() {
     for code in [500, 504] {
         let emu = start();
@@ -635,6 +658,7 @@ kube_emulator::runtime_tests!(
     a7_unauthorized_is_forbidden,
     a8_unprocessable_write_is_invalid,
     a9_too_many_requests_is_transient_with_retry_after,
+    a9_a_plain_text_429_keeps_the_retry_after_header,
     a10_server_error_after_commit_is_unknown_and_the_write_is_visible,
     a11_service_unavailable_is_transient,
     a12_connection_refused_is_transient,
