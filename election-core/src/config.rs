@@ -246,7 +246,7 @@ impl Config {
 /// `d × factor`, saturating at `Duration::MAX` (and zero for a factor that is not a
 /// positive number) where `Duration::mul_f64` would panic: configurations are
 /// user input, and checking one must never panic.
-fn saturating_mul_f64(d: Duration, factor: f64) -> Duration {
+pub(crate) fn saturating_mul_f64(d: Duration, factor: f64) -> Duration {
     if factor.is_nan() || factor <= 0.0 {
         return Duration::ZERO;
     }

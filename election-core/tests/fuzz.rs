@@ -392,6 +392,11 @@ proptest! {
             1 => Just(f64::INFINITY),
             1 => Just(f64::MAX),
         ],
+        max_lease in prop_oneof![
+            2 => Just(Config::client_go("me").max_lease_duration),
+            1 => Just(Duration::MAX),
+            1 => duration(),
+        ],
     ) {
         let mut c = Config::client_go("me");
         c.lease_duration = lease;
@@ -399,15 +404,51 @@ proptest! {
         c.retry_period = retry;
         c.request_timeout = timeout;
         c.jitter = jitter;
+        c.max_lease_duration = max_lease;
         if c.validate().is_ok() {
             prop_assert!(c.lease_duration > c.renew_deadline);
-            prop_assert!(c.renew_deadline > c.retry_period.mul_f64(c.jitter.max(1.0)));
+            let jittered = c.retry_period.as_secs_f64() * c.jitter.max(1.0);
+            prop_assert!(c.renew_deadline.as_secs_f64() >= jittered);
             prop_assert!(c.retry_period + c.request_timeout < c.renew_deadline);
             prop_assert_eq!(c.lease_duration.subsec_nanos(), 0);
             prop_assert!(c.tolerated_clock_ratio() > 1.0);
+            prop_assert!(c.max_lease_duration >= c.lease_duration);
             prop_assert!(Elector::new(c, Instant::ZERO).is_ok());
         } else {
             prop_assert!(Elector::new(c, Instant::ZERO).is_err());
         }
+    }
+
+    /// Valid configurations at the edge of `Duration`: lease durations up to
+    /// `u64::MAX` seconds (with a `max_lease_duration` to match), a renew deadline
+    /// just below, the largest jitter the rules allow. The elector starts and
+    /// runs arbitrary inputs without an overflow panic (`Duration::mul_f64` in the
+    /// jittered retry once panicked here).
+    #[test]
+    fn huge_valid_configurations_run_without_panic(
+        lease_secs in prop_oneof![
+            1 => u64::MAX / 2..=u64::MAX,
+            1 => 1u64..1_000_000,
+        ],
+        renew_frac in 0.5f64..0.999_999,
+        retry_frac in 0.000_001f64..0.5,
+        jitter_frac in 0.0f64..1.0,
+        max_lease in prop_oneof![Just(Duration::MAX), Just(Duration::ZERO)],
+        seed in any::<u64>(),
+        steps in proptest::collection::vec(step(), 1..40),
+    ) {
+        let lease = Duration::from_secs(lease_secs);
+        let renew = Duration::from_secs_f64(lease.as_secs_f64() * renew_frac);
+        let retry = Duration::from_secs_f64(renew.as_secs_f64() * retry_frac);
+        let mut c = Config::client_go("me").seed(seed);
+        c.lease_duration = lease;
+        c.renew_deadline = renew;
+        c.retry_period = retry;
+        c.request_timeout = retry;
+        // Up to the largest jitter the rules accept: retry × jitter < renew.
+        c.jitter = (renew.as_secs_f64() / retry.as_secs_f64()) * jitter_frac;
+        c.max_lease_duration = max_lease.max(lease);
+        prop_assume!(c.validate().is_ok(), "invalid: {:?}", c.validate());
+        run(c, 0, steps)?;
     }
 }

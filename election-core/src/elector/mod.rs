@@ -634,10 +634,11 @@ impl Elector {
     /// A jittered retry interval: `retry_period × [1, 1 + jitter)`, longer after
     /// repeated failures (doubling, up to one lease duration).
     fn jittered_retry(&mut self) -> core::time::Duration {
-        let base = self
-            .config
-            .retry_period
-            .mul_f64(1.0 + self.config.jitter * self.rng.unit());
+        // Saturating: a valid configuration may have durations near
+        // `Duration::MAX` (with a matching `max_lease_duration`), where
+        // `Duration::mul_f64` would panic.
+        let factor = 1.0 + self.config.jitter * self.rng.unit();
+        let base = crate::config::saturating_mul_f64(self.config.retry_period, factor);
         let backoff = 1u32 << self.failures.saturating_sub(1).min(5);
         if self.failures > 1 {
             base.saturating_mul(backoff)
