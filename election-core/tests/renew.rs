@@ -516,3 +516,170 @@ fn handle_timeout_returns_when_a_timer_fires_during_a_call() {
         .expect("handle_timeout(1.5 s) returned");
     assert!(!leading);
 }
+
+/// How a third party's write shows to the leader in the R12 table.
+#[derive(Clone, Copy, Debug)]
+enum Seen {
+    /// Through a 409 on the leader's renew, then the slow-path read.
+    RenewConflict,
+    /// Through a watch event, confirmed by a read.
+    Watch,
+}
+
+/// What the leader must make of the record it reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Verdict {
+    /// Only fields a holder does not stamp changed: keep leading, adopt the
+    /// version, renew by compare-and-swap on it at once.
+    Adopt,
+    /// A version that a holder with our identity stamped: a twin (N1).
+    Collision,
+}
+
+/// R12 (and N1): someone else rewrites the lock while we lead, without changing
+/// the holder. Labels, annotations and owner references are not part of the
+/// record, so a metadata-only edit shows as a new version of the very record our
+/// last write stored: the leader adopts that version and renews on it at once,
+/// and the deadline moves only when that renew succeeds. A record whose renew
+/// time, acquire time or transitions differ from what our last write stored was
+/// stamped by a holder with our identity: a twin, and the leader stops.
+#[test]
+fn r12_foreign_metadata_edit_while_leading_keeps_leadership() {
+    type Edit = fn(&mut LockRecord);
+    let cases: [(&str, Edit, Verdict); 7] = [
+        (
+            "label or annotation added (record unchanged)",
+            |_| {},
+            Verdict::Adopt,
+        ),
+        (
+            "strategy set by a third party",
+            |r| r.strategy = Some("OldestEmulationVersion".into()),
+            Verdict::Adopt,
+        ),
+        (
+            "lease duration edited by hand",
+            |r| r.lease_duration_secs = Some(30),
+            Verdict::Adopt,
+        ),
+        (
+            "priority field edited",
+            |r| r.priority = Some(5),
+            Verdict::Adopt,
+        ),
+        (
+            "twin's renew: a renew time of its own",
+            |r| r.renew_time = Stamp::At(WallTime::new(1_700_000_500, 0)),
+            Verdict::Collision,
+        ),
+        (
+            "twin's acquisition: new acquire time and transitions",
+            |r| {
+                r.acquire_time = Stamp::At(WallTime::new(1_700_000_500, 0));
+                r.renew_time = Stamp::At(WallTime::new(1_700_000_500, 0));
+                r.transitions = 1;
+            },
+            Verdict::Collision,
+        ),
+        (
+            "transitions changed alone",
+            |r| r.transitions = 3,
+            Verdict::Collision,
+        ),
+    ];
+    for (name, edit, verdict) in cases {
+        for path in [Seen::RenewConflict, Seen::Watch] {
+            let cfg = fast("a");
+            let mut n = Node::leader(cfg.clone(), "1");
+            let stored = n.e.observed().expect("our write").record.clone();
+            let mut foreign = stored.clone();
+            edit(&mut foreign);
+            let read = match path {
+                Seen::RenewConflict => {
+                    n.fire();
+                    let (op, expected, _) = n.update();
+                    assert_eq!(expected, Version::new("1"));
+                    n.answer(op, Err(LockError::Conflict));
+                    n.get()
+                }
+                Seen::Watch => {
+                    n.watch_active(true);
+                    n.set_clock(t(100));
+                    n.watch(WatchEvent::Changed(obs("7", foreign.clone())));
+                    n.get()
+                }
+            };
+            let before = n.e.deadline();
+            assert_eq!(before, Some(t(1_500)), "{name} / {path:?}");
+            n.answer(read, Ok(obs("7", foreign.clone())));
+            let evs = n.events();
+            let collided = evs.contains(&Event::Warning(Warning::IdentityCollision("a".into())));
+            match verdict {
+                Verdict::Adopt => {
+                    assert!(!collided, "{name} / {path:?}: {evs:?}");
+                    assert!(
+                        !evs.iter()
+                            .any(|e| matches!(e, Event::StoppedLeading { .. })),
+                        "{name} / {path:?}: {evs:?}"
+                    );
+                    assert!(n.e.is_leader(n.now), "{name} / {path:?}");
+                    assert_eq!(n.e.deadline(), before, "no extension without a write");
+                    // At once, by compare-and-swap on the adopted version, with
+                    // what we own written back and the rest kept.
+                    let sent = n.now;
+                    let (op, expected, record) = n.update();
+                    assert_eq!(expected, Version::new("7"), "{name} / {path:?}");
+                    assert_eq!(&*record.holder, "a");
+                    assert_eq!(record.renew_time, Stamp::Now);
+                    assert_eq!(record.acquire_time, stored.acquire_time);
+                    assert_eq!(record.transitions, stored.transitions);
+                    assert_eq!(record.lease_duration_secs, Some(2), "ours written back");
+                    assert_eq!(record.priority, cfg.priority);
+                    assert_eq!(record.strategy, foreign.strategy, "kept");
+                    n.answer(op, Ok(obs("8", stamped(record, 3))));
+                    assert!(n.e.is_leader(n.now));
+                    assert_eq!(n.e.deadline(), Some(sent + cfg.renew_deadline));
+                    assert_eq!(n.e.term(), Some(&term(0, "1")), "the same term");
+                }
+                Verdict::Collision => {
+                    assert!(collided, "{name} / {path:?}: {evs:?}");
+                    assert!(evs.contains(&Event::StoppedLeading {
+                        term: term(0, "1"),
+                        reason: StopReason::IdentityCollision
+                    }));
+                    assert!(!n.e.is_leader(n.now), "{name} / {path:?}");
+                }
+            }
+        }
+    }
+}
+
+/// R12 during a release: the release loses its compare-and-swap to a metadata-only
+/// edit; the fresh record is still our last one, so the release is written on the
+/// new version (not dropped as an identity collision).
+#[test]
+fn r12_foreign_metadata_edit_during_release_still_releases() {
+    let cfg = fast("a");
+    let mut n = Node::leader(cfg, "1");
+    let stored = n.e.observed().expect("our write").record.clone();
+    n.set_clock(t(100));
+    n.step_down();
+    n.work_stopped();
+    n.events();
+    let (op, expected, _) = n.update();
+    assert_eq!(expected, Version::new("1"));
+    n.answer(op, Err(LockError::Conflict));
+    let op = n.get();
+    n.answer(op, Ok(obs("7", stored)));
+    let evs = n.events();
+    assert!(
+        !evs.iter()
+            .any(|e| matches!(e, Event::Warning(Warning::IdentityCollision(_)))),
+        "{evs:?}"
+    );
+    let (op, expected, record) = n.update();
+    assert_eq!(expected, Version::new("7"));
+    assert_eq!(&*record.holder, "", "the release, on the new version");
+    n.answer(op, Ok(obs("8", stamped(record, 3))));
+    assert_eq!(n.e.role(), Role::Follower);
+}

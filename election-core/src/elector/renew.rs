@@ -164,10 +164,23 @@ impl Elector {
             self.read_wanted = true;
             return;
         }
-        let is_request = self.is_handover_request(&obs);
-        if is_request {
+        if self.only_foreign_fields_changed(&obs) {
+            // Someone else rewrote the record without touching what a holder
+            // stamps (a label or annotation added, a handover request, a field we
+            // do not own edited): our last write is still the last one of a
+            // holder, so the term goes on. Adopt the version and renew at once by
+            // compare-and-swap on it; the deadline moves only when that write
+            // succeeds. A twin cannot look like this: it stamps its own renew
+            // time, and it could not share our acquire time and transitions (every
+            // acquisition stamps a new acquire time and counts one more transition).
+            let is_request = self.is_handover_request(&obs);
+            // An unknown-outcome write of ours did not land before this version
+            // (it would have stamped a new renew time), and cannot land after it
+            // (it was a compare-and-swap on an older version).
+            self.unknown_write_sent = None;
             self.remember_written(&obs.version);
-            if self.observe(obs, true, now) == Novelty::New && self.honoured_handover_seen() {
+            let novelty = self.observe(obs, true, now);
+            if is_request && novelty == Novelty::New && self.honoured_handover_seen() {
                 let by = self.handover_target().unwrap_or_default();
                 self.begin_giving_up(StopReason::Preempted { by }, now);
             }
@@ -198,6 +211,22 @@ impl Elector {
             .is_some_and(|s| self.honoured_handover(&s.obs.record))
     }
 
+    /// Whether `obs` is our last record (as the lock stored it, with the stamps
+    /// the backend put) with only fields that a holder does not stamp changed:
+    /// same holder, acquire time, renew time and transitions. What changed is then
+    /// a third party's edit (labels, annotations and other metadata are not part of
+    /// the record, so an edit of those shows as a new version of an identical
+    /// record), or a handover request. A twin's renew would have stamped a new
+    /// renew time; a twin's acquisition a new acquire time and transition count.
+    fn only_foreign_fields_changed(&self, obs: &Observation) -> bool {
+        let Some(seen) = &self.seen else { return false };
+        let (old, new) = (&seen.obs.record, &obs.record);
+        new.holder == old.holder
+            && new.renew_time == old.renew_time
+            && new.acquire_time == old.acquire_time
+            && new.transitions == old.transitions
+    }
+
     /// A handover request is our last record with only `handover` changed (the
     /// asker keeps every other field, timestamps included); a twin's renew would
     /// have stamped a new renew time.
@@ -206,10 +235,7 @@ impl Elector {
         let (old, new) = (&seen.obs.record, &obs.record);
         new.handover.is_some()
             && new.handover != old.handover
-            && new.holder == old.holder
-            && new.renew_time == old.renew_time
-            && new.acquire_time == old.acquire_time
-            && new.transitions == old.transitions
+            && self.only_foreign_fields_changed(obs)
     }
 
     /// Ends leadership if its deadline passed.
