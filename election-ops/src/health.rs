@@ -10,15 +10,22 @@
 //! `lease_duration + timeout` and for the same reason. A standby is never
 //! unhealthy, and neither is a node that cannot reach the API server (restarting
 //! it would not help). It also fails when the leader work stops beating its
-//! [`Heartbeat`] for longer than the stall limit (FAULTS H6), if one is set.
+//! [`Heartbeat`] for longer than the stall limit (FAULTS H6), if one is set: only
+//! while the leader work of the current term runs (the node leads and is not
+//! draining, and the work has not ended by itself), and measured from the later of
+//! the last beat and the start of the term (as this health first saw it), so that a
+//! beat from an earlier term never counts, nor does a stall in a term where the
+//! work was not running. Attach the [`Monitor`] ([`Health::monitor`]) so that work
+//! that ended by itself is known even after later states.
 //!
 //! **Readiness** is the user's choice per role ([`ReadyWhen`]).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use election_core::Instant;
+use election_core::{Instant, Role, Term};
+use election_driver::Change;
 use serde::Serialize;
 
 use crate::monitor::Monitor;
@@ -132,6 +139,8 @@ pub struct Health<V> {
     tolerance: Duration,
     ready_when: ReadyWhen,
     heartbeat: Option<(Heartbeat, Duration)>,
+    /// The current term and when (on the heartbeat's clock) it was first seen.
+    term_seen: Mutex<Option<(Term, u64)>>,
 }
 
 impl<V> core::fmt::Debug for Health<V> {
@@ -186,6 +195,7 @@ impl<V: LeadershipView + Clone> Health<V> {
             tolerance: DEFAULT_TOLERANCE,
             ready_when: ReadyWhen::default(),
             heartbeat: None,
+            term_seen: Mutex::new(None),
         }
     }
 
@@ -211,8 +221,9 @@ impl<V: LeadershipView + Clone> Health<V> {
     }
 
     /// Watches the leader work's `heartbeat`: liveness fails when it is silent
-    /// longer than `stall` while this node believes it leads. The work must beat
-    /// at the start of each term and then more often than `stall`.
+    /// longer than `stall` while the leader work of the current term runs
+    /// (measured from the later of the last beat and the term's start). The work
+    /// should beat more often than `stall`.
     #[must_use]
     pub fn heartbeat(mut self, heartbeat: Heartbeat, stall: Duration) -> Self {
         self.heartbeat = Some((heartbeat, stall));
@@ -239,12 +250,57 @@ impl<V: LeadershipView + Clone> Health<V> {
             }
         }
         if let Some((heartbeat, stall)) = &self.heartbeat {
-            let silent = heartbeat.silent();
-            if silent > *stall {
-                return Err(Unhealthy::WorkStalled { silent });
+            if let Some(silent) = self.work_silence(heartbeat) {
+                if silent > *stall {
+                    return Err(Unhealthy::WorkStalled { silent });
+                }
             }
         }
         Ok(())
+    }
+
+    /// How long ago (ns) `term` started: from the state that started it, else from
+    /// the monitor, else 0 (first seen now, which only makes the check later).
+    fn term_age(&self, state: &election_driver::LeadershipState, term: &Term) -> u64 {
+        let age = if matches!(&state.change, Change::StartedLeading { term: t } if t == term) {
+            Some(self.view.now().saturating_duration_since(state.at))
+        } else {
+            self.monitor
+                .as_ref()
+                .and_then(|m| m.term_started(&term.to_string()))
+                .map(|at| at.elapsed())
+        };
+        age.map_or(0, |a| u64::try_from(a.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// How long the leader work of the current term has been silent, while it
+    /// runs; `None` when it does not (not leading, draining, or ended by itself).
+    fn work_silence(&self, heartbeat: &Heartbeat) -> Option<Duration> {
+        let state = self.view.state();
+        let (Role::Leader, Some(term)) = (state.role, &state.term) else {
+            return None;
+        };
+        let ended = matches!(&state.change, Change::WorkEnded { term: t } if t == term)
+            || self.monitor.as_ref().is_some_and(|m| {
+                m.snapshot().work_ended_term.as_deref() == Some(term.to_string().as_str())
+            });
+        if ended {
+            return None;
+        }
+        let now = (heartbeat.clock)().as_nanos();
+        let start = {
+            let mut seen = self.term_seen.lock().unwrap_or_else(|e| e.into_inner());
+            match &*seen {
+                Some((t, at)) if t == term => *at,
+                _ => {
+                    let at = now.saturating_sub(self.term_age(&state, term));
+                    *seen = Some((term.clone(), at));
+                    at
+                }
+            }
+        };
+        let last = heartbeat.last.load(Ordering::Acquire).max(start);
+        Some(Duration::from_nanos(now.saturating_sub(last)))
     }
 
     /// Readiness for the configured role.

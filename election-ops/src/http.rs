@@ -13,6 +13,9 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
 use crate::health::Health;
+
+/// The pause after a failed accept.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 use crate::view::LeadershipView;
 
 /// An answer of the endpoint: status code, content type, body.
@@ -116,10 +119,23 @@ impl<V: LeadershipView + Clone> Endpoint<V> {
         self.health.view().clone()
     }
 
-    /// Serves on `listener` until the task is dropped; each connection on its own task.
+    /// Serves on `listener` until the task is dropped; each connection on its own
+    /// task. A failed accept (no file descriptors left, a connection reset before
+    /// it was taken) is logged and retried after a short pause: the endpoint keeps
+    /// serving, so this does not return an error in practice.
     pub async fn serve(self: Arc<Self>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         loop {
-            let (stream, _) = listener.accept().await?;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, a connection reset before it was
+                    // accepted…: the listener itself still works. Keep serving
+                    // after a short pause (so that a persistent error does not spin).
+                    tracing::warn!(error = %e, "health endpoint failed to accept a connection");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            };
             let me = Arc::clone(&self);
             tokio::spawn(async move {
                 let svc = hyper::service::service_fn(move |req: Request<Incoming>| {

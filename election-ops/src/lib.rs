@@ -39,7 +39,7 @@ pub mod health;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "metrics")]
-mod metrics;
+pub mod metrics;
 
-pub use monitor::{Monitor, ObservedLock, Snapshot, error_class, stop_class};
+pub use monitor::{Monitor, MonitorBuilder, ObservedLock, Snapshot, error_class, stop_class};
 pub use view::LeadershipView;

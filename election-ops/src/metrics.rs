@@ -10,7 +10,27 @@
 //! | `leader_election_lock_errors_total` | counter | `name`, `class` | failed lock calls by class (`conflict`, `transient`, `forbidden`, `invalid`, `unknown`, `timeout`, …) |
 //! | `leader_election_stops_total` | counter | `name`, `reason` | leaderships ended, by reason (`deadline_exceeded`, `stepped_down`, …) |
 //!
-//! `name` is the lock's name as given to the [`Monitor`](crate::Monitor).
+//! `name` is the election's name ([`MonitorBuilder::name`](crate::monitor::MonitorBuilder::name),
+//! by default the lock's object name, e.g. the Lease's name, as client-go uses).
+//!
+//! Several elections can share one [`Metrics`] (one set of families, registered
+//! once), each with its own `name`:
+//!
+//! ```
+//! use election_ops::Monitor;
+//! use election_ops::metrics::Metrics;
+//!
+//! let metrics = Metrics::new();
+//! let mut registry = prometheus_client::registry::Registry::default();
+//! metrics.register(&mut registry);
+//! let a = Monitor::builder("leases/default/a", "node-1").metrics(&metrics).build();
+//! let b = Monitor::builder("leases/default/b", "node-1").metrics(&metrics).build();
+//! let mut text = String::new();
+//! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+//! assert!(text.contains(r#"leader_election_master_status{name="a"} 0"#));
+//! assert!(text.contains(r#"leader_election_master_status{name="b"} 0"#));
+//! # let _ = (a, b);
+//! ```
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -27,10 +47,12 @@ use crate::view::LeadershipView;
 
 type Labels = Vec<(String, String)>;
 
-/// The metric families of one election.
-#[derive(Debug)]
-pub(crate) struct Metrics {
-    name: String,
+/// The metric families of any number of elections, keyed by their `name` label.
+/// Clones share the families: give one to each [`Monitor`]
+/// ([`MonitorBuilder::metrics`](crate::monitor::MonitorBuilder::metrics)) and
+/// register it once.
+#[derive(Clone, Debug)]
+pub struct Metrics {
     master_status: Family<Labels, Gauge>,
     slowpath: Family<Labels, Counter>,
     transitions: Family<Labels, Counter>,
@@ -45,10 +67,27 @@ fn renew_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 15))
 }
 
+fn named(name: &str) -> Labels {
+    vec![("name".to_owned(), name.to_owned())]
+}
+
+fn with(name: &str, key: &str, value: &str) -> Labels {
+    vec![
+        ("name".to_owned(), name.to_owned()),
+        (key.to_owned(), value.to_owned()),
+    ]
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Metrics {
-    pub(crate) fn new(name: &str) -> Self {
-        let m = Metrics {
-            name: name.to_owned(),
+    /// Empty families; each [`Monitor`] given them adds its series.
+    pub fn new() -> Self {
+        Metrics {
             master_status: Family::default(),
             slowpath: Family::default(),
             transitions: Family::default(),
@@ -56,61 +95,62 @@ impl Metrics {
             to_deadline: Family::default(),
             errors: Family::default(),
             stops: Family::default(),
-        };
-        // client-go sets "off" at construction: the series exists from the start.
-        m.master_status.get_or_create(&m.name()).set(0);
-        m.slowpath.get_or_create(&m.name()).inc_by(0);
-        m.transitions.get_or_create(&m.name()).inc_by(0);
-        m
+        }
     }
 
-    fn name(&self) -> Labels {
-        vec![("name".to_owned(), self.name.clone())]
+    /// The series of election `name` exist from the start, as client-go sets
+    /// "off" at construction.
+    pub(crate) fn add(&self, name: &str) {
+        self.master_status.get_or_create(&named(name)).set(0);
+        self.slowpath.get_or_create(&named(name)).inc_by(0);
+        self.transitions.get_or_create(&named(name)).inc_by(0);
     }
 
-    fn with(&self, key: &str, value: &str) -> Labels {
-        vec![
-            ("name".to_owned(), self.name.clone()),
-            (key.to_owned(), value.to_owned()),
-        ]
-    }
-
-    pub(crate) fn set_master(&self, leading: bool) {
+    pub(crate) fn set_master(&self, name: &str, leading: bool) {
         self.master_status
-            .get_or_create(&self.name())
+            .get_or_create(&named(name))
             .set(i64::from(leading));
     }
 
-    pub(crate) fn started_leading(&self) {
-        self.transitions.get_or_create(&self.name()).inc();
+    pub(crate) fn started_leading(&self, name: &str) {
+        self.transitions.get_or_create(&named(name)).inc();
     }
 
-    pub(crate) fn stopped_leading(&self, reason: &str) {
-        self.stops.get_or_create(&self.with("reason", reason)).inc();
+    pub(crate) fn stopped_leading(&self, name: &str, reason: &str) {
+        self.stops
+            .get_or_create(&with(name, "reason", reason))
+            .inc();
     }
 
-    pub(crate) fn lock_error(&self, class: &str) {
-        self.errors.get_or_create(&self.with("class", class)).inc();
+    pub(crate) fn lock_error(&self, name: &str, class: &str) {
+        self.errors.get_or_create(&with(name, "class", class)).inc();
     }
 
-    pub(crate) fn slowpath(&self) {
-        self.slowpath.get_or_create(&self.name()).inc();
+    pub(crate) fn slowpath(&self, name: &str) {
+        self.slowpath.get_or_create(&named(name)).inc();
     }
 
-    pub(crate) fn renewed(&self, took: Duration) {
+    pub(crate) fn renewed(&self, name: &str, took: Duration) {
         self.renew_latency
-            .get_or_create(&self.name())
+            .get_or_create(&named(name))
             .observe(took.as_secs_f64());
     }
 
-    fn refresh(&self, view: &dyn LeadershipView) {
-        let left = view.deadline().map_or(0.0, |d| {
-            d.saturating_duration_since(view.now()).as_secs_f64()
-        });
-        self.to_deadline.get_or_create(&self.name()).set(left);
+    /// The gauges read from the view: seconds to deadline, and master status by
+    /// time (0 once the deadline has passed, even if the driver is wedged and has
+    /// published nothing since).
+    fn refresh(&self, name: &str, view: &dyn LeadershipView) {
+        let now = view.now();
+        let left = view
+            .deadline()
+            .map_or(0.0, |d| d.saturating_duration_since(now).as_secs_f64());
+        self.to_deadline.get_or_create(&named(name)).set(left);
+        self.set_master(name, view.leads_with_margin(Duration::ZERO));
     }
 
-    fn register(&self, registry: &mut Registry) {
+    /// Registers the families in `registry`. Do it once per registry, however many
+    /// monitors share these metrics.
+    pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease",
@@ -150,16 +190,24 @@ impl Metrics {
 }
 
 impl Monitor {
-    /// Registers this election's metrics in `registry` (once per registry).
+    /// Registers this monitor's metric families in `registry`. When several
+    /// monitors share one [`Metrics`], register it once instead
+    /// ([`Metrics::register`]).
     pub fn register_metrics(&self, registry: &mut Registry) {
         self.metrics.register(registry);
     }
 
-    /// Refreshes the gauges that are read from the view (seconds to deadline,
-    /// master status by time). Call before each scrape; [`Monitor::encode_metrics`]
-    /// does.
+    /// The metric families this monitor reports to.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Refreshes this election's gauges that are read from the view (seconds to
+    /// deadline; master status by time, 0 once past the deadline). Call before
+    /// each scrape, for every monitor sharing the registry;
+    /// [`Monitor::encode_metrics`] does it for this one.
     pub fn refresh_metrics(&self, view: &dyn LeadershipView) {
-        self.metrics.refresh(view);
+        self.metrics.refresh(self.name(), view);
     }
 
     /// Refreshes from `view` and encodes `registry` in the Prometheus text format.

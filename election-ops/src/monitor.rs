@@ -40,16 +40,77 @@ pub struct Snapshot {
     pub term: Option<String>,
     /// Why the last leadership ended.
     pub last_stop: Option<String>,
+    /// The last term whose leader work ended by itself (not cancelled).
+    pub work_ended_term: Option<String>,
 }
 
 /// Follows one election (see the [module docs](self)). Share it in an `Arc`.
 pub struct Monitor {
     lock_name: Arc<str>,
+    name: Arc<str>,
     identity: Arc<str>,
     leading: AtomicBool,
     record: Mutex<Snapshot>,
+    /// The last term this node started leading in, and when.
+    term_started: Mutex<Option<(String, std::time::Instant)>>,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: crate::metrics::Metrics,
+}
+
+/// Builds a [`Monitor`]: [`Monitor::builder`].
+#[derive(Debug)]
+#[must_use]
+pub struct MonitorBuilder {
+    lock_name: Arc<str>,
+    identity: Arc<str>,
+    name: Option<Arc<str>>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
+}
+
+impl MonitorBuilder {
+    /// The election's name, the metrics' `name` label (client-go's election name).
+    /// Default: the lock's object name, the last `/`-separated part of the lock's
+    /// description (`my-controller` for `leases/default/my-controller`).
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Reports to `metrics`, shared with other monitors (feature `metrics`).
+    /// Default: a set of this monitor's own.
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// The monitor.
+    pub fn build(self) -> Arc<Monitor> {
+        let name = self.name.unwrap_or_else(|| object_name(&self.lock_name));
+        #[cfg(feature = "metrics")]
+        let metrics = self.metrics.unwrap_or_default();
+        #[cfg(feature = "metrics")]
+        metrics.add(&name);
+        Arc::new(Monitor {
+            #[cfg(feature = "metrics")]
+            metrics,
+            lock_name: self.lock_name,
+            name,
+            identity: self.identity,
+            leading: AtomicBool::new(false),
+            record: Mutex::new(Snapshot::default()),
+            term_started: Mutex::new(None),
+        })
+    }
+}
+
+/// The object's name in a lock description (`leases/<ns>/<name>` → `<name>`).
+fn object_name(lock_name: &Arc<str>) -> Arc<str> {
+    match lock_name.rsplit_once('/') {
+        Some((_, name)) if !name.is_empty() => name.into(),
+        _ => Arc::clone(lock_name),
+    }
 }
 
 impl core::fmt::Debug for Monitor {
@@ -96,21 +157,35 @@ pub fn stop_class(reason: &StopReason) -> &'static str {
 impl Monitor {
     /// A monitor for the lock described as `lock_name` (e.g. `Lock::describe()`)
     /// and this node's `identity`.
+    /// Its election name (the metrics' `name` label) is the lock's object name;
+    /// [`Monitor::builder`] to choose it or to share metrics.
     pub fn new(lock_name: impl Into<Arc<str>>, identity: impl Into<Arc<str>>) -> Arc<Self> {
-        let lock_name = lock_name.into();
-        Arc::new(Monitor {
-            #[cfg(feature = "metrics")]
-            metrics: crate::metrics::Metrics::new(&lock_name),
-            lock_name,
+        Self::builder(lock_name, identity).build()
+    }
+
+    /// A builder for a monitor of the lock described as `lock_name` and this
+    /// node's `identity`.
+    pub fn builder(
+        lock_name: impl Into<Arc<str>>,
+        identity: impl Into<Arc<str>>,
+    ) -> MonitorBuilder {
+        MonitorBuilder {
+            lock_name: lock_name.into(),
             identity: identity.into(),
-            leading: AtomicBool::new(false),
-            record: Mutex::new(Snapshot::default()),
-        })
+            name: None,
+            #[cfg(feature = "metrics")]
+            metrics: None,
+        }
     }
 
     /// The lock's name as given.
     pub fn lock_name(&self) -> &Arc<str> {
         &self.lock_name
+    }
+
+    /// The election's name: the metrics' `name` label.
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
     }
 
     /// This node's identity.
@@ -148,9 +223,10 @@ impl Monitor {
             Change::StartedLeading { term } => {
                 self.leading.store(true, Ordering::Release);
                 relock(&self.record).term = Some(term.to_string());
+                *relock(&self.term_started) = Some((term.to_string(), std::time::Instant::now()));
                 tracing::info!(lock, identity, %term, "started leading");
                 #[cfg(feature = "metrics")]
-                self.metrics.started_leading();
+                self.metrics.started_leading(&self.name);
             }
             Change::Draining { reason } => {
                 tracing::info!(lock, identity, term = ?state.term.as_ref().map(ToString::to_string), %reason, "draining leader work");
@@ -160,7 +236,7 @@ impl Monitor {
                 relock(&self.record).last_stop = Some(reason.to_string());
                 tracing::warn!(lock, identity, %term, %reason, "stopped leading");
                 #[cfg(feature = "metrics")]
-                self.metrics.stopped_leading(stop_class(reason));
+                self.metrics.stopped_leading(&self.name, stop_class(reason));
             }
             Change::LeaderChanged { leader } => {
                 tracing::info!(
@@ -171,6 +247,7 @@ impl Monitor {
                 );
             }
             Change::WorkEnded { term } => {
+                relock(&self.record).work_ended_term = Some(term.to_string());
                 tracing::info!(lock, identity, %term, "leader work ended");
             }
             Change::Problem(problem) => {
@@ -178,7 +255,7 @@ impl Monitor {
                 tracing::warn!(lock, identity, error = %problem, "election problem");
                 #[cfg(feature = "metrics")]
                 if let DriverError::Lock(election_core::Warning::RequestTimedOut { .. }) = problem {
-                    self.metrics.lock_error("timeout");
+                    self.metrics.lock_error(&self.name, "timeout");
                 }
             }
             Change::Started => tracing::info!(lock, identity, "election started"),
@@ -199,7 +276,17 @@ impl Monitor {
             relock(&self.record).term = Some(term.to_string());
         }
         #[cfg(feature = "metrics")]
-        self.metrics.set_master(state.leading());
+        self.metrics.set_master(&self.name, state.leading());
+    }
+
+    /// When this node started leading in `term` (as the monitor saw it), if that
+    /// is the last term it started.
+    #[cfg_attr(not(feature = "health"), allow(dead_code))]
+    pub(crate) fn term_started(&self, term: &str) -> Option<std::time::Instant> {
+        relock(&self.term_started)
+            .as_ref()
+            .filter(|(t, _)| t == term)
+            .map(|(_, at)| *at)
     }
 
     fn record_error(&self, message: String) {
@@ -233,7 +320,7 @@ impl Monitor {
                     r.last_renew_latency = Some(took);
                     drop(r);
                     #[cfg(feature = "metrics")]
-                    self.metrics.renewed(took);
+                    self.metrics.renewed(&self.name, took);
                 }
             }
             Err(e) => {
@@ -252,13 +339,17 @@ impl Monitor {
                 // A read that finds no lock is how an election starts, not a fault.
                 #[cfg(feature = "metrics")]
                 if !(op == "get" && matches!(e, LockError::NotFound)) {
-                    self.metrics.lock_error(class);
+                    self.metrics.lock_error(&self.name, class);
                 }
             }
         }
+        // client-go's slow path: a renew whose fast path (an update from the
+        // cached record) failed, so that it had to read the lock. Here the
+        // leader reads only then (after a conflict or an update of unknown
+        // outcome): every read while leading is one.
         #[cfg(feature = "metrics")]
         if op == "get" && leading {
-            self.metrics.slowpath();
+            self.metrics.slowpath(&self.name);
         }
     }
 

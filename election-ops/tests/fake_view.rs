@@ -282,3 +282,77 @@ fn the_term_annotation_goes_into_objects_and_merge_patches_only() {
     view.at(10_000);
     assert_eq!(send(Method::POST, "application/json", cm.clone()), cm);
 }
+
+/// FAULTS H6: the heartbeat is checked only while the leader work of the current
+/// term runs (not once it ended by itself, not while draining), and measured from
+/// the later of the last beat and the term's start: a beat from an earlier term
+/// does not make a new term's work look stalled.
+#[test]
+fn h6_heartbeat_counts_only_while_this_terms_work_runs_and_from_its_start() {
+    let view = Fake::leader(u64::MAX / 2_000_000);
+    let clock = view.clone();
+    let beat = Heartbeat::with_clock(move || clock.now());
+    let health = Health::new(view.clone()).heartbeat(beat.clone(), Duration::from_secs(3));
+    let term = view.state().term.expect("a term");
+    view.at(1_000);
+    beat.beat();
+    view.at(4_001);
+    assert!(matches!(
+        health.liveness(),
+        Err(Unhealthy::WorkStalled { .. })
+    ));
+    // The work ended by itself: nothing runs that could stall.
+    view.state.lock().unwrap().change = Change::WorkEnded { term: term.clone() };
+    view.at(10_000);
+    assert_eq!(health.liveness(), Ok(()));
+    // Draining: the work was told to stop; not beating is expected.
+    {
+        let mut s = view.state.lock().unwrap();
+        s.role = Role::Draining;
+        s.change = Change::Draining {
+            reason: election_core::StopReason::SteppedDown,
+        };
+    }
+    assert_eq!(health.liveness(), Ok(()));
+    // A new term at 20 s; the last beat is from the previous one (1 s).
+    let next = Term {
+        transitions: 4,
+        version: Version::new("50"),
+    };
+    {
+        let mut s = view.state.lock().unwrap();
+        s.role = Role::Leader;
+        s.term = Some(next.clone());
+        s.change = Change::StartedLeading { term: next };
+        s.at = Instant::from_millis(20_000);
+    }
+    view.at(22_000);
+    assert_eq!(
+        health.liveness(),
+        Ok(()),
+        "silent for 2 s of this term, not 21 s since the last term's beat"
+    );
+    view.at(23_001);
+    assert!(matches!(
+        health.liveness(),
+        Err(Unhealthy::WorkStalled { .. })
+    ));
+}
+
+/// `leader_election_master_status` is time-bounded: 0 at the deadline even when
+/// the driver is wedged and published nothing since it said Leader.
+#[test]
+fn master_status_turns_0_at_the_deadline_of_a_wedged_driver() {
+    let view = Fake::leader(1_000);
+    let monitor = election_ops::Monitor::new("leases/default/fenced", "fake");
+    monitor.observe(&view.state());
+    let mut registry = prometheus_client::registry::Registry::default();
+    monitor.register_metrics(&mut registry);
+    let series = r#"leader_election_master_status{name="fenced"} "#;
+    view.at(999);
+    let text = monitor.encode_metrics(&view, &registry).expect("encode");
+    assert!(text.contains(&format!("{series}1")), "{text}");
+    view.at(1_000);
+    let text = monitor.encode_metrics(&view, &registry).expect("encode");
+    assert!(text.contains(&format!("{series}0")), "{text}");
+}

@@ -14,7 +14,7 @@ use election_core::{Config, Lock, LockError, LockRecord, Observation, Version, W
 use election_ops::health::{Health, Heartbeat, ReadyWhen, Unhealthy};
 use election_ops::http::Endpoint;
 use election_ops::{LeadershipView, Monitor};
-use kube_emulator::Emulator;
+use kube_emulator::{Emulator, Match, Resource, Verb};
 use lock_lease::LeaseLock;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -34,6 +34,12 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     (code, body)
+}
+
+/// The value of `series` (its name and labels, as printed) in a scrape.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
 }
 
 /// A lock whose updates block the calling thread while `wedged` is set (up to 10 s):
@@ -216,6 +222,7 @@ async fn h6_wedged_leader_work_is_caught_by_health_while_renewals_go_on() {
     assert_eq!(health.liveness(), Ok(()));
     assert_eq!(health.readiness(), Ok(()));
     let renewed_before = monitor.snapshot().last_renew;
+    assert!(renewed_before.is_some(), "renewed before the stall");
     assert!(
         wait_until(Duration::from_secs(3), || matches!(
             health.liveness(),
@@ -252,7 +259,8 @@ async fn metrics_are_scraped_with_client_go_names() {
         .await
     );
 
-    let name = r#"name="leases/default/ops-lease""#;
+    // client-go's `name`: the election's name, by default the Lease's name.
+    let name = r#"name="ops-lease""#;
     let (code, text) = get(addr, "/metrics").await;
     assert_eq!(code, 200);
     eprintln!("{text}");
@@ -260,10 +268,8 @@ async fn metrics_are_scraped_with_client_go_names() {
         text.contains(&format!("leader_election_master_status{{{name}}} 1")),
         "{text}"
     );
-    assert!(
-        text.contains(&format!("leader_election_slowpath_total{{{name}}}")),
-        "{text}"
-    );
+    let slowpath_before = value(&text, &format!("leader_election_slowpath_total{{{name}}}"))
+        .expect("the slowpath series exists from the start");
     assert!(
         text.contains(&format!("leader_election_transitions_total{{{name}}} 1")),
         "{text}"
@@ -291,6 +297,46 @@ async fn metrics_are_scraped_with_client_go_names() {
         .and_then(|v| v.parse().ok())
         .expect("seconds to deadline");
     assert!(left > 0.0 && left <= 1.5, "{left}");
+
+    // client-go's slow path: a renew whose fast path (an update from the cached
+    // record) failed, so that it reads the lock. One renew answered 409: exactly
+    // one read, one count.
+    let gets = |emu: &Emulator| {
+        emu.request_counts()
+            .get("node-a", Verb::Get, Resource::Lease)
+    };
+    let gets_before = gets(&emu);
+    emu.faults("node-a")
+        .on(Match::verbs(&[Verb::Update]).resource(Resource::Lease))
+        .times(1)
+        .error(409);
+    let conflict = format!("leader_election_lock_errors_total{{{name},class=\"conflict\"}}");
+    let mut text = String::new();
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        text = get(addr, "/metrics").await.1;
+        if value(&text, &conflict) == Some(1.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(value(&text, &conflict), Some(1.0), "{text}");
+    // The read after the conflict, then a renew by compare-and-swap.
+    let renewed = monitor.snapshot().last_renew;
+    assert!(renewed.is_some());
+    assert!(
+        wait_until(Duration::from_secs(3), || monitor.snapshot().last_renew
+            > renewed)
+        .await
+    );
+    assert!(a.is_leader(), "a conflict on our own record is no loss");
+    let (_, text) = get(addr, "/metrics").await;
+    assert_eq!(gets(&emu) - gets_before, 1, "one read after the conflict");
+    assert_eq!(
+        value(&text, &format!("leader_election_slowpath_total{{{name}}}")),
+        Some(slowpath_before + 1.0),
+        "{text}"
+    );
 
     a.step_down().await;
     assert!(

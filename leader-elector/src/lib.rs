@@ -7,14 +7,27 @@
 //!   `/readyz`, `/status` (JSON) and `/metrics` (Prometheus text, client-go's metric
 //!   names) from [`election_ops`].
 //! - `leader-elector run --lease NAME [--addr ADDR] -- CMD ARGS…` runs the command
-//!   only while leading (with `--addr`, the same health and metrics endpoint). On a graceful give-up (SIGTERM or SIGINT to the sidecar, or a
-//!   step-down) the child gets SIGTERM and is waited for, bounded by the leadership
-//!   deadline (then SIGKILL), before the lease is released. On a loss (the deadline
-//!   passed) the child gets SIGTERM and, at most `--kill-after-ms` later (capped at
-//!   half of `lease_duration - renew_deadline`, the least time before another
-//!   candidate can lead), SIGKILL; the sidecar then campaigns again. When the child exits by itself, the sidecar
-//!   releases the lease and exits with the child's exit code (128 + signal if it was
-//!   killed by one).
+//!   only while leading (with `--addr`, the same health and metrics endpoint). The
+//!   child runs in a process group of its own, and every signal goes to the whole
+//!   group, so whatever it started (a shell's children) stops with it. On a graceful
+//!   give-up (SIGTERM or SIGINT to the sidecar, or a step-down, while this node still
+//!   leads and renews) the group gets SIGTERM and the child is waited for up to
+//!   `renew_deadline - retry_period` (the driver waits one renew deadline for the
+//!   leader work before it gives up without releasing; one retry period is left for
+//!   the release write), then SIGKILL, before the lease is released. On a loss (the
+//!   deadline passed, another holder, or a drain the driver stopped waiting for) the
+//!   group gets SIGTERM and, at most `--kill-after-ms` later (capped at half of
+//!   `lease_duration - renew_deadline`, the least time before another candidate can
+//!   lead), SIGKILL; the sidecar then campaigns again. Once the child has exited,
+//!   anything left in its group is killed. When the child exits by itself, the
+//!   sidecar releases the lease and exits with the child's exit code (128 + signal
+//!   if it was killed by one).
+//!
+//!   If the sidecar itself is SIGKILLed, the child's group survives it: a
+//!   parent-death signal (`PR_SET_PDEATHSIG`) needs `pre_exec`, which is `unsafe`,
+//!   and the workspace forbids `unsafe`. Run the sidecar as the container's entry
+//!   point (PID 1 of its PID namespace): the container's end then takes the group
+//!   with it.
 //!
 //! The identity is `ELECTION_IDENTITY`, else `$POD_NAME-<random>` or
 //! `<hostname>-<random>` ([`election_ops::identity`]); the child sees it as
@@ -36,7 +49,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use adapter_tokio::{Builder, CancellationToken, Handle};
@@ -197,14 +210,22 @@ async fn start(
         .build()
         .map_err(|e| StartError::Lease(e.to_string()))?;
     eprintln!("leader-elector: identity {}", config.identity);
-    let monitor = Monitor::new(lock.describe(), config.identity.clone());
+    // client-go's `name` label is the election's name: the Lease's name.
+    let monitor = Monitor::builder(lock.describe(), config.identity.clone())
+        .name(lease)
+        .build();
     let mut registry = prometheus_client::registry::Registry::default();
     monitor.register_metrics(&mut registry);
     let mut builder = Builder::new(monitor.lock(lock), config);
+    let handle_slot = work.as_ref().map(|w| Arc::clone(&w.handle));
     if let Some(work) = work {
         builder = builder.leader_work(move |term, cancel| work.clone().run(term, cancel));
     }
     let handle = Arc::new(builder.spawn()?);
+    if let Some(slot) = handle_slot {
+        // A weak reference: the work must not keep the election alive.
+        let _ = slot.set(Arc::downgrade(&handle));
+    }
     tokio::spawn(Arc::clone(&monitor).follow(handle.states()));
     let leader = Arc::clone(&handle);
     let endpoint = Endpoint::new(Health::new(Arc::clone(&handle)).monitor(Arc::clone(&monitor)))
@@ -266,10 +287,16 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
             let slack =
                 Duration::from_millis(cli.lease_duration_ms.saturating_sub(cli.renew_deadline_ms))
                     / 2;
+            // The driver waits one renew deadline for the work to drain before it
+            // gives up without releasing: leave one retry period for the release.
+            let graceful =
+                Duration::from_millis(cli.renew_deadline_ms.saturating_sub(cli.retry_period_ms));
             let work = ChildWork {
                 command: Arc::new(command.clone()),
                 identity: id.clone(),
                 kill_after: Duration::from_millis(*kill_after_ms).min(slack),
+                graceful,
+                handle: Arc::new(OnceLock::new()),
                 exited: Arc::new(exit_tx),
             };
             let Election { handle, endpoint } = start(&cli, id, lease, Some(work)).await?;
@@ -293,7 +320,13 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
 struct ChildWork {
     command: Arc<Vec<String>>,
     identity: Arc<str>,
+    /// How long a child may take to stop after a loss.
     kill_after: Duration,
+    /// How long a child may take to stop on a graceful give-up.
+    graceful: Duration,
+    /// The election's handle, set once it is spawned: whether this node still
+    /// leads decides which bound applies.
+    handle: Arc<OnceLock<Weak<Handle>>>,
     exited: Arc<watch::Sender<Option<u8>>>,
 }
 
@@ -306,17 +339,28 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
     }
 }
 
-fn sigterm(child: &tokio::process::Child) {
-    if let Some(pid) = child
-        .id()
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+/// Sends `signal` to the process group `group` (the child's pid: it leads its own
+/// group). A group that no longer exists is no error.
+fn signal_group(group: Option<rustix::process::Pid>, signal: rustix::process::Signal) {
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, signal);
     }
 }
 
+/// How often a stopping child's bound is re-checked (a loss during a graceful
+/// stop shortens it).
+const RECHECK: Duration = Duration::from_millis(50);
+
 impl ChildWork {
+    /// Whether this node still leads (time-bounded) and renews: a stop now is a
+    /// graceful one.
+    fn still_leading(&self) -> bool {
+        self.handle
+            .get()
+            .and_then(Weak::upgrade)
+            .is_some_and(|h| h.is_leader())
+    }
+
     async fn run(self, term: election_core::Term, cancel: CancellationToken) {
         let Some((program, args)) = self.command.split_first() else {
             return;
@@ -325,6 +369,8 @@ impl ChildWork {
             .args(args)
             .env("LEADER_ELECTOR_TERM", term.to_string())
             .env("LEADER_ELECTOR_IDENTITY", &*self.identity)
+            // A group of its own: signals reach everything the child started.
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
         {
@@ -335,31 +381,64 @@ impl ChildWork {
                 return;
             }
         };
+        let group = child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw);
         eprintln!("leader-elector: leading in term {term}; started {program}");
         tokio::select! {
             status = child.wait() => {
                 let code = status.map_or(1, exit_code);
                 eprintln!("leader-elector: {program} exited with {code}");
+                // Whatever it left behind must not outlive the term.
+                signal_group(group, rustix::process::Signal::KILL);
                 self.exited.send_replace(Some(code));
             }
             () = cancel.cancelled() => {
-                eprintln!("leader-elector: stopping {program} (SIGTERM)");
-                sigterm(&child);
-                // The driver waits for this work at most until the leadership
-                // deadline; after a loss it no longer waits. Either way the child
-                // gets `kill_after` to stop, then SIGKILL.
-                match tokio::time::timeout(self.kill_after, child.wait()).await {
-                    Ok(status) => {
-                        let code = status.map_or(1, exit_code);
-                        eprintln!("leader-elector: {program} stopped with {code}");
-                    }
-                    Err(_) => {
-                        eprintln!("leader-elector: {program} ignored SIGTERM; SIGKILL");
-                        let _ = child.kill().await;
-                    }
-                }
+                self.stop(program, &mut child, group).await;
             }
         }
+    }
+
+    /// Stops the child's group: SIGTERM, then SIGKILL once the bound has passed.
+    /// The bound is `graceful` while this node still leads (a step-down or
+    /// shutdown: renewals go on and the driver waits), `kill_after` from the
+    /// moment it no longer leads (a loss: another may lead soon).
+    async fn stop(
+        &self,
+        program: &str,
+        child: &mut tokio::process::Child,
+        group: Option<rustix::process::Pid>,
+    ) {
+        eprintln!("leader-elector: stopping {program} (SIGTERM)");
+        signal_group(group, rustix::process::Signal::TERM);
+        let begun = tokio::time::Instant::now();
+        let graceful_until = begun + self.graceful;
+        let mut lost_at = None;
+        loop {
+            if lost_at.is_none() && !self.still_leading() {
+                lost_at = Some(tokio::time::Instant::now());
+            }
+            let kill_at = lost_at.map_or(graceful_until, |at| {
+                (at + self.kill_after).min(graceful_until)
+            });
+            tokio::select! {
+                status = child.wait() => {
+                    let code = status.map_or(1, exit_code);
+                    eprintln!("leader-elector: {program} stopped with {code}");
+                    break;
+                }
+                () = tokio::time::sleep_until(kill_at) => {
+                    eprintln!("leader-elector: {program} ignored SIGTERM; SIGKILL");
+                    signal_group(group, rustix::process::Signal::KILL);
+                    let _ = child.kill().await;
+                    break;
+                }
+                () = tokio::time::sleep(RECHECK), if lost_at.is_none() => {}
+            }
+        }
+        // Anything left in the group (a child's own children) goes too.
+        signal_group(group, rustix::process::Signal::KILL);
     }
 }
 

@@ -91,7 +91,7 @@ async fn serve_names_the_holder() {
     let (line, metrics) = get_path(&addr, "/metrics").await.expect("metrics");
     assert!(line.contains(" 200 "), "{line}");
     assert!(
-        metrics.contains("leader_election_master_status{name=\"leases/default/served\"} 1"),
+        metrics.contains("leader_election_master_status{name=\"served\"} 1"),
         "{metrics}"
     );
     let (line, _) = get_path(&addr, "/nothing").await.expect("404");
