@@ -28,7 +28,12 @@ fn run(name: &str, lock: MemoryLock, stop: Arc<AtomicBool>, clock: BootClock, st
             start.elapsed().as_secs_f64() * 1e3
         );
     };
-    let mut elector = match Elector::new(Config::fast(name).seed(name.len() as u64), clock.now()) {
+    let config = Config::fast(name).seed(name.len() as u64);
+    // A blocking call that hangs gives up after the request timeout, as the async
+    // driver's calls do, so no call outlives the renew deadline (the memory lock's
+    // default blocking timeout is longer).
+    let lock = lock.with_blocking_timeout(config.request_timeout);
+    let mut elector = match Elector::new(config, clock.now()) {
         Ok(e) => e,
         Err(e) => return say(format!("invalid configuration: {e}")),
     };
