@@ -23,10 +23,20 @@ enum Clock {
 
 impl TokioRuntime {
     /// The runtime the caller runs in, with the suspend-aware [`BootClock`].
-    /// Fails outside a tokio runtime.
+    ///
+    /// # Errors
+    /// [`DriverError::Spawn`] outside a tokio runtime, and in a runtime built
+    /// without its time driver (`enable_time`/`enable_all`), whose timers the
+    /// driver cannot do without (tokio would panic on the driver's task instead).
     pub fn current() -> Result<Self, DriverError> {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|e| DriverError::Spawn(format!("not inside a tokio runtime: {e}")))?;
+        if !has_timers(&handle) {
+            return Err(DriverError::Spawn(
+                "the tokio runtime has no time driver: build it with `enable_time()` or `enable_all()`"
+                    .to_owned(),
+            ));
+        }
         Ok(TokioRuntime {
             handle,
             clock: Clock::Boot(BootClock::new()),
@@ -41,6 +51,14 @@ impl TokioRuntime {
         self.clock = Clock::Tokio(tokio::time::Instant::now());
         self
     }
+}
+
+/// Whether `handle`'s runtime has its time driver. tokio offers no query for it:
+/// creating a timer without one panics at once (before any poll), so this creates
+/// one and catches that panic (the panic hook still prints its message).
+fn has_timers(handle: &tokio::runtime::Handle) -> bool {
+    let _entered = handle.enter();
+    std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_ok()
 }
 
 impl Runtime for TokioRuntime {

@@ -78,3 +78,34 @@ fn spawn_outside_a_runtime_is_a_typed_error() {
         .unwrap_err();
     assert!(matches!(err, DriverError::Spawn(_)), "{err:?}");
 }
+
+/// A tokio runtime built without its time driver is refused at spawn with a typed
+/// error naming the cause, instead of the driver's task panicking at its first timer.
+#[test]
+fn spawn_on_a_runtime_without_timers_is_a_typed_error() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a tokio runtime");
+    let store = MemoryStore::new();
+    let err = rt.block_on(async {
+        Builder::new(store.client("a"), Config::fast("a"))
+            .spawn()
+            .unwrap_err()
+    });
+    assert!(
+        matches!(&err, DriverError::Spawn(m) if m.contains("time driver")),
+        "{err:?}"
+    );
+    assert!(rt.block_on(async { TokioRuntime::current() }).is_err());
+    // The same with timers enabled starts.
+    let timed = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a tokio runtime");
+    let handle = timed.block_on(async {
+        Builder::new(store.client("a"), Config::fast("a"))
+            .spawn()
+            .expect("a runtime with timers")
+    });
+    drop(handle);
+}

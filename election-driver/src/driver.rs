@@ -11,8 +11,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use election_core::{
-    Action, Config, Elector, Event, Input, Instant, Lock, LockError, Observation, OpId, Role,
-    WatchEvent, WatchStream,
+    Action, Config, Elector, Event, Input, Instant, Lock, LockError, Observation, OpId, OpKind,
+    Role, Version, WatchEvent, WatchStream,
 };
 use futures::channel::{mpsc, oneshot};
 use futures::{FutureExt, StreamExt};
@@ -32,6 +32,11 @@ pub const MAX_SLEEP: Duration = Duration::from_secs(1);
 /// How long the loop waits before looking again when the elector reports a
 /// timeout that is already due right after handling it (see `arm_timer`).
 const SPIN_GUARD: Duration = Duration::from_millis(1);
+
+/// How many lease durations a watch may stay silent before the driver restarts
+/// it (FAULTS W1: silence never means "unchanged"). A healthy watch delivers every
+/// renewal of whoever leads, so a long silence means a quiet lock or a hung watch.
+pub const WATCH_IDLE_LEASES: u32 = 3;
 
 /// What the driver does when leadership is lost (not given up on request).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -114,6 +119,10 @@ impl<L: Lock> Builder<L> {
             call: None,
             watch: WatchState::Untried,
             watch_failures: 0,
+            watch_seen: None,
+            watch_heard: now,
+            watch_resumed_unproven: false,
+            watch_fresh_next: false,
             timer: None,
             work: WorkRunner::new(self.work),
             on_loss: self.on_loss,
@@ -127,6 +136,7 @@ impl<L: Lock> Builder<L> {
 /// One lock call in flight, with its request timeout.
 struct Call {
     op: OpId,
+    kind: OpKind,
     future: BoxFuture<Result<Observation, LockError>>,
     timeout: BoxFuture<()>,
 }
@@ -164,6 +174,17 @@ pub struct Driver<L, R> {
     watch: WatchState,
     /// Consecutive watch failures (reset when the watch delivers), for backoff.
     watch_failures: u32,
+    /// The last version the current watch delivered (or resumed from). A read
+    /// answering a newer one shows the watch has fallen behind (hung): restart it.
+    watch_seen: Option<Version>,
+    /// When the current watch started or last delivered; silent for
+    /// [`WATCH_IDLE_LEASES`] lease durations, it is restarted.
+    watch_heard: Instant,
+    /// The current watch resumed from a version and has delivered nothing yet.
+    watch_resumed_unproven: bool,
+    /// A resumed watch failed at once (its version may be gone, 410): start the
+    /// next one afresh.
+    watch_fresh_next: bool,
     timer: Option<(Instant, BoxFuture<()>)>,
     work: WorkRunner,
     on_loss: OnLoss,
@@ -203,12 +224,22 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         }
         if let WatchState::Broken { at } = self.watch {
             if at <= now {
-                let from = if self.watch_failures >= 2 {
+                let from = if self.watch_failures >= 2 || self.watch_fresh_next {
                     None // resuming from our version keeps failing: start afresh
                 } else {
                     self.elector.observed().map(|o| o.version.clone())
                 };
                 self.start_watch(from, now);
+            }
+        }
+        if let WatchState::Active(_) = self.watch {
+            let idle = self
+                .elector
+                .config()
+                .lease_duration
+                .saturating_mul(WATCH_IDLE_LEASES);
+            if now.saturating_duration_since(self.watch_heard) >= idle {
+                self.restart_lagging_watch("silent for too long", now);
             }
         }
         if self.elector.poll_timeout().is_some_and(|t| t <= now) {
@@ -261,7 +292,8 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     fn start_call(&mut self, action: Action) {
         let lock = self.lock.clone();
         let op = action.op();
-        debug!(?op, kind = %action.kind(), "lock call");
+        let kind = action.kind();
+        debug!(?op, %kind, "lock call");
         let future: BoxFuture<Result<Observation, LockError>> = match action {
             Action::Get { .. } => Box::pin(async move { lock.get().await }),
             Action::Create { record, .. } => Box::pin(async move { lock.create(&record).await }),
@@ -272,6 +304,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         let timeout = self.rt.sleep(self.elector.config().request_timeout);
         self.call = Some(Call {
             op,
+            kind,
             future,
             timeout,
         });
@@ -345,12 +378,16 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     }
 
     /// Starts the lock's watch from `from`; tells the elector it is active.
-    fn start_watch(&mut self, from: Option<election_core::Version>, now: Instant) {
+    fn start_watch(&mut self, from: Option<Version>, now: Instant) {
         match self.lock.watch(from.as_ref()) {
             None => self.watch = WatchState::Unsupported,
             Some(stream) => {
                 debug!(?from, "watch started");
                 self.watch = WatchState::Active(stream);
+                self.watch_fresh_next = false;
+                self.watch_resumed_unproven = from.is_some();
+                self.watch_seen = from;
+                self.watch_heard = now;
                 self.elector.handle(Input::WatchActive(true), now);
             }
         }
@@ -360,6 +397,10 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     /// and resume later, backing off from the retry period up to a lease duration.
     fn watch_broke(&mut self, error: Option<LockError>, now: Instant) {
         self.watch_failures = self.watch_failures.saturating_add(1);
+        // A resumed watch that fails before delivering anything: its version may be
+        // gone (410 Gone, which some backends report as another error), so the next
+        // one starts afresh rather than from the same version again (FAULTS W2).
+        self.watch_fresh_next = self.watch_resumed_unproven && error.is_some();
         let config = self.elector.config();
         let backoff = config
             .retry_period
@@ -374,6 +415,26 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             None => debug!(?backoff, "lock watch ended; polling until it resumes"),
         }
         self.elector.handle(Input::WatchActive(false), now);
+    }
+
+    /// Whether a read answering `version` shows the active watch behind: it has
+    /// delivered (or resumed from) an older version, and a healthy watch would have
+    /// delivered this one by the time a read returns it (give or take a race).
+    fn watch_is_behind(&self, version: &Version) -> bool {
+        if !matches!(self.watch, WatchState::Active(_)) {
+            return false;
+        }
+        self.watch_seen
+            .as_ref()
+            .is_some_and(|seen| is_newer(version, seen))
+    }
+
+    /// Replaces the active watch with one resumed from the version last observed:
+    /// it fell silent (a black-holed connection never ends or errs by itself).
+    fn restart_lagging_watch(&mut self, why: &str, now: Instant) {
+        info!(why, "restarting the lock watch");
+        let from = self.elector.observed().map(|o| o.version.clone());
+        self.start_watch(from, now);
     }
 
     /// Arms the timer for the next deadline: the elector's, a watch restart, or
@@ -453,8 +514,15 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 return core::ops::ControlFlow::Break(());
             }
             Wake::Answer(op, result) => {
-                self.call = None;
+                let read = self.call.take().is_some_and(|c| c.kind == OpKind::Get);
+                let behind = read
+                    && result
+                        .as_ref()
+                        .is_ok_and(|obs| self.watch_is_behind(&obs.version));
                 self.elector.handle(Input::Answer { op, result }, now);
+                if behind {
+                    self.restart_lagging_watch("a read saw a newer version", now);
+                }
             }
             Wake::CallTimedOut(op) => {
                 self.call = None;
@@ -466,6 +534,11 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             }
             Wake::Watch(Some(Ok(event))) => {
                 self.watch_failures = 0;
+                self.watch_heard = now;
+                self.watch_resumed_unproven = false;
+                if let WatchEvent::Changed(obs) = &event {
+                    self.watch_seen = Some(obs.version.clone());
+                }
                 self.elector.handle(Input::Watch(event), now);
             }
             Wake::Watch(Some(Err(e))) => self.watch_broke(Some(e), now),
@@ -512,5 +585,18 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         {
             let _ = w.send(());
         }
+    }
+}
+
+/// Whether `a` is a newer version than `b`: by number when both are decimal
+/// (etcd revisions, the memory lock), else whenever they differ (an opaque version
+/// that is not the last delivered is news the watch has not brought).
+fn is_newer(a: &Version, b: &Version) -> bool {
+    let decimal =
+        |v: &Version| !v.as_str().is_empty() && v.as_str().bytes().all(|c| c.is_ascii_digit());
+    if decimal(a) && decimal(b) {
+        a.cmp_numeric(b) == core::cmp::Ordering::Greater
+    } else {
+        a != b
     }
 }

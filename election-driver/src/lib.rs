@@ -16,7 +16,11 @@
 //!
 //! The driver owns the lock's watch: it starts it when the lock offers one, feeds
 //! what it sees to the elector, and resumes it from the last version seen when it
-//! ends or breaks (with backoff), while the elector polls meanwhile.
+//! ends or breaks (with backoff), while the elector polls meanwhile. A resumed
+//! watch that fails at once is started afresh next time (its version may be gone).
+//! Silence is not trusted either: a watch is restarted when a read returns a newer
+//! version than it delivered, or when it has said nothing for
+//! [`WATCH_IDLE_LEASES`] lease durations (a black-holed connection never ends).
 //!
 //! Its clock keeps counting while the machine is suspended ([`BootClock`],
 //! `CLOCK_BOOTTIME` on Linux); a runtime may substitute its virtual clock in tests.
@@ -58,7 +62,7 @@ mod work;
 pub mod testsuite;
 
 pub use clock::BootClock;
-pub use driver::{Builder, Driver, MAX_SLEEP, OnLoss};
+pub use driver::{Builder, Driver, MAX_SLEEP, OnLoss, WATCH_IDLE_LEASES};
 pub use handle::Handle;
 pub use runtime::{BoxFuture, Runtime};
 pub use shared::{STREAM_BUFFER, StateHook, StateStream};

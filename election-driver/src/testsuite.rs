@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use election_core::{Config, OpKind, Role, StopReason, Term};
 use futures::StreamExt;
-use lock_memory::{Delay, Fault, Faults, LoggedWrite, MemoryStore, WriteKind};
+use lock_memory::{Delay, Fault, Faults, LoggedWrite, MemoryStore, PartitionMode, WriteKind};
 
 use crate::{
     Builder, CancelSignal, Change, Handle, LeaderWork, LeadershipState, OnLoss, Runtime, WorkRun,
@@ -52,10 +52,12 @@ macro_rules! driver_suite {
             h4_release_when_another_holds_writes_nothing,
             h5_shutdown_racing_acquisition_never_holds_silently,
             h6_panicking_work_is_reported_and_renewals_go_on,
+            h6_panicking_work_closure_is_reported_and_renewals_go_on,
             h6_blocking_work_is_bounded_by_the_release_budget,
             n5_paused_leader_is_past_its_deadline_on_resume,
             n7_partitioned_leader_stops_at_deadline_and_others_take_over,
             w1_broken_watch_resumes_and_polls_meanwhile,
+            n7_w1_black_holed_watch_is_restarted_after_heal,
             lock_without_watch_is_polled,
         );
     };
@@ -146,6 +148,8 @@ enum WorkMode {
     Cooperative(Duration),
     /// Panics at once.
     Panics,
+    /// The closure making the work panics (no future is made).
+    PanicsOnStart,
     /// Never returns, whatever the signal says.
     IgnoresCancel,
 }
@@ -163,6 +167,13 @@ fn log_position(store: &MemoryStore) -> u64 {
 
 impl<R: Runtime> LeaderWork for TestWork<R> {
     fn start(&mut self, _term: Term) -> WorkRun {
+        if self.mode == WorkMode::PanicsOnStart {
+            self.notes
+                .lock()
+                .unwrap()
+                .push(Note::Started(log_position(&self.store)));
+            panic!("injected leader-work closure panic");
+        }
         let signal = CancelSignal::new();
         let (rt, store, mode, notes) = (
             self.rt.clone(),
@@ -177,7 +188,7 @@ impl<R: Runtime> LeaderWork for TestWork<R> {
                 .unwrap()
                 .push(Note::Started(log_position(&store)));
             match mode {
-                WorkMode::Panics => panic!("injected leader-work panic"),
+                WorkMode::Panics | WorkMode::PanicsOnStart => panic!("injected leader-work panic"),
                 WorkMode::IgnoresCancel => futures::future::pending::<()>().await,
                 WorkMode::Cooperative(drain) => {
                     s.cancelled().await;
@@ -577,11 +588,13 @@ pub async fn h1_shutdown_while_renew_in_flight_releases<R: Runtime>(rt: R) {
         .unwrap();
     faults.inject_for(OpKind::Update, Fault::LoseAnswer);
     let before = faults.calls().update;
+    let pos = log_position(&c.store);
     c.until(ms(1_000), "a renew is in flight", || {
         faults.calls().update > before
     })
     .await;
     let start = c.rt.now();
+    let gets = faults.calls().get;
     n.handle.take().unwrap().shutdown().await;
     assert!(
         c.rt.now() - start < RENEW_DEADLINE,
@@ -589,6 +602,23 @@ pub async fn h1_shutdown_while_renew_in_flight_releases<R: Runtime>(rt: R) {
     );
     assert_eq!(c.holder(), None, "the lock was released");
     assert_eq!(c.releases_by("node-a").len(), 1);
+    // The lost-answer path happened: the renew landed (a write naming node-a
+    // before the release) although its answer was lost, so the release could not
+    // trust its version and read the lock afresh first.
+    let writes = c.writes_by("node-a", pos);
+    assert!(
+        matches!(
+            writes.as_slice(),
+            [.., renew, release]
+                if renew.record.as_ref().is_some_and(|r| &*r.holder == "node-a")
+                    && release.record.as_ref().is_some_and(|r| r.holder.is_empty())
+        ),
+        "the lost renew then the release: {writes:?}"
+    );
+    assert!(
+        faults.calls().get > gets,
+        "the release did not read after the lost answer"
+    );
     n.states.assert_paired("node-a");
 }
 
@@ -740,6 +770,34 @@ pub async fn h6_panicking_work_is_reported_and_renewals_go_on<R: Runtime>(rt: R)
     assert!(c.writes_by("node-a", pos).len() >= 4, "renewals stopped");
     n.handle.take().unwrap().shutdown().await;
     assert_eq!(c.holder(), None);
+}
+
+/// FAULTS H6: the closure making the leader work panics (on the driver's task,
+/// before any future exists): the panic is reported, the driver lives on, the
+/// node keeps leading and renewing, and shutdown releases and terminates.
+pub async fn h6_panicking_work_closure_is_reported_and_renewals_go_on<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut n = c.spawn_with("node-a", Some(WorkMode::PanicsOnStart), OnLoss::Campaign);
+    c.until(FIRST_ELECTION, "the panic is reported", || {
+        n.states.changes().iter().any(|ch| {
+            matches!(ch, Change::Problem(crate::DriverError::WorkPanicked { message })
+                if message.contains("closure panic"))
+        })
+    })
+    .await;
+    assert_eq!(n.notes().len(), 1, "the closure ran once: {:?}", n.notes());
+    let pos = log_position(&c.store);
+    c.sleep(LEASE).await;
+    assert!(n.is_leader(), "leadership lost after the closure panicked");
+    assert!(c.writes_by("node-a", pos).len() >= 4, "renewals stopped");
+    n.handle.take().unwrap().shutdown().await;
+    assert_eq!(c.holder(), None, "the lock was released");
+    assert_eq!(c.releases_by("node-a").len(), 1);
+    assert!(matches!(
+        n.states.changes().last(),
+        Some(Change::Terminated)
+    ));
+    n.states.assert_paired("node-a");
 }
 
 /// FAULTS H6: the leader work blocks and ignores cancellation: shutdown ends
@@ -923,9 +981,29 @@ pub async fn w1_broken_watch_resumes_and_polls_meanwhile<R: Runtime>(rt: R) {
         .map(|j| nodes[j].name.clone())
         .collect();
     let watches_before: Vec<u64> = followers.iter().map(|f| c.store.calls(f).watch).collect();
+    let gets_before: Vec<u64> = followers.iter().map(|f| c.store.calls(f).get).collect();
     for f in &followers {
         c.store.faults(f).break_watches();
     }
+    // Polling: each follower reads while its watch is broken, before it resumes.
+    c.until(
+        RETRY,
+        "the followers poll while their watches are broken",
+        || {
+            followers.iter().zip(&watches_before).for_each(|(f, &w)| {
+                assert_eq!(
+                    c.store.calls(f).watch,
+                    w,
+                    "{f} resumed its watch before polling"
+                );
+            });
+            followers
+                .iter()
+                .zip(&gets_before)
+                .all(|(f, &g)| c.store.calls(f).get > g)
+        },
+    )
+    .await;
     nodes[i].handle.take().unwrap().shutdown().await;
     let took = c
         .until(LEASE, "a new leader after the release", || {
@@ -941,6 +1019,53 @@ pub async fn w1_broken_watch_resumes_and_polls_meanwhile<R: Runtime>(rt: R) {
             .all(|(f, &before)| c.store.calls(f).watch > before)
     })
     .await;
+    c.shutdown_all(&mut nodes).await;
+}
+
+/// FAULTS N7 and W1: a follower is black-holed (its calls and its watch hang,
+/// nothing ends or errs) while the leader renews, then healed. Its old watch stays
+/// silent for good; the driver must not trust that silence: its next read shows a
+/// newer version than the watch delivered and the watch is restarted. After that,
+/// a leader shutdown is handed over within a watch delivery and a write, not a
+/// lease.
+pub async fn n7_w1_black_holed_watch_is_restarted_after_heal<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut nodes: Vec<Node> = ["node-a", "node-b"]
+        .into_iter()
+        .map(|n| c.spawn(n))
+        .collect();
+    let i = c.elected(&nodes, FIRST_ELECTION).await;
+    let f = nodes[1 - i].name.clone();
+    c.sleep(ms(300)).await;
+    let watches_before = c.store.calls(&f).watch;
+    c.store.partition_with(&f, PartitionMode::Hang);
+    let pos = log_position(&c.store);
+    c.until(LEASE, "the leader renewed behind the black hole", || {
+        c.writes_by(&nodes[i].name, pos).len() >= 2
+    })
+    .await;
+    c.store.heal(&f);
+    // The follower reads at its lease expiry at the latest (its watch is silent),
+    // sees the renewals, and restarts the watch.
+    c.until(
+        LEASE + ms(500),
+        "the healed follower restarts its watch",
+        || c.store.calls(&f).watch > watches_before,
+    )
+    .await;
+    assert!(!nodes[1 - i].is_leader());
+    // Let the new watch catch up, then hand over.
+    c.sleep(ms(100)).await;
+    nodes[i].handle.take().unwrap().shutdown().await;
+    let took = c
+        .until(LEASE, "the healed follower takes over", || {
+            nodes[1 - i].is_leader()
+        })
+        .await;
+    assert!(
+        took < LEASE / 4,
+        "hand-over took {took:?}: the watch is still silent"
+    );
     c.shutdown_all(&mut nodes).await;
 }
 

@@ -2,7 +2,8 @@
 //! and know when it has ended.
 //!
 //! The driver spawns the work (it never awaits it inline), so renewals go on while
-//! it drains; a panic in the work is caught and reported. The order of a graceful
+//! it drains; a panic in the work is caught and reported, whether it comes from the
+//! future or from the [`LeaderWork::start`] call that makes it. The order of a graceful
 //! give-up is the point: on [`election_core::Event::Draining`] the work is
 //! cancelled, and only once it has ended does the driver call
 //! [`election_core::Elector::work_stopped`], which reports the stop and then writes
@@ -78,8 +79,22 @@ impl WorkRunner {
         let Some(factory) = &mut self.factory else {
             return;
         };
-        let run = factory.start(term.clone());
         let (tx, done) = oneshot::channel();
+        // The factory is user code called on the driver's task: a panic in it
+        // must not end the driver. It is reported as a panicking run that has
+        // already ended (nothing was spawned, there is nothing to cancel).
+        let run = match std::panic::catch_unwind(AssertUnwindSafe(|| factory.start(term.clone()))) {
+            Ok(run) => run,
+            Err(panic) => {
+                let _ = tx.send(WorkEnd::Panicked(panic_message(panic.as_ref())));
+                self.running = Some(Running {
+                    term,
+                    cancel: None,
+                    done,
+                });
+                return;
+            }
+        };
         let future = run.future;
         rt.spawn(Box::pin(async move {
             let end = match AssertUnwindSafe(future).catch_unwind().await {
