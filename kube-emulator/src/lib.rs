@@ -122,6 +122,7 @@ mod discovery;
 mod emulator;
 mod faults;
 mod patch;
+pub mod rbac;
 mod resource;
 #[cfg(feature = "runtimes")]
 pub mod runtimes;

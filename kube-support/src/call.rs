@@ -45,18 +45,35 @@ pub fn lock_client(config: kube::Config) -> Result<kube::Client, kube::Error> {
 
 /// Runs `f` inside a tokio runtime context: the caller's if there is one, else the
 /// one `async-compat` keeps.
+///
+/// No executor is involved (so this may be called from inside any `block_on`,
+/// futures' own included): `Compat` enters the runtime context when polled, and
+/// the future it wraps runs `f` and completes on its first poll, which this
+/// function makes with a no-op waker.
 pub fn in_tokio_context<T>(f: impl FnOnce() -> T) -> T {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return f();
+    }
     let mut f = Some(f);
     let mut out = None;
-    // `Compat` enters the right context when polled; a ready future runs `f` there.
-    let fut = Compat::new(std::future::poll_fn(|_| {
-        if let Some(f) = f.take() {
-            out = Some(f());
-        }
-        std::task::Poll::Ready(())
-    }));
-    futures::executor::block_on(fut);
-    out.expect("the future ran f before completing")
+    {
+        let fut = Compat::new(std::future::poll_fn(|_| {
+            if let Some(f) = f.take() {
+                out = Some(f());
+            }
+            std::task::Poll::Ready(())
+        }));
+        let mut fut = std::pin::pin!(fut);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let _ready = fut.as_mut().poll(&mut cx);
+    }
+    match (out, f) {
+        (Some(v), _) => v,
+        // Unreachable (the first poll runs `f`); run it without the context
+        // rather than fail.
+        (None, Some(f)) => f(),
+        (None, None) => unreachable!("f ran but left no output"),
+    }
 }
 
 /// Runs one API call: under any async runtime (kube's client needs a tokio
@@ -115,6 +132,19 @@ mod tests {
             }
             other => panic!("expected Unknown, got {other:?}"),
         }
+    }
+
+    /// Building a client from inside futures' `block_on` (no tokio runtime)
+    /// must not nest a second `block_on`, which panics.
+    #[test]
+    fn lock_client_builds_inside_a_futures_block_on() {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let built = futures::executor::block_on(async { lock_client(config).is_ok() });
+        assert!(built);
+        let inside = futures::executor::block_on(async {
+            in_tokio_context(|| tokio::runtime::Handle::try_current().is_ok())
+        });
+        assert!(inside, "f runs in a tokio context");
     }
 
     #[test]

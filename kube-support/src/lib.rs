@@ -13,6 +13,7 @@
 //!   formats, and lenient parsing of other clients' timestamps;
 //! - [`watch`]: a watch of one named object that ends whenever it can no longer be
 //!   trusted (break, silence, 410), so that the driver polls and resumes;
+//! - [`annotations`]: the priority and handover annotations both locks write;
 //! - [`events`]: `<identity> became leader` / `stopped leading` Events, best-effort;
 //! - [`retry_after`]: a tower layer of [`lock_client`] that keeps the
 //!   `Retry-After` header of a 429 or 503, which kube's client would drop.
@@ -37,6 +38,7 @@
 //! feature of its own: the final binary picks one (for `cargo doc` alone, set
 //! `K8S_OPENAPI_ENABLED_VERSION=1.37`).
 
+pub mod annotations;
 pub mod builder;
 pub mod call;
 pub mod error;

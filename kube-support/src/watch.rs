@@ -6,7 +6,9 @@
 //! stays silent longer than the configured bound (bookmarks count as life), and on
 //! an error event such as `410 Gone` (FAULTS W1, W2). Resuming from a version that
 //! is too old yields a stream that ends at once with the 410; the caller then
-//! watches afresh with `from = None`, which lists the object first.
+//! watches afresh with `from = None`, which reads the object first (a GET) and
+//! watches from the server's current state. The verbs used are `get` and
+//! `watch`, never `list`.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -19,7 +21,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::{Stream, StreamExt, stream};
-use kube::api::{Api, ListParams, WatchParams};
+use kube::api::{Api, WatchParams};
 use kube::core::WatchEvent as KubeEvent;
 use serde::de::DeserializeOwned;
 
@@ -32,7 +34,7 @@ use crate::error::{Target, Verb, classify, classify_status};
 pub struct WatchConfig {
     /// The watch ends when nothing (no change, no bookmark) arrives for this long.
     pub silence: Duration,
-    /// Bound of the initial list and of the connect of the watch request.
+    /// Bound of the initial read and of the connect of the watch request.
     pub request_timeout: Duration,
     /// Asked of the server: it closes the watch after this long (`timeoutSeconds`).
     pub server_timeout: Option<u32>,
@@ -68,19 +70,27 @@ where
     let start = async move {
         let mut initial: Vec<Result<WatchEvent, LockError>> = Vec::new();
         let field = format!("metadata.name={}", target.name);
-        let from = match from {
-            Some(v) => v.as_str().to_owned(),
+        // A fresh watch reads the object (a GET, so RBAC needs no `list`), then
+        // watches with the resourceVersion unset: the server first sends the
+        // object's state at that moment as ADDED, then every change, so nothing
+        // between the read and the watch is missed. An ADDED at the version just
+        // read repeats the read and is skipped.
+        let (from, seen) = match from {
+            Some(v) => (v.as_str().to_owned(), None),
             None => {
-                let lp = ListParams::default().fields(&field);
-                let listed = call(config.request_timeout, Verb::List, &target, api.list(&lp)).await;
-                match listed {
-                    Ok(list) => {
-                        if let Some(obj) = list.items.first() {
-                            initial.push(Ok(WatchEvent::Changed(map(obj))));
-                        } else {
-                            initial.push(Ok(WatchEvent::Deleted));
-                        }
-                        list.metadata.resource_version.unwrap_or_default()
+                let name = target.name.clone();
+                let got = call(config.request_timeout, Verb::Get, &target, async {
+                    api.get_opt(&name).await
+                })
+                .await;
+                match got {
+                    Ok(Some(obj)) => {
+                        initial.push(Ok(WatchEvent::Changed(map(&obj))));
+                        (String::new(), obj.meta().resource_version.clone())
+                    }
+                    Ok(None) => {
+                        initial.push(Ok(WatchEvent::Deleted));
+                        (String::new(), None)
                     }
                     Err(e) => return stream::iter(vec![Err(e)]).boxed(),
                 }
@@ -109,6 +119,7 @@ where
         let rest = stream::unfold(Some(events), move |state| {
             let target = target.clone();
             let map = map.clone();
+            let seen = seen.clone();
             async move {
                 let mut events = state?;
                 loop {
@@ -122,6 +133,11 @@ where
                         Ok(Some(item)) => item,
                     };
                     match item {
+                        Ok(KubeEvent::Added(o))
+                            if seen.is_some() && o.meta().resource_version == seen =>
+                        {
+                            continue;
+                        }
                         Ok(KubeEvent::Added(o)) | Ok(KubeEvent::Modified(o)) => {
                             return Some((Ok(WatchEvent::Changed(map(&o))), Some(events)));
                         }

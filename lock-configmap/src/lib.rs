@@ -48,7 +48,9 @@
 //! ```
 //!
 //! # RBAC
-//! `configmaps` `get`, `create`, `update`, `list`, `watch`, and `events` `create`.
+//! `configmaps` `get`, `create`, `update`, `watch`, and `events` `create`. A
+//! minimal Role and RoleBinding is in `lock-configmap/rbac.yaml` (also
+//! [`RBAC_YAML`]).
 
 use std::collections::BTreeMap;
 
@@ -61,6 +63,10 @@ pub use kube_support::events::{EventError, LeaderEvent};
 use kube_support::{FromParts, LockBuilder, NameError, ObjectLock, ObjectLockConfig};
 
 pub mod record;
+
+/// A minimal Role (and RoleBinding) for the ConfigMap lock: `configmaps` get,
+/// create, update, watch; `events` create.
+pub const RBAC_YAML: &str = include_str!("../rbac.yaml");
 
 pub use record::ConfigMapCodec;
 

@@ -40,12 +40,8 @@ pub const ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
 /// The holder a malformed record is read as: nobody can have this identity (it is
 /// not a valid Kubernetes name), so it is taken over after a lease.
 pub const MALFORMED_HOLDER: &str = "<malformed-record>";
-/// Annotation holding the holder's priority (a decimal `i64`).
-pub const PRIORITY: &str = "election.rs/priority";
-/// Annotation naming the candidate that asked the holder to hand the lock over.
-pub const HANDOVER_TO: &str = "election.rs/handover-to";
-/// Annotation holding the asking candidate's priority (a decimal `i64`).
-pub const HANDOVER_PRIORITY: &str = "election.rs/handover-priority";
+pub use kube_support::annotations::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY};
+use kube_support::annotations::{int_annotation, set_annotations};
 
 /// Why an annotation could not be read as a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -249,7 +245,7 @@ pub fn record_from_config_map(cm: &ConfigMap) -> LockRecord {
             }
         }),
     };
-    let int = |k: &str| annotation(k).and_then(|v| v.trim().parse::<i64>().ok());
+    let int = |k: &str| int_annotation(&cm.metadata, k);
     record.priority = int(PRIORITY);
     if let Some(to) = annotation(HANDOVER_TO).filter(|t| !t.is_empty()) {
         record.handover = Some(Handover {
@@ -274,16 +270,7 @@ pub fn write_record(cm: &mut ConfigMap, record: &LockRecord, now: WallTime) {
             handover.and_then(|h| h.priority).map(|p| p.to_string()),
         ),
     ];
-    for (key, value) in ours {
-        match value {
-            Some(v) => {
-                annotations.insert(key.to_owned(), v);
-            }
-            None => {
-                annotations.remove(key);
-            }
-        }
-    }
+    set_annotations(&mut cm.metadata, ours);
 }
 
 /// The [`Codec`] of the ConfigMap lock.

@@ -64,7 +64,7 @@
 //!
 //! # RBAC
 //! The lock needs, in its namespace: `leases` (group `coordination.k8s.io`) `get`,
-//! `create`, `update`, `list` and `watch`; and `events` `create` for the Events. A
+//! `create`, `update` and `watch`; and `events` `create` for the Events. A
 //! minimal Role and RoleBinding is in `lock-lease/rbac.yaml` (also [`RBAC_YAML`]). A missing
 //! permission is reported as [`election_core::LockError::Forbidden`] naming the verb and
 //! resource.
@@ -82,7 +82,7 @@ use kube_support::{FromParts, LockBuilder, NameError, ObjectLock, ObjectLockConf
 pub mod record;
 
 /// A minimal Role (and RoleBinding) for the Lease lock: `leases` get, create,
-/// update, list, watch; `events` create.
+/// update, watch; `events` create.
 pub const RBAC_YAML: &str = include_str!("../rbac.yaml");
 
 pub use record::LeaseCodec;

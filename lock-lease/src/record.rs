@@ -21,33 +21,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube_support::Codec;
 use kube_support::time::{from_timestamp, to_timestamp};
 
-/// Annotation holding the holder's priority (a decimal `i64`).
-pub const PRIORITY: &str = "election.rs/priority";
-/// Annotation naming the candidate that asked the holder to hand the lock over.
-pub const HANDOVER_TO: &str = "election.rs/handover-to";
-/// Annotation holding the asking candidate's priority (a decimal `i64`).
-pub const HANDOVER_PRIORITY: &str = "election.rs/handover-priority";
+pub use kube_support::annotations::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY};
+use kube_support::annotations::{annotation, int_annotation, set_annotations};
 
 /// Reads the record from a Lease, tolerantly (DESIGN §4 "Tolerant reading").
 pub fn record_from_lease(lease: &Lease) -> LockRecord {
     let spec = lease.spec.clone().unwrap_or_default();
-    let annotations = lease.metadata.annotations.as_ref();
-    let annotation = |k: &str| annotations.and_then(|a| a.get(k)).map(String::as_str);
-    let int = |k: &str| {
-        let raw = annotation(k)?;
-        match raw.trim().parse::<i64>() {
-            Ok(v) => Some(v),
-            Err(_) => {
-                tracing::warn!(
-                    annotation = k,
-                    value = raw,
-                    "ignoring a malformed priority annotation"
-                );
-                None
-            }
-        }
-    };
-    let handover = match annotation(HANDOVER_TO) {
+    let meta = &lease.metadata;
+    let int = |k: &str| int_annotation(meta, k);
+    let handover = match annotation(meta, HANDOVER_TO) {
         Some(to) if !to.is_empty() => Some(Handover {
             to: to.into(),
             priority: int(HANDOVER_PRIORITY),
@@ -144,20 +126,7 @@ pub fn write_record(
                 .map(|p| p.to_string()),
         ),
     ];
-    for (key, value) in ours {
-        match value {
-            Some(v) => {
-                meta.annotations
-                    .get_or_insert_with(BTreeMap::new)
-                    .insert(key.to_owned(), v);
-            }
-            None => {
-                if let Some(a) = meta.annotations.as_mut() {
-                    a.remove(key);
-                }
-            }
-        }
-    }
+    set_annotations(meta, ours);
     if meta.annotations.as_ref().is_some_and(BTreeMap::is_empty) {
         meta.annotations = None;
     }

@@ -562,30 +562,65 @@ async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock() {
 }
 
 async fn rbac_a_missing_permission_is_reported_clearly() {
-    // The Role in examples/rbac.yaml grants get, create, update, list, watch on
-    // leases; without "watch" the watch fails with a message naming it.
+    // The Role in lock-lease/rbac.yaml grants get, create, update and watch on
+    // leases; without "watch" the watch yields the state it read, then fails
+    // with a message naming the verb and the resource, and ends.
     let emu = start();
     let name = unique("rbac");
     let a = lock(&emu, "a", NS, &name);
     a.create(&held("a", 0)).await.expect("create");
     emu.faults("a")
-        .on(Match::verbs(&[
-            kube_emulator::Verb::Watch,
-            kube_emulator::Verb::List,
-        ]))
+        .on(Match::verbs(&[kube_emulator::Verb::Watch]))
         .forbidden();
     let mut w = a.watch(None).expect("watch");
+    let first = changed(next_event(&mut w).await);
+    assert_eq!(first.record.holder.as_ref(), "a");
     match next_event(&mut w).await {
         Some(Err(LockError::Forbidden { message })) => {
-            assert!(
-                message.contains("list") || message.contains("watch"),
-                "{message}"
-            );
+            assert!(message.contains("watch"), "{message}");
             assert!(message.contains("leases.coordination.k8s.io"), "{message}");
         }
         other => panic!("expected Forbidden, got {other:?}"),
     }
     assert!(next_event(&mut w).await.is_none(), "and the watch ends");
+}
+
+/// The Role shipped in `lock-lease/rbac.yaml` grants every request a lock session
+/// makes: create, read, renew, a fresh watch and a resumed one, an Event, a
+/// release. Each (verb, resource) the emulator counted for the lock's client
+/// must be allowed by a rule of the Role.
+async fn rbac_the_shipped_role_grants_every_request_of_a_session() {
+    let emu = start();
+    let name = unique("rbac-session");
+    let a = lock(&emu, "a", NS, &name);
+    let v1 = a.create(&held("a", 0)).await.expect("create");
+    let mut w = a.watch(None).expect("a fresh watch");
+    assert_eq!(changed(next_event(&mut w).await).version, v1.version);
+    let v2 = a.update(&v1.version, &held("a", 0)).await.expect("renew");
+    assert_eq!(changed(next_event(&mut w).await).version, v2.version);
+    drop(w);
+    let mut resumed = a.watch(Some(&v2.version)).expect("a resumed watch");
+    a.get().await.expect("read");
+    a.record_event(LeaderEvent::BecameLeader {
+        identity: "a".into(),
+    })
+    .await
+    .expect("event");
+    let released = a.update(&v2.version, &held("", 0)).await.expect("release");
+    assert_eq!(
+        changed(next_event(&mut resumed).await).version,
+        released.version
+    );
+
+    let counts = emu.request_counts();
+    let used: Vec<_> = counts.iter().filter(|(c, ..)| *c == "a").collect();
+    assert!(used.len() >= 5, "the session made its requests: {used:?}");
+    let rules = kube_emulator::rbac::role_rules(lock_lease::RBAC_YAML);
+    assert_eq!(
+        kube_emulator::rbac::not_granted(&counts, "a", &rules),
+        [],
+        "rules: {rules:?}"
+    );
 }
 
 async fn r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails() {
@@ -672,6 +707,7 @@ kube_emulator::runtime_tests!(
     r12_foreign_labels_annotations_and_owners_are_preserved,
     h9_events_are_recorded_and_their_failures_do_not_touch_the_lock,
     rbac_a_missing_permission_is_reported_clearly,
+    rbac_the_shipped_role_grants_every_request_of_a_session,
     r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails,
     a15_a16_an_answer_held_past_the_timeout_is_unknown_and_the_write_landed,
 );
