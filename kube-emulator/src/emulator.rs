@@ -246,6 +246,12 @@ impl Emulator {
             .cloned()
     }
 
+    /// The stored objects of `resource` in `namespace`, as a list would give them.
+    pub fn objects(&self, resource: Resource, namespace: &str) -> Vec<Value> {
+        let ns = resource.namespaced().then_some(namespace);
+        lock(&self.shared.store).objects(resource, ns)
+    }
+
     /// Drops the whole watch history, as an etcd compaction does: a watch
     /// resuming from any version before now gets 410 Expired.
     pub fn compact(&self) {

@@ -265,6 +265,52 @@ pub async fn three_candidates<H: Candidate>(
     check_holder("");
 }
 
+/// The leadership Events (core `v1`) about the lock object `name` in
+/// `namespace`, as `(message, reason)`.
+pub fn leader_events(emu: &crate::Emulator, namespace: &str, name: &str) -> Vec<(String, String)> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    emu.objects(crate::Resource::Event, namespace)
+        .iter()
+        .filter(|e| e["involvedObject"]["name"] == name)
+        .map(|e| (text(&e["message"]), text(&e["reason"])))
+        .collect()
+}
+
+/// Checks the Events of a [`three_candidates`] story on the lock object `name`
+/// in `namespace`: each candidate recorded `<id> became leader` once (all three
+/// led), two recorded `<id> stopped leading` (the crashed one could not), all
+/// with reason `LeaderElection`, and nothing else. The Events are written in
+/// the background: this waits up to 5 s for them.
+///
+/// # Panics
+///
+/// When the Events differ.
+pub async fn check_story_events(emu: &crate::Emulator, namespace: &str, name: &str) {
+    let mut events = Vec::new();
+    for _ in 0..100 {
+        events = leader_events(emu, namespace, name);
+        if events.len() >= 5 {
+            break;
+        }
+        sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        events.iter().all(|(_, reason)| reason == "LeaderElection"),
+        "{events:?}"
+    );
+    for id in CANDIDATES {
+        let became = format!("{id} became leader");
+        let n = events.iter().filter(|(m, _)| *m == became).count();
+        assert_eq!(n, 1, "{became}: {events:?}");
+    }
+    let stopped = events
+        .iter()
+        .filter(|(m, _)| m.ends_with(" stopped leading"))
+        .count();
+    assert_eq!(stopped, 2, "{events:?}");
+    assert_eq!(events.len(), 5, "{events:?}");
+}
+
 /// Waits until exactly one of `nodes` leads, checking that never two do; returns
 /// its index and how long it took.
 async fn one_leader<H: Candidate>(nodes: &[Option<H>], within: Duration) -> (usize, Duration) {

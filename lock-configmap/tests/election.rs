@@ -5,13 +5,14 @@
 //! (shared with the Lease lock), driven by `adapter-tokio` on tokio and by
 //! `adapter-smol` under smol and async-std, where kube's client gets its tokio
 //! reactor from `async-compat` inside the lock and the emulator runs on a thread
-//! and runtime of its own.
+//! and runtime of its own. The candidates record client-go's leadership Events
+//! on the ConfigMap.
 
 use std::time::Duration;
 
 use election_core::Config;
 use kube_emulator::Emulator;
-use kube_emulator::runtimes::{Runtime, three_candidates};
+use kube_emulator::runtimes::{Runtime, check_story_events, three_candidates};
 use lock_configmap::ConfigMapLock;
 
 fn lock(emu: &Emulator, name: &str, config: &Config) -> ConfigMapLock {
@@ -60,6 +61,7 @@ async fn three_candidates_on_tokio() {
     )
     .await
     .expect("the story ends within a minute");
+    check_story_events(&emu, "default", name).await;
 }
 
 async fn story_on_adapter_smol(name: &str) {
@@ -74,6 +76,7 @@ async fn story_on_adapter_smol(name: &str) {
         |holder| check_record(&emu, name, holder),
     )
     .await;
+    check_story_events(&emu, "default", name).await;
 }
 
 #[test]

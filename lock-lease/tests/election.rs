@@ -14,8 +14,9 @@
 use std::time::Duration;
 
 use election_core::Config;
-use k8s_openapi::api::core::v1::Event;
-use kube_emulator::runtimes::{CANDIDATES, Runtime, compat, sleep, three_candidates};
+use kube_emulator::runtimes::{
+    CANDIDATES, Runtime, check_story_events, leader_events, three_candidates,
+};
 use kube_emulator::{Emulator, Match, Resource, Verb};
 use lock_lease::LeaseLock;
 
@@ -41,54 +42,6 @@ fn check_lease(emu: &Emulator, name: &str, holder: &str) {
     assert!(lease["spec"]["leaseTransitions"].as_u64().unwrap_or(0) >= 2);
 }
 
-/// The leader-election Events on the Lease `name`, as `(message, reason)`.
-async fn leader_events(emu: &Emulator, name: &str) -> Vec<(String, String)> {
-    let admin = compat(async { emu.client("admin") }).await.expect("client");
-    let events: kube::Api<Event> = kube::Api::namespaced(admin, "default");
-    let list = compat(events.list(&Default::default()))
-        .await
-        .expect("events list");
-    list.items
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(name))
-        .map(|e| (e.message.unwrap_or_default(), e.reason.unwrap_or_default()))
-        .collect()
-}
-
-/// After the story: each candidate recorded `<id> became leader` (all three led)
-/// and two recorded `<id> stopped leading` (the crashed one could not), all with
-/// reason `LeaderElection`. The Events are written in the background: wait for
-/// them a little.
-async fn check_events(emu: &Emulator, name: &str) {
-    let mut events = Vec::new();
-    for _ in 0..100 {
-        events = leader_events(emu, name).await;
-        if events.len() >= 5 {
-            break;
-        }
-        sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        events.iter().all(|(_, reason)| reason == "LeaderElection"),
-        "{events:?}"
-    );
-    for id in CANDIDATES {
-        let became = format!("{id} became leader");
-        assert_eq!(
-            events.iter().filter(|(m, _)| *m == became).count(),
-            1,
-            "{events:?}"
-        );
-    }
-    let stopped: Vec<&String> = events
-        .iter()
-        .map(|(m, _)| m)
-        .filter(|m| m.ends_with(" stopped leading"))
-        .collect();
-    assert_eq!(stopped.len(), 2, "{events:?}");
-    assert_eq!(events.len(), 5, "{events:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_candidates_on_tokio() {
     let emu = Emulator::start().await.expect("emulator");
@@ -107,7 +60,7 @@ async fn three_candidates_on_tokio() {
     )
     .await
     .expect("the story ends within a minute");
-    check_events(&emu, name).await;
+    check_story_events(&emu, "default", name).await;
 }
 
 async fn story_on_adapter_smol(name: &str, events_forbidden: bool) {
@@ -126,9 +79,9 @@ async fn story_on_adapter_smol(name: &str, events_forbidden: bool) {
     )
     .await;
     if events_forbidden {
-        check_events_were_refused(&emu, name).await;
+        check_events_were_refused(&emu, name);
     } else {
-        check_events(&emu, name).await;
+        check_story_events(&emu, "default", name).await;
     }
 }
 
@@ -141,14 +94,14 @@ fn forbid_events(emu: &Emulator) {
 
 /// The candidates did try to record Events (at least the three `became
 /// leader`), and none was stored.
-async fn check_events_were_refused(emu: &Emulator, name: &str) {
+fn check_events_were_refused(emu: &Emulator, name: &str) {
     let counts = emu.request_counts();
     let tried: u64 = CANDIDATES
         .iter()
         .map(|id| counts.get(id, Verb::Create, Resource::Event))
         .sum();
     assert!(tried >= 3, "Event creates tried: {tried}");
-    assert_eq!(leader_events(emu, name).await, []);
+    assert_eq!(leader_events(emu, "default", name), []);
 }
 
 /// FAULTS H9: with Events forbidden the three-candidate story (election, failover
@@ -172,7 +125,7 @@ async fn h9_events_forbidden_leave_the_election_unchanged_on_tokio() {
     )
     .await
     .expect("the story ends within a minute");
-    check_events_were_refused(&emu, name).await;
+    check_events_were_refused(&emu, name);
 }
 
 /// FAULTS H9 under smol (`adapter-smol`).
