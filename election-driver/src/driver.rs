@@ -57,6 +57,7 @@ pub struct Builder<L> {
     work: Option<Box<dyn LeaderWork>>,
     on_loss: OnLoss,
     hook: Option<StateHook>,
+    watch_idle: Option<Duration>,
 }
 
 impl<L: Lock> Builder<L> {
@@ -68,6 +69,7 @@ impl<L: Lock> Builder<L> {
             work: None,
             on_loss: OnLoss::Campaign,
             hook: None,
+            watch_idle: None,
         }
     }
 
@@ -89,6 +91,14 @@ impl<L: Lock> Builder<L> {
         self
     }
 
+    /// How long the lock's watch may deliver nothing before it is restarted
+    /// (default: [`WATCH_IDLE_LEASES`] lease durations). A zero limit is taken as
+    /// one lease duration.
+    pub fn watch_idle_limit(mut self, limit: Duration) -> Self {
+        self.watch_idle = Some(limit);
+        self
+    }
+
     /// Starts the driver on `rt`. Fails only on an invalid configuration.
     pub fn spawn<R: Runtime>(self, rt: R) -> Result<Handle, DriverError> {
         let (driver, handle) = self.build(rt.clone())?;
@@ -101,6 +111,12 @@ impl<L: Lock> Builder<L> {
     pub fn build<R: Runtime>(self, rt: R) -> Result<(Driver<L, R>, Handle), DriverError> {
         let now = rt.now();
         let identity = self.config.identity.clone();
+        let lease = self.config.lease_duration;
+        let watch_idle = match self.watch_idle {
+            Some(limit) if !limit.is_zero() => limit,
+            Some(_) => lease,
+            None => lease.saturating_mul(WATCH_IDLE_LEASES),
+        };
         let elector = Elector::new(self.config, now)?;
         let clock = rt.clone();
         let shared = Shared::new(
@@ -121,6 +137,7 @@ impl<L: Lock> Builder<L> {
             watch_failures: 0,
             watch_seen: None,
             watch_heard: now,
+            watch_idle,
             watch_resumed_unproven: false,
             watch_fresh_next: false,
             timer: None,
@@ -177,9 +194,11 @@ pub struct Driver<L, R> {
     /// The last version the current watch delivered (or resumed from). A read
     /// answering a newer one shows the watch has fallen behind (hung): restart it.
     watch_seen: Option<Version>,
-    /// When the current watch started or last delivered; silent for
-    /// [`WATCH_IDLE_LEASES`] lease durations, it is restarted.
+    /// When the current watch started or last delivered; silent for `watch_idle`,
+    /// it is restarted.
     watch_heard: Instant,
+    /// How long a watch may be silent (see [`Builder::watch_idle_limit`]).
+    watch_idle: Duration,
     /// The current watch resumed from a version and has delivered nothing yet.
     watch_resumed_unproven: bool,
     /// A resumed watch failed at once (its version may be gone, 410): start the
@@ -233,12 +252,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             }
         }
         if let WatchState::Active(_) = self.watch {
-            let idle = self
-                .elector
-                .config()
-                .lease_duration
-                .saturating_mul(WATCH_IDLE_LEASES);
-            if now.saturating_duration_since(self.watch_heard) >= idle {
+            if now.saturating_duration_since(self.watch_heard) >= self.watch_idle {
                 self.restart_lagging_watch("silent for too long", now);
             }
         }
@@ -448,8 +462,13 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Some(t) => at = at.min(t),
             None => {}
         }
-        if let WatchState::Broken { at: w } = self.watch {
-            at = at.min(w);
+        match self.watch {
+            WatchState::Broken { at: w } => at = at.min(w),
+            // Never in the past (a restart is due now): no zero timer to spin on.
+            WatchState::Active(_) => {
+                at = at.min((self.watch_heard + self.watch_idle).max(now + SPIN_GUARD));
+            }
+            WatchState::Untried | WatchState::Unsupported => {}
         }
         if self.timer.as_ref().is_some_and(|(t, _)| *t == at) {
             return;

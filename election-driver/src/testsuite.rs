@@ -18,9 +18,14 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use election_core::{Config, OpKind, Role, StopReason, Term};
+use election_core::{
+    Config, Lock, LockError, LockRecord, Observation, OpKind, Role, StopReason, Term, Version,
+    WatchStream,
+};
 use futures::StreamExt;
-use lock_memory::{Delay, Fault, Faults, LoggedWrite, MemoryStore, PartitionMode, WriteKind};
+use lock_memory::{
+    Delay, Fault, Faults, LoggedWrite, MemoryLock, MemoryStore, PartitionMode, WriteKind,
+};
 
 use crate::{
     Builder, CancelSignal, Change, Handle, LeaderWork, LeadershipState, OnLoss, Runtime, WorkRun,
@@ -58,6 +63,8 @@ macro_rules! driver_suite {
             n7_partitioned_leader_stops_at_deadline_and_others_take_over,
             w1_broken_watch_resumes_and_polls_meanwhile,
             n7_w1_black_holed_watch_is_restarted_after_heal,
+            w1_silent_watch_is_restarted_after_the_idle_limit,
+            w2_resumed_watch_failing_at_once_is_started_afresh,
             lock_without_watch_is_polled,
         );
     };
@@ -1067,6 +1074,155 @@ pub async fn n7_w1_black_holed_watch_is_restarted_after_heal<R: Runtime>(rt: R) 
         "hand-over took {took:?}: the watch is still silent"
     );
     c.shutdown_all(&mut nodes).await;
+}
+
+/// FAULTS W1: the leader is black-holed briefly (shorter than its renew deadline,
+/// so it keeps leading); its watch stays silent for good and it never reads, so
+/// only the idle limit can tell: the watch is restarted once it has said nothing
+/// for that long, not before.
+pub async fn w1_silent_watch_is_restarted_after_the_idle_limit<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let idle = ms(800);
+    let (b, states, notes) = c.builder("node-a", None, OnLoss::Campaign);
+    let handle = b
+        .watch_idle_limit(idle)
+        .spawn(c.rt.clone())
+        .expect("valid configuration");
+    let mut n = Node {
+        name: "node-a".into(),
+        handle: Some(handle),
+        states,
+        notes,
+    };
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader())
+        .await;
+    c.sleep(ms(300)).await;
+    let watches = c.store.calls("node-a").watch;
+    c.store.partition_with("node-a", PartitionMode::Hang);
+    let start = c.rt.now();
+    c.sleep(ms(200)).await;
+    c.store.heal("node-a");
+    let took = c
+        .until(idle + ms(500), "the silent watch is restarted", || {
+            c.store.calls("node-a").watch > watches
+        })
+        .await;
+    assert!(took >= idle - ms(300), "restarted after only {took:?}");
+    assert!(
+        c.rt.now() - start < idle + ms(500),
+        "restarted late: {took:?}"
+    );
+    assert!(n.is_leader(), "the short black hole cost the leadership");
+    n.handle.take().unwrap().shutdown().await;
+    assert_eq!(c.holder(), None);
+}
+
+/// The memory lock, recording where each watch starts; while `gone` is set a
+/// watch resumed from a version fails at once, as kube reports a 410 Gone (an
+/// invalid request).
+#[derive(Clone)]
+struct GoneOnResume {
+    inner: MemoryLock,
+    starts: Arc<Mutex<Vec<Option<Version>>>>,
+    gone: Arc<AtomicBool>,
+}
+
+impl Lock for GoneOnResume {
+    async fn get(&self) -> Result<Observation, LockError> {
+        self.inner.get().await
+    }
+
+    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
+        self.inner.create(record).await
+    }
+
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LockRecord,
+    ) -> Result<Observation, LockError> {
+        self.inner.update(expected, record).await
+    }
+
+    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
+        self.starts.lock().unwrap().push(from.cloned());
+        if from.is_some() && self.gone.load(Ordering::SeqCst) {
+            let gone = Err(LockError::Invalid {
+                message: "410 Gone: too old resource version".into(),
+            });
+            return Some(Box::pin(futures::stream::iter([gone])));
+        }
+        self.inner.watch(from)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// FAULTS W2: a watch resumed from a version that is gone fails at once; the
+/// next watch starts afresh (no version) instead of resuming from the same
+/// version again. The resume here is the restart of a black-holed follower's
+/// watch after heal (the first failure in a row, so backoff alone would retry
+/// the version).
+pub async fn w2_resumed_watch_failing_at_once_is_started_afresh<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut a = c.spawn("node-a");
+    c.until(FIRST_ELECTION, "node-a leads", || a.is_leader())
+        .await;
+    let lock = GoneOnResume {
+        inner: c.store.client("node-b"),
+        starts: Arc::default(),
+        gone: Arc::default(),
+    };
+    let states = Recorder::default();
+    let rec = states.clone();
+    let mut b = Node {
+        name: "node-b".into(),
+        handle: Some(
+            Builder::new(lock.clone(), Config::fast("node-b"))
+                .on_state(move |s| rec.0.lock().unwrap().push(s.clone()))
+                .spawn(c.rt.clone())
+                .expect("valid configuration"),
+        ),
+        states,
+        notes: Arc::default(),
+    };
+    c.until(ms(500), "node-b sees node-a lead", || {
+        b.h().leader().as_deref() == Some("node-a")
+    })
+    .await;
+    c.sleep(ms(300)).await;
+    lock.gone.store(true, Ordering::SeqCst);
+    c.store.partition_with("node-b", PartitionMode::Hang);
+    let pos = log_position(&c.store);
+    c.until(LEASE, "node-a renewed behind the black hole", || {
+        c.writes_by("node-a", pos).len() >= 2
+    })
+    .await;
+    c.store.heal("node-b");
+    let starts = || lock.starts.lock().unwrap().clone();
+    c.until(LEASE + ms(500), "a resume and the watch after it", || {
+        starts().len() >= 3
+    })
+    .await;
+    let starts = starts();
+    assert!(starts[0].is_none(), "first watch: {starts:?}");
+    assert!(starts[1].is_some(), "the restart resumes: {starts:?}");
+    assert!(
+        starts[2].is_none(),
+        "after the resumed watch failed at once the next starts afresh: {starts:?}"
+    );
+    assert!(
+        b.states
+            .changes()
+            .iter()
+            .any(|ch| matches!(ch, Change::Problem(crate::DriverError::Watch(_)))),
+        "the failure is reported"
+    );
+    assert!(!b.is_leader());
+    c.shutdown_all(std::slice::from_mut(&mut b)).await;
+    c.shutdown_all(std::slice::from_mut(&mut a)).await;
 }
 
 /// A lock without a watch (client-go's situation): the driver never starts one,
