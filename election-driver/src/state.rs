@@ -28,7 +28,8 @@ pub enum DriverError {
         /// The panic's message, when it was a string.
         message: String,
     },
-    /// The runtime could not start the driver (no runtime to spawn on).
+    /// The runtime could not start the driver: no runtime to spawn on, or one
+    /// lacking what the driver needs (tokio without its time driver).
     #[error("failed to start the driver: {0}")]
     Spawn(String),
 }

@@ -1077,8 +1077,8 @@ pub async fn n7_w1_black_holed_watch_is_restarted_after_heal<R: Runtime>(rt: R) 
 }
 
 /// FAULTS W1: the leader is black-holed briefly (shorter than its renew deadline,
-/// so it keeps leading); its watch stays silent for good and it never reads, so
-/// only the idle limit can tell: the watch is restarted once it has said nothing
+/// so it keeps leading); its watch stays silent for good and nothing it reads is
+/// newer than what the watch delivered, so only the idle limit can tell: the watch is restarted once it has said nothing
 /// for that long, not before.
 pub async fn w1_silent_watch_is_restarted_after_the_idle_limit<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
