@@ -669,3 +669,36 @@ fn w4_a_server_switch_never_shortens_the_wait() {
     // After the conflict it reads again instead of leading.
     assert!(matches!(n.fire_until_action(10), Action::Get { .. }));
 }
+
+/// A8 on an acquisition: a 422 is reported, and the refused payload is not re-sent
+/// as it was: after the backoff the node reads first, and writes only what the
+/// fresh read shows (here a third party fixed the record: a new version).
+#[test]
+fn a8_invalid_acquisition_reads_before_writing_again() {
+    let cfg = fast("a");
+    let mut n = Node::new(cfg.clone());
+    let op = n.get();
+    n.answer(op, Ok(obs("5", held("", 1, 3))));
+    let (op, expected, refused) = n.update();
+    assert_eq!(expected, Version::new("5"));
+    let error = LockError::Invalid {
+        message: "metadata.annotations: Invalid value".into(),
+    };
+    n.answer(op, Err(error.clone()));
+    assert!(n.events().contains(&Event::Warning(Warning::LockFailed {
+        op: OpKind::Update,
+        error
+    })));
+    n.no_action();
+    let failed_at = n.now;
+    // The next call is a read, no sooner than a retry period.
+    let op = match n.fire_until_action(10) {
+        Action::Get { op } => op,
+        other => panic!("the refused acquisition re-sent without a read: {other:?}"),
+    };
+    assert!(n.now >= failed_at + cfg.retry_period, "{:?}", n.now);
+    n.answer(op, Ok(obs("6", held("", 1, 3))));
+    let (_, expected, write) = n.update();
+    assert_eq!(expected, Version::new("6"), "on the fresh version");
+    assert_eq!(write, refused, "same content, on what the read showed");
+}

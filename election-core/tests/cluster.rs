@@ -200,7 +200,11 @@ fn n12_clock_rates_within_the_tolerance_never_overlap() {
 
 /// N1: two live processes with the same identity over one lock: never both
 /// leaders at once (checked at every step), and the collision is reported with the
-/// identity.
+/// identity. The twin that comes second only ever sees versions it did not write
+/// naming it, so it treats the lock as held by another: it never leads, and the
+/// first keeps leading undisturbed (it sees no version it did not write). Both
+/// twins stop leading only where both hold, which `renew.rs` covers (the leader
+/// sees the twin's renew).
 #[test]
 fn n1_twins_never_lead_together_and_the_collision_is_reported() {
     within_time_limit(|| {
@@ -216,5 +220,9 @@ fn n1_twins_never_lead_together_and_the_collision_is_reported() {
                 .any(|(_, e)| *e == Event::Warning(Warning::IdentityCollision("twin".into())))
         });
         assert!(reported, "the collision is reported, naming the identity");
+        assert_eq!(c.starts(1), 0, "the second twin never leads");
+        assert_eq!(c.leaders(), vec![0]);
+        assert_eq!(c.spans[0].len(), 1, "the first twin led once");
+        assert_eq!(c.spans[0][0].1, None, "and was not disturbed");
     });
 }

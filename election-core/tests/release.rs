@@ -96,9 +96,66 @@ fn a8_release_writes_lease_one_and_reports_invalid() {
             })]
         );
         n.no_action();
-        let next = n.timeout().expect("a retry is planned");
-        assert!(next >= n.now + cfg.retry_period, "{next:?}");
+        // The release is given up, not re-sent: the lease expires by itself, and
+        // this node does not take it back for one lease duration.
+        assert_eq!(n.e.role(), Role::Follower, "{cfg:?}");
+        assert!(!n.e.is_leader(n.now));
+        let released_at = n.now;
+        let retake = loop {
+            let at = n.timeout().expect("the node keeps campaigning");
+            n.advance_to(at.max(n.now));
+            match n.has_action().then(|| n.action()) {
+                None => {}
+                Some(Action::Get { op }) => {
+                    n.answer(op, Ok(obs("1", stamped(acquiring(&cfg, 0), 1))));
+                }
+                Some(Action::Update {
+                    expected,
+                    record: w,
+                    ..
+                }) => {
+                    assert_ne!(w, record, "the refused release re-sent at {:?}", n.now);
+                    assert_eq!(expected, Version::new("1"));
+                    assert_eq!(w.transitions, 1, "a new term");
+                    break n.now;
+                }
+                Some(other) => panic!("unexpected {other:?}"),
+            }
+            assert!(n.now < released_at + cfg.lease_duration * 3, "stalled");
+        };
+        assert!(
+            retake >= released_at + cfg.lease_duration,
+            "took the lock back at {retake:?}, within a lease of the release"
+        );
     }
+}
+
+/// A8 on a shutdown's release: the refused release is not re-sent; the node
+/// terminates at once (the stop was reported before the release).
+#[test]
+fn a8_invalid_release_on_shutdown_terminates_without_resending() {
+    let mut n = Node::leader(fast("a"), "1");
+    n.shutdown();
+    n.work_stopped();
+    let evs = n.events();
+    assert!(
+        evs.iter()
+            .any(|e| matches!(e, Event::StoppedLeading { .. })),
+        "{evs:?}"
+    );
+    let (op, _, record) = n.update();
+    assert_eq!(&*record.holder, "");
+    n.answer(
+        op,
+        Err(LockError::Invalid {
+            message: "rejected".into(),
+        }),
+    );
+    let evs = n.events();
+    assert_eq!(evs.last(), Some(&Event::Terminated), "{evs:?}");
+    n.no_action();
+    assert!(n.e.is_terminated());
+    assert_eq!(n.timeout(), None);
 }
 
 /// H4: the release loses its compare-and-swap and a fresh read shows another

@@ -431,17 +431,16 @@ fn n5_pause_longer_than_a_lease_checks_the_deadline_before_acting() {
     assert!(!n.e.is_leader(n.now));
     // Whatever comes next is not a renew of term 0: a read, or a compare-and-swap
     // acquisition of a new term.
-    if n.has_action() {
-        match n.action() {
-            Action::Get { .. } => {}
-            Action::Update {
-                expected, record, ..
-            } => {
-                assert_eq!(expected, Version::new("1"));
-                assert_eq!(record.transitions, 1, "a new term, not a renew");
-            }
-            other => panic!("unexpected {other:?}"),
+    // The node campaigns again at once, so there is a next call.
+    match n.action() {
+        Action::Get { .. } => {}
+        Action::Update {
+            expected, record, ..
+        } => {
+            assert_eq!(expected, Version::new("1"));
+            assert_eq!(record.transitions, 1, "a new term, not a renew");
         }
+        other => panic!("unexpected {other:?}"),
     }
     // The same when an answer (not a timer) is the first thing after the pause.
     let mut n = Node::leader(cfg, "1");
@@ -483,7 +482,11 @@ impl CloneUpdate for Action {
 fn handle_timeout_returns_when_a_timer_fires_during_a_call() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let mut e = Elector::new(fast("a"), t(0)).expect("valid");
+        // Lead at once after the create (no strict lock delay), so that the
+        // deadline is what ends leadership below.
+        let mut cfg = fast("a");
+        cfg.lock_delay = LockDelay::Immediate;
+        let mut e = Elector::new(cfg, t(0)).expect("valid");
         let get = e.poll_action().expect("read").op();
         e.handle(
             Input::Answer {
@@ -505,16 +508,21 @@ fn handle_timeout_returns_when_a_timer_fires_during_a_call() {
         );
         // Nothing is answered from now on: renew at 250 ms, read at 750 ms and at
         // 1.25 s (request timeouts), deadline at 1.5 s with the read in flight.
-        for at in [250, 750, 1_250, 1_500] {
+        let mut before = true;
+        for at in [250, 750, 1_250] {
             e.handle_timeout(t(at));
             while e.poll_action().is_some() {}
+            before &= e.is_leader(t(at));
         }
-        let _ = tx.send(e.is_leader(t(1_500)));
+        e.handle_timeout(t(1_500));
+        while e.poll_action().is_some() {}
+        let _ = tx.send((before, e.is_leader(t(1_500))));
     });
-    let leading = rx
+    let (leading_before, leading_after) = rx
         .recv_timeout(std::time::Duration::from_secs(10))
         .expect("handle_timeout(1.5 s) returned");
-    assert!(!leading);
+    assert!(leading_before, "led until the deadline");
+    assert!(!leading_after, "not past the deadline");
 }
 
 /// How a third party's write shows to the leader in the R12 table.

@@ -38,6 +38,10 @@ impl Elector {
             self.timers.set(Timer::Attempt, self.no_acquire_until);
             return;
         }
+        if core::mem::take(&mut self.read_before_write) {
+            self.send_read(now);
+            return;
+        }
         if self.absent {
             let record = self.leading_record(None, self.create_transitions());
             self.send(Purpose::Create, |op| Action::Create { op, record }, now);
@@ -175,6 +179,9 @@ impl Elector {
                 self.timers.set(Timer::Attempt, now);
             }
             Err(e) => {
+                // FAULTS A8: a payload the API refused as invalid is not re-sent as
+                // it was; the next attempt reads first and writes what it shows.
+                self.read_before_write |= matches!(e, LockError::Invalid { .. });
                 let wait = self.follower_backoff(&e);
                 self.timers.set(Timer::Attempt, now + wait);
             }

@@ -81,6 +81,9 @@ pub struct Elector {
     create_unknown: bool,
     /// A read is wanted as soon as no call is in flight.
     read_wanted: bool,
+    /// The API refused a campaign's write as invalid (422): the next attempt reads
+    /// first, so that the same payload is never re-sent without a fresh look.
+    read_before_write: bool,
     /// The wanted read follows a lost compare-and-swap.
     conflict_read: bool,
     /// Versions seen naming us that we did not write; a second one proves a twin.
@@ -241,6 +244,7 @@ impl Elector {
             unknown_write_sent: None,
             create_unknown: false,
             read_wanted: true,
+            read_before_write: false,
             conflict_read: false,
             foreign_self_versions: 0,
             holding: None,

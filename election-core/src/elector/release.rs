@@ -116,6 +116,16 @@ impl Elector {
                 self.note_absent(now);
                 self.let_go(now);
             }
+            Err(LockError::Invalid { .. }) => {
+                // The API refuses this payload, and a release has no other one to
+                // offer (FAULTS A8: never re-sent as it was). The cause is already
+                // reported; the stop was reported before the release. Give the
+                // release up: the lease expires by itself. Do not take the lock
+                // back for one lease duration, so that the release's intent (let
+                // another lead) is kept.
+                self.let_go(now);
+                self.no_acquire_until = self.no_acquire_until.max(now + self.config.lease_duration);
+            }
             Err(_) => self
                 .timers
                 .set(Timer::Attempt, now + self.config.retry_period),
