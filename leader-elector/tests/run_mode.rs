@@ -1,7 +1,8 @@
 //! Two (then three) sidecars in `run` mode against the API emulator: their children
 //! never run at the same time, through a graceful hand-over (SIGTERM to the leading
-//! sidecar) and a partition of the next leader (FAULTS N7); and the child's exit code
-//! is passed through.
+//! sidecar), a partition of the next leader (FAULTS N7) and another hand-over back
+//! to it after the heal; a child's own children die with it; and the child's exit
+//! code is passed through.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -52,48 +53,76 @@ fn lines(log: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Waits until the log has `line`.
-async fn wait_for(log: &Path, line: &str, within: Duration) {
-    let start = Instant::now();
-    while !lines(log).iter().any(|l| l == line) {
-        assert!(
-            start.elapsed() < within,
-            "no {line:?} within {within:?}: {:?}",
-            lines(log)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// The log's `<kind> <id> <value>` lines of one kind, as (id, value).
+fn entries(log: &Path, kind: &str) -> Vec<(String, u64)> {
+    lines(log)
+        .iter()
+        .filter_map(|l| {
+            let mut parts = l.split(' ');
+            (parts.next()? == kind).then_some(())?;
+            let id = parts.next()?.to_owned();
+            let value = parts.next()?.parse().ok()?;
+            Some((id, value))
+        })
+        .collect()
 }
 
-/// The first `start <id>` line's id, waiting for one.
-async fn first_start(log: &Path, after: usize, within: Duration) -> String {
+/// Waits until the log has `n` lines of `kind` (for `id`, if given).
+async fn wait_count(log: &Path, kind: &str, id: Option<&str>, n: usize, within: Duration) {
     let start = Instant::now();
-    loop {
-        if let Some(id) = lines(log)
+    let count = || {
+        entries(log, kind)
             .iter()
-            .skip(after)
-            .find_map(|l| l.strip_prefix("start "))
-        {
-            return id.to_owned();
-        }
+            .filter(|(i, _)| id.is_none_or(|id| i == id))
+            .count()
+    };
+    while count() < n {
         assert!(
             start.elapsed() < within,
-            "no child started: {:?}",
+            "not {n} {kind:?} lines for {id:?} within {within:?}: {:?}",
             lines(log)
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
+/// The id of the `n`-th child started (from 0), waiting for it.
+async fn nth_start(log: &Path, n: usize, within: Duration) -> String {
+    wait_count(log, "start", None, n + 1, within).await;
+    entries(log, "start").swap_remove(n).0
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet: it runs no more).
+fn gone(pid: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // `pid (comm) state …`: the state follows the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+/// Two, then three sidecars run a child that starts a grandchild ignoring SIGTERM
+/// (as a shell script's background job might). Each child appends `start <id>
+/// <epoch-ns>` when it starts and `stop <id> <epoch-ns>` from an EXIT trap, at its
+/// real exit. Checked: the children's [start, stop] intervals never overlap
+/// (through a graceful hand-over, FAULTS N7's partition and a second hand-over),
+/// the partitioned sidecar campaigns again and leads after the heal, and no
+/// grandchild outlives its child's sidecar's stop (the group is killed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_of_two_sidecars_never_run_at_the_same_time() {
     let emu = Emulator::start().await.expect("emulator");
     let dir = temp("overlap");
     let log = dir.join("children.log");
     let script = format!(
-        "echo \"start $LEADER_ELECTOR_IDENTITY\" >> {log}; \
-         trap 'echo \"stop $LEADER_ELECTOR_IDENTITY\" >> {log}; exit 0' TERM; \
-         while :; do sleep 0.05; done",
+        "id=$LEADER_ELECTOR_IDENTITY; \
+         echo \"start $id $(date +%s%N)\" >> {log}; \
+         trap 'echo \"stop $id $(date +%s%N)\" >> {log}' EXIT; \
+         trap 'exit 0' TERM; \
+         sh -c 'trap \"\" TERM; exec sleep 1000' & \
+         echo \"grand $id $!\" >> {log}; \
+         wait",
         log = log.display()
     );
     let child = ["sh", "-c", script.as_str()];
@@ -101,7 +130,7 @@ async fn children_of_two_sidecars_never_run_at_the_same_time() {
     let mut b = Some(sidecar(&emu, &dir, "sidecar-b", &child));
 
     // 1. Someone leads; SIGTERM its sidecar: graceful hand-over.
-    let first = first_start(&log, 0, Duration::from_secs(15)).await;
+    let first = nth_start(&log, 0, Duration::from_secs(15)).await;
     let leaving = if first == "sidecar-a" {
         a.take()
     } else {
@@ -114,46 +143,88 @@ async fn children_of_two_sidecars_never_run_at_the_same_time() {
         .expect("the sidecar exits")
         .expect("status");
     assert!(status.status.success(), "{status:?}");
-    wait_for(&log, &format!("stop {first}"), Duration::from_secs(1)).await;
-    let second = first_start(&log, 2, Duration::from_secs(10)).await;
+    wait_count(&log, "stop", Some(&first), 1, Duration::from_secs(1)).await;
+    let second = nth_start(&log, 1, Duration::from_secs(10)).await;
     assert_ne!(first, second);
+    let (mut second_s, mut other) = if second == "sidecar-a" {
+        (a.take(), b.take())
+    } else {
+        (b.take(), a.take())
+    };
+    assert!(other.is_none(), "the first leader's sidecar has exited");
 
     // 2. A third sidecar joins; the second leader is partitioned from the API: it
     // loses at its deadline and stops its child; the third takes over afterwards.
-    let mut c = Some(sidecar(&emu, &dir, "sidecar-c", &child));
+    other = Some(sidecar(&emu, &dir, "sidecar-c", &child));
     tokio::time::sleep(Duration::from_millis(500)).await;
     emu.faults(&second).hang();
-    wait_for(&log, &format!("stop {second}"), Duration::from_secs(10)).await;
-    let third = first_start(&log, 4, Duration::from_secs(15)).await;
-    assert_ne!(third, second);
+    wait_count(&log, "stop", Some(&second), 1, Duration::from_secs(10)).await;
+    let third = nth_start(&log, 2, Duration::from_secs(15)).await;
+    assert_eq!(third, "sidecar-c");
 
-    // 3. Stop everyone.
+    // 3. Heal; the third leader leaves gracefully: the partitioned sidecar, which
+    // campaigned on, leads again.
     emu.faults(&second).clear();
-    for s in [a.take(), b.take(), c.take()].into_iter().flatten() {
-        sigterm(&s);
-        let out = tokio::time::timeout(Duration::from_secs(10), s.wait_with_output())
-            .await
-            .expect("exits")
-            .expect("status");
-        assert!(out.status.success(), "{out:?}");
-    }
+    let leaving = other.take().expect("running");
+    sigterm(&leaving);
+    let out = tokio::time::timeout(Duration::from_secs(10), leaving.wait_with_output())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert!(out.status.success(), "{out:?}");
+    let fourth = nth_start(&log, 3, Duration::from_secs(15)).await;
+    assert_eq!(fourth, second, "the healed sidecar leads again");
 
-    // Never two children at once: replay the log.
-    let log = lines(&log);
-    let mut running: Vec<&str> = Vec::new();
-    for l in &log {
-        if let Some(id) = l.strip_prefix("start ") {
-            assert!(
-                running.is_empty(),
-                "{id} started while {running:?} ran: {log:?}"
-            );
-            running.push(id);
-        } else if let Some(id) = l.strip_prefix("stop ") {
-            running.retain(|r| *r != id);
-        }
+    // 4. Stop it.
+    let s = second_s.take().expect("running");
+    sigterm(&s);
+    let out = tokio::time::timeout(Duration::from_secs(10), s.wait_with_output())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert!(out.status.success(), "{out:?}");
+
+    // Never two children at once: every [start, stop] interval ends before the
+    // next one begins.
+    let starts = entries(&log, "start");
+    let stops = entries(&log, "stop");
+    assert_eq!(starts.len(), 4, "four leaderships: {:?}", lines(&log));
+    assert_eq!(stops.len(), 4, "every child stopped: {:?}", lines(&log));
+    let mut intervals = Vec::new();
+    for (id, begun) in &starts {
+        // Each sidecar's children run one at a time: its k-th stop ends its k-th
+        // start.
+        let k = intervals.iter().filter(|(i, _, _)| i == id).count();
+        let (_, ended) = stops
+            .iter()
+            .filter(|(i, _)| i == id)
+            .nth(k)
+            .unwrap_or_else(|| panic!("no stop for {id}'s child: {:?}", lines(&log)));
+        assert!(begun <= ended);
+        intervals.push((id.clone(), *begun, *ended));
     }
-    assert!(running.is_empty(), "every child stopped: {log:?}");
-    assert!(log.len() >= 6, "three leaderships: {log:?}");
+    intervals.sort_by_key(|(_, begun, _)| *begun);
+    for pair in intervals.windows(2) {
+        assert!(
+            pair[0].2 < pair[1].1,
+            "{} started at {} while {} ran until {}: {:?}",
+            pair[1].0,
+            pair[1].1,
+            pair[0].0,
+            pair[0].2,
+            lines(&log)
+        );
+    }
+    // The grandchildren, which ignore SIGTERM, died with their groups.
+    let grands = entries(&log, "grand");
+    assert_eq!(grands.len(), 4, "{:?}", lines(&log));
+    for (id, pid) in grands {
+        let start = Instant::now();
+        while !gone(pid) && start.elapsed() < Duration::from_secs(2) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(gone(pid), "{id}'s grandchild {pid} survived");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -172,5 +243,65 @@ async fn the_childs_exit_code_is_passed_through() {
         .object(kube_emulator::Resource::Lease, "default", "sidecar")
         .expect("lease exists");
     assert_eq!(lease["spec"]["holderIdentity"], "", "{lease}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A graceful give-up (SIGTERM to the sidecar while it leads) waits for the child
+/// beyond `--kill-after-ms` (up to `renew_deadline - retry_period`): a child that
+/// takes 0.8 s to clean up finishes. After a loss (partitioned past its deadline)
+/// the short bound holds: the same child is SIGKILLed before it finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_waits_for_the_child_and_a_loss_does_not() {
+    let emu = Emulator::start().await.expect("emulator");
+    let dir = temp("graceful");
+    let log = dir.join("children.log");
+    let script = format!(
+        "id=$LEADER_ELECTOR_IDENTITY; \
+         trap 'sleep 0.8; echo \"cleaned $id 0\" >> {log}; exit 0' TERM; \
+         echo \"up $id $$\" >> {log}; \
+         while :; do sleep 0.05; done",
+        log = log.display()
+    );
+    let child = ["sh", "-c", script.as_str()];
+
+    let s = sidecar(&emu, &dir, "sidecar-g", &child);
+    wait_count(&log, "up", Some("sidecar-g"), 1, Duration::from_secs(15)).await;
+    sigterm(&s);
+    let out = tokio::time::timeout(Duration::from_secs(10), s.wait_with_output())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        entries(&log, "cleaned").len(),
+        1,
+        "the child finished its clean-up: {:?}",
+        lines(&log)
+    );
+
+    let s = sidecar(&emu, &dir, "sidecar-l", &child);
+    wait_count(&log, "up", Some("sidecar-l"), 1, Duration::from_secs(15)).await;
+    let pid = entries(&log, "up")[1].1;
+    emu.faults("sidecar-l").hang();
+    // Loss at the deadline (1.5 s after the last renew), SIGKILL 0.3 s later.
+    let start = Instant::now();
+    while !gone(pid) && start.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone(pid), "the child was stopped after the loss");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(
+        entries(&log, "cleaned").len(),
+        1,
+        "after a loss the child was killed before its clean-up: {:?}",
+        lines(&log)
+    );
+    emu.faults("sidecar-l").clear();
+    sigterm(&s);
+    let out = tokio::time::timeout(Duration::from_secs(10), s.wait_with_output())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert!(out.status.success(), "{out:?}");
     let _ = std::fs::remove_dir_all(dir);
 }
