@@ -43,3 +43,9 @@ pub mod metrics;
 
 pub use monitor::{Monitor, MonitorBuilder, ObservedLock, Snapshot, error_class, stop_class};
 pub use view::LeadershipView;
+
+/// The README's Rust snippets, compiled as doctests of this crate (its
+/// dev-dependencies and test features provide what they use).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
