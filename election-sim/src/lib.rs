@@ -6,7 +6,8 @@
 //! edited by hand; each node's clock runs at its own rate. A virtual real-time
 //! clock jumps to the next thing that happens, so a run of minutes takes
 //! milliseconds. Everything is drawn from one seed: a failing seed replays
-//! exactly with `cargo run -p election-sim -- --seed N --trace`.
+//! exactly with the command it prints (`cargo run -p election-sim -- --seed N
+//! --faults B --clock-ratio R --write-mode M --trace`).
 //!
 //! After every step the [`Checker`] verifies: at most one node with `is_leader`
 //! true at any real instant; terms only grow (since the lock was last deleted);
@@ -34,11 +35,13 @@ pub use rng::SimRng;
 pub use store::{AppliedWrite, Store, WriteMode};
 pub use world::{Report, World};
 
-/// A failed run: the violation, the seed, and the trace when tracing.
+/// A failed run: the violation, the seed, the options, and the trace when tracing.
 #[derive(Debug)]
 pub struct Failure {
     /// The seed that fails.
     pub seed: u64,
+    /// The options it ran with (a test may have changed those the seed draws).
+    pub opts: Box<SimOptions>,
     /// What broke.
     pub violation: Violation,
     /// The run's trace, if it was kept.
@@ -49,18 +52,35 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "seed {} failed: {}\n  replay: cargo run -p election-sim -- --seed {} --trace",
-            self.seed, self.violation, self.seed
+            "seed {} failed: {}\n  replay: cargo run -p election-sim -- {} --trace",
+            self.seed,
+            self.violation,
+            replay_args(self.seed, &self.opts)
         )
     }
 }
 
+/// The command-line options that replay `seed` with `opts`: the seed, and every
+/// option a test may change from what the seed draws (`faults`, `clock_ratio`,
+/// `write_mode`), so that the replay runs exactly the failing scenario.
+pub fn replay_args(seed: u64, opts: &SimOptions) -> String {
+    let mode = match opts.write_mode {
+        WriteMode::CompareAndSwap => "cas",
+        WriteMode::Blind => "blind",
+    };
+    format!(
+        "--seed {seed} --faults {} --clock-ratio {:?} --write-mode {mode}",
+        opts.faults, opts.clock_ratio
+    )
+}
+
 /// Runs one seed with the given options.
 pub fn run_seed(seed: u64, opts: SimOptions) -> Result<Report, Failure> {
-    match World::new(seed, opts).run() {
+    match World::new(seed, opts.clone()).run() {
         Ok((report, _)) => Ok(report),
         Err((violation, trace)) => Err(Failure {
             seed,
+            opts: Box::new(opts),
             violation,
             trace,
         }),

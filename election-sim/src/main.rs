@@ -1,9 +1,11 @@
 //! Replays simulation seeds: `election-sim --seed N [--trace]`, or a range with
-//! `--seeds FROM..TO`.
+//! `--seeds FROM..TO`. The options a test may change from what the seed draws are
+//! flags too, as a failure's printed replay command gives them: `--faults
+//! true|false`, `--clock-ratio R`, `--write-mode cas|blind`.
 
 use std::process::ExitCode;
 
-use election_sim::{SimOptions, run_seed};
+use election_sim::{SimOptions, WriteMode, run_seed};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,15 +31,40 @@ fn main() -> ExitCode {
     } else {
         return usage();
     };
+    let faults = match value("--faults").map(|s| s.parse::<bool>()) {
+        None => None,
+        Some(Ok(b)) => Some(b),
+        Some(Err(_)) => return usage(),
+    };
+    let clock_ratio = match value("--clock-ratio").map(|s| s.parse::<f64>()) {
+        None => None,
+        Some(Ok(r)) if r.is_finite() && r >= 1.0 => Some(r),
+        Some(_) => return usage(),
+    };
+    let write_mode = match value("--write-mode").map(String::as_str) {
+        None => None,
+        Some("cas") => Some(WriteMode::CompareAndSwap),
+        Some("blind") => Some(WriteMode::Blind),
+        Some(_) => return usage(),
+    };
     let mut failed = 0;
     for seed in range.clone() {
         let mut opts = SimOptions::for_seed(seed);
         opts.trace = trace;
+        if let Some(b) = faults {
+            opts.faults = b;
+        }
+        if let Some(r) = clock_ratio {
+            opts.clock_ratio = r;
+        }
+        if let Some(m) = write_mode {
+            opts.write_mode = m;
+        }
         println!("seed {seed}: {opts:?}");
         match run_seed(seed, opts) {
             Ok(r) => println!(
-                "seed {seed}: ok, {} leaderships, recovery {:?} ns, {} steps",
-                r.starts, r.recovery, r.steps
+                "seed {seed}: ok, {} leaderships, recovery {:?} ns (bound {} ns), {} steps",
+                r.starts, r.recovery, r.bound, r.steps
             ),
             Err(f) => {
                 if let Some(t) = &f.trace {
@@ -57,6 +84,9 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: election-sim --seed N [--trace] | --seeds FROM..TO");
+    eprintln!(
+        "usage: election-sim (--seed N | --seeds FROM..TO) [--trace] [--faults true|false] \
+         [--clock-ratio R (>= 1)] [--write-mode cas|blind]"
+    );
     ExitCode::from(2)
 }

@@ -72,12 +72,21 @@ impl SimOptions {
         }
     }
 
-    /// How long after the faults heal a leader must exist (real time): two lease
-    /// durations (an expiry, and the strict lock delay after a deleted lock), the
-    /// longest retry interval and a few request timeouts, stretched by the slowest clock.
-    pub fn liveness_bound(&self) -> Duration {
+    /// How long after the faults heal a leader must exist (real time).
+    ///
+    /// DESIGN §1's bound, `lease_duration + retry_period × (1 + jitter)` plus one
+    /// request (its timeout), with one more `lease_duration` when `lock_absent`:
+    /// the lock was absent (deleted, or not created yet) at some instant within a
+    /// lease of the heal or later, so that a create's strict lock delay may still
+    /// run after the heal. Local durations are stretched by the slowest clock
+    /// (`√clock_ratio` real nanoseconds per local one), plus 1 % for rounding and
+    /// the simulated network's delays.
+    pub fn liveness_bound(&self, lock_absent: bool) -> Duration {
         let c = &self.config;
-        let local = c.lease_duration * 2 + c.max_retry_interval() + c.request_timeout * 4;
+        let mut local = c.lease_duration + c.max_retry_interval() + c.request_timeout;
+        if lock_absent {
+            local += c.lease_duration;
+        }
         local.mul_f64(self.clock_ratio.sqrt() * 1.01)
     }
 }
@@ -105,6 +114,12 @@ pub enum Fault {
     DeleteLock,
     /// Someone edits the holder by hand.
     HumanEdit { holder: &'static str },
+    /// Someone edits only the lock's metadata (a label or annotation added): a
+    /// new version of the same record, stamps included (FAULTS R12).
+    MetadataEdit,
+    /// The global heal at the end of the fault window: message faults (loss,
+    /// duplication, unknown outcomes, transient errors) and latency spikes end.
+    HealNetwork,
     /// Messages take up to this long, until the given real time.
     Latency { max: Duration, until: u64 },
 }
@@ -175,12 +190,14 @@ pub fn draw_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Fault)>, M
                 faults.push((end, Fault::Heal { node }));
             }
             5 => faults.push((at, Fault::DeleteLock)),
-            6 => faults.push((
-                at,
-                Fault::HumanEdit {
-                    holder: if rng.chance(0.5) { "" } else { "mallory" },
-                },
-            )),
+            6 => {
+                let edit = match rng.range(0, 3) {
+                    0 => Fault::HumanEdit { holder: "" },
+                    1 => Fault::HumanEdit { holder: "mallory" },
+                    _ => Fault::MetadataEdit,
+                };
+                faults.push((at, edit));
+            }
             7 => {
                 let max = rd.mul_f64(0.2 + 1.6 * rng.unit());
                 faults.push((at, Fault::Latency { max, until: end }));

@@ -117,6 +117,9 @@ pub struct Report {
     pub recovery: Option<u64>,
     /// Steps simulated.
     pub steps: u64,
+    /// The liveness bound that applied (real nanoseconds after the heal), see
+    /// [`SimOptions::liveness_bound`].
+    pub bound: u64,
 }
 
 /// The simulated cluster.
@@ -130,6 +133,8 @@ pub struct World {
     store: Store,
     msg: MessageFaults,
     latency: Option<(Duration, u64)>,
+    /// Real time from which the lock exists without a break (`None`: absent now).
+    present_since: Option<u64>,
     checker: Checker,
     trace: Option<String>,
     steps: u64,
@@ -178,6 +183,7 @@ impl World {
             nodes,
             msg,
             latency: None,
+            present_since: None,
             steps: 0,
         };
         for (at, f) in faults {
@@ -224,14 +230,20 @@ impl World {
     /// Runs until the faults have healed and a liveness bound has passed.
     pub fn run(mut self) -> Result<(Report, Option<String>), (Violation, Option<String>)> {
         let heal = self.opts.fault_window.as_nanos() as u64;
-        let bound = self.opts.liveness_bound().as_nanos() as u64;
-        let end = heal + bound + self.opts.config.lease_duration.as_nanos() as u64;
+        let longest = self.opts.liveness_bound(true).as_nanos() as u64;
+        let end = heal + longest + self.opts.config.lease_duration.as_nanos() as u64;
         // Everything faulty ends at `heal`.
+        self.push(heal, Happening::Fault(Fault::HealNetwork));
         for i in 0..self.nodes.len() {
             self.push(heal, Happening::Fault(Fault::Heal { node: i }));
             self.push(heal, Happening::Fault(Fault::Restart { node: i }));
         }
         let mut recovery = None;
+        // Whether the lock was absent within a lease (real, slowest clock) of the
+        // heal, or after it: a create's strict lock delay may then run past the heal.
+        let stretch = self.opts.clock_ratio.sqrt() * 1.01;
+        let lease_real = self.opts.config.lease_duration.mul_f64(stretch).as_nanos() as u64;
+        let mut absent_near_heal = false;
         while let Some(Reverse(q)) = self.queue.pop() {
             if q.at > end {
                 break;
@@ -244,6 +256,7 @@ impl World {
             if let Err(v) = self.step(q) {
                 return Err((v, self.trace));
             }
+            absent_near_heal |= self.present_since.is_none_or(|t| t + lease_real >= heal);
             let leaders = self.leaders();
             if let Err(v) = self.checker.check_overlap(self.now, &leaders) {
                 return Err((v, self.trace));
@@ -252,10 +265,12 @@ impl World {
                 recovery = Some(self.now - heal);
             }
         }
+        let bound = self.opts.liveness_bound(absent_near_heal).as_nanos() as u64;
         let report = Report {
             starts: self.checker.starts(),
             recovery,
             steps: self.steps,
+            bound,
         };
         match recovery {
             Some(r) if r <= bound => {}
@@ -497,6 +512,9 @@ impl World {
         let id = self.nodes[node].id.clone();
         let (mut result, write) = self.store.apply(&action, &id, wall);
         if let Some(w) = write {
+            if self.present_since.is_none() {
+                self.present_since = Some(self.now);
+            }
             self.checker.on_write(&w, &id, self.now)?;
             self.broadcast(&w);
             if self.rng.chance(self.msg.unknown_after_commit) {
@@ -624,8 +642,14 @@ impl World {
                     }
                 }
             }
-            Fault::Heal { node } => {
+            Fault::HealNetwork => {
                 self.latency = None;
+                self.msg = MessageFaults {
+                    max_delay: self.msg.max_delay,
+                    ..MessageFaults::default()
+                };
+            }
+            Fault::Heal { node } => {
                 self.nodes[node].paused_until = self.nodes[node].paused_until.min(self.now);
                 if self.nodes[node].partitioned.take().is_some()
                     && self.nodes[node].elector.is_some()
@@ -635,6 +659,7 @@ impl World {
             }
             Fault::DeleteLock => {
                 let w = self.store.delete();
+                self.present_since = None;
                 self.checker.on_delete(self.store.last_version());
                 self.broadcast(&w);
             }
@@ -648,6 +673,9 @@ impl World {
                 record.renew_time = Stamp::Now;
                 let wall = WallTime::new((self.now / 1_000_000_000) as i64 + 1_700_000_000, 0);
                 let w = self.store.human_edit(record, wall);
+                if self.present_since.is_none() {
+                    self.present_since = Some(self.now);
+                }
                 if holder.is_empty() {
                     // An empty holder is acquirable at once (FAULTS R2): whoever
                     // believes it leads keeps believing until its deadline.
@@ -656,6 +684,14 @@ impl World {
                     }
                 }
                 self.broadcast(&w);
+            }
+            Fault::MetadataEdit => {
+                // A label or annotation added: the record as stored, at a new version.
+                if let Some(record) = self.store.current().map(|o| o.record.clone()) {
+                    let wall = WallTime::new((self.now / 1_000_000_000) as i64 + 1_700_000_000, 0);
+                    let w = self.store.human_edit(record, wall);
+                    self.broadcast(&w);
+                }
             }
             Fault::Latency { max, until } => self.latency = Some((max, until)),
         }

@@ -2,7 +2,7 @@
 //! the promise (clock rates beyond the tolerated ratio, writes without
 //! compare-and-swap) must be caught as overlaps on some seeds.
 
-use election_sim::{SimOptions, Violation, WriteMode, run_seed};
+use election_sim::{SimOptions, Violation, WriteMode, replay_args, run_seed};
 
 fn overlaps(edit: impl Fn(&mut SimOptions)) -> (usize, usize) {
     let mut found = 0;
@@ -11,13 +11,36 @@ fn overlaps(edit: impl Fn(&mut SimOptions)) -> (usize, usize) {
         let mut opts = SimOptions::for_seed(seed);
         opts.faults = true;
         edit(&mut opts);
-        if let Err(f) = run_seed(seed, opts) {
+        if let Err(f) = run_seed(seed, opts.clone()) {
             if matches!(f.violation, Violation::Overlap { .. }) {
                 found += 1;
             }
+            // The printed replay names the options the test changed, not just the
+            // seed (which alone would replay the seed's own options).
+            let printed = f.to_string();
+            assert!(
+                printed.contains(&format!(
+                    "cargo run -p election-sim -- {} --trace",
+                    replay_args(seed, &opts)
+                )),
+                "{printed}"
+            );
         }
     }
     (found, runs)
+}
+
+/// The replay flags carry the options a test changed.
+#[test]
+fn replay_command_names_the_changed_options() {
+    let mut opts = SimOptions::for_seed(3);
+    opts.faults = false;
+    opts.clock_ratio = 3.0;
+    opts.write_mode = WriteMode::Blind;
+    assert_eq!(
+        replay_args(3, &opts),
+        "--seed 3 --faults false --clock-ratio 3.0 --write-mode blind"
+    );
 }
 
 #[test]
