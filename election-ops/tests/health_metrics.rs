@@ -221,8 +221,16 @@ async fn h6_wedged_leader_work_is_caught_by_health_while_renewals_go_on() {
     assert!(wait_until(Duration::from_secs(10), || handle.is_leader()).await);
     assert_eq!(health.liveness(), Ok(()));
     assert_eq!(health.readiness(), Ok(()));
+    // The acquiring write is not a renew: wait for the first renew (one retry period).
+    assert!(
+        wait_until(Duration::from_secs(2), || monitor
+            .snapshot()
+            .last_renew
+            .is_some())
+        .await,
+        "renewed before the stall"
+    );
     let renewed_before = monitor.snapshot().last_renew;
-    assert!(renewed_before.is_some(), "renewed before the stall");
     assert!(
         wait_until(Duration::from_secs(3), || matches!(
             health.liveness(),

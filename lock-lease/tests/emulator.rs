@@ -591,36 +591,8 @@ async fn rbac_a_missing_permission_is_reported_clearly() {
 /// must be allowed by a rule of the Role.
 async fn rbac_the_shipped_role_grants_every_request_of_a_session() {
     let emu = start();
-    let name = unique("rbac-session");
-    let a = lock(&emu, "a", NS, &name);
-    let v1 = a.create(&held("a", 0)).await.expect("create");
-    let mut w = a.watch(None).expect("a fresh watch");
-    assert_eq!(changed(next_event(&mut w).await).version, v1.version);
-    let v2 = a.update(&v1.version, &held("a", 0)).await.expect("renew");
-    assert_eq!(changed(next_event(&mut w).await).version, v2.version);
-    drop(w);
-    let mut resumed = a.watch(Some(&v2.version)).expect("a resumed watch");
-    a.get().await.expect("read");
-    a.record_event(LeaderEvent::BecameLeader {
-        identity: "a".into(),
-    })
-    .await
-    .expect("event");
-    let released = a.update(&v2.version, &held("", 0)).await.expect("release");
-    assert_eq!(
-        changed(next_event(&mut resumed).await).version,
-        released.version
-    );
-
-    let counts = emu.request_counts();
-    let used: Vec<_> = counts.iter().filter(|(c, ..)| *c == "a").collect();
-    assert!(used.len() >= 5, "the session made its requests: {used:?}");
-    let rules = kube_emulator::rbac::role_rules(lock_lease::RBAC_YAML);
-    assert_eq!(
-        kube_emulator::rbac::not_granted(&counts, "a", &rules),
-        [],
-        "rules: {rules:?}"
-    );
+    let a = lock(&emu, "a", NS, &unique("rbac-session"));
+    kube_emulator::runtimes::rbac_session(&emu, &a, "a", lock_lease::RBAC_YAML).await;
 }
 
 async fn r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails() {
