@@ -16,6 +16,10 @@ use crate::record::Version;
 /// grow). Each acquisition increments the transitions, so a later term compares
 /// greater, also after the counter saturated. A lock that is deleted and created
 /// anew starts its count again: from the largest count its creator had seen, plus one.
+/// A creator that never saw the old lock (it started after the deletion) starts from
+/// 0, so across a deletion the token can go back: a downstream check that must
+/// survive the lock's deletion should also compare the version, which on
+/// Kubernetes is a cluster-wide etcd revision that keeps growing.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Term {
     /// `leaderTransitions` written by the acquiring write.
@@ -134,6 +138,13 @@ pub enum Warning {
     /// Give every process its own identity.
     #[error("another process uses identity {0:?}: a version we did not write names it")]
     IdentityCollision(Arc<str>),
+    /// Shutting down, this node found itself holding a lock that a create of its
+    /// own made within the strict lock delay (see [`crate::LockDelay::Strict`]).
+    /// It does not release it: a leader of a lock deleted before that create may
+    /// still believe, and an empty holder is acquirable at once. The record names
+    /// this node until its lease expires; others take over a lease after they saw it.
+    #[error("shut down holding a lock created within the lock delay: left to expire, not released")]
+    LeftToExpire,
 }
 
 /// A change for the host to act on, from [`crate::Elector::poll_event`].

@@ -160,6 +160,42 @@ fn strict_lock_delay_after_a_create_of_unknown_outcome_counts_from_the_take_back
     assert_eq!(first_start(&n), Some(t(2_700)));
 }
 
+/// Found by the simulator (seed 96995 with jitter 0.5): a create of unknown outcome
+/// does not delay every later acquisition. Here the read after the timeout shows
+/// the lock created and held by "b", not by our create; a lease after that
+/// observation we take it over from "b" and lead at once. Whoever held the lock
+/// before our create may have been served had to see "b"'s record expire too, so
+/// nobody can still believe. (Taking back a record that names us is delayed: the
+/// test above.)
+#[test]
+fn a_create_of_unknown_outcome_does_not_delay_taking_over_another_holder() {
+    let mut n = Node::new(fast("a"));
+    let op = n.get();
+    n.answer(op, Err(LockError::NotFound));
+    let (_lost, _record) = n.create();
+    n.fire(); // the request timeout (500 ms): outcome unknown
+    assert_eq!(n.now, t(500));
+    let op = n.get();
+    n.set_clock(t(600));
+    let b = held("b", 2, 0);
+    n.answer(op, Ok(obs("5", b.clone())));
+    let (at, write) = n.campaign(|_| Ok(obs("5", b.clone())), 1_000);
+    assert!(at >= t(2_600), "a lease after seeing b's version: {at:?}");
+    let Action::Update {
+        op,
+        expected,
+        record,
+    } = write
+    else {
+        panic!("expected a compare-and-swap, got {write:?}");
+    };
+    assert_eq!(expected, Version::from("5"));
+    assert_eq!(record.transitions, 1);
+    n.answer(op, Ok(obs("6", stamped(record, 6))));
+    assert!(n.e.is_leader(n.now), "leads at once, not a lease later");
+    assert_eq!(first_start(&n), Some(n.now));
+}
+
 /// A4: 404 on the renew (deleted while held): leadership ends at once (no later
 /// than the deadline), and the lock is re-created under the strict delay.
 #[test]

@@ -56,6 +56,7 @@ macro_rules! driver_suite {
             h3_slow_work_delays_release_while_renewals_go_on,
             h4_release_when_another_holds_writes_nothing,
             h5_shutdown_racing_acquisition_never_holds_silently,
+            h5_shutdown_racing_a_create_leaves_it_to_expire,
             h6_panicking_work_is_reported_and_renewals_go_on,
             h6_panicking_work_closure_is_reported_and_renewals_go_on,
             h6_blocking_work_is_bounded_by_the_release_budget,
@@ -731,8 +732,49 @@ fn assert_stopped_for(stops: &[StopReason], other: &str) {
 
 /// FAULTS H5: shutdown races an acquisition in flight (answered, or applied with
 /// its answer lost): the node either started and stopped and released, or
-/// released without starting; the lock is never left held.
+/// released without starting; the lock is never left held. The lock exists,
+/// released (empty holder), so the acquisition is a compare-and-swap.
 pub async fn h5_shutdown_racing_acquisition_never_holds_silently<R: Runtime>(rt: R) {
+    for lose_answer in [false, true] {
+        let c = Cluster::new(rt.clone());
+        c.store.set_record(LockRecord {
+            lease_duration_secs: Some(1),
+            transitions: 3,
+            ..LockRecord::default()
+        });
+        let faults = c.store.faults("node-a");
+        faults
+            .set(Faults::none().latency(Delay::fixed(ms(100)), Delay::NONE))
+            .unwrap();
+        if lose_answer {
+            faults.inject_for(OpKind::Update, Fault::LoseAnswer);
+        }
+        let mut n = c.spawn("node-a");
+        c.until(ms(500), "the acquisition started", || {
+            faults.calls().update >= 1
+        })
+        .await;
+        n.handle.take().unwrap().shutdown().await;
+        assert_eq!(
+            c.holder(),
+            None,
+            "lock left held (lost answer: {lose_answer})"
+        );
+        assert_eq!(
+            c.store.current().map(|o| o.record.holder.is_empty()),
+            Some(true)
+        );
+        n.states.assert_paired("node-a");
+    }
+}
+
+/// FAULTS H5 for a lock this node creates while it shuts down (answered, or
+/// applied with its answer lost), under the strict lock delay (DESIGN §4): it
+/// never starts, and it does not release the record its create made, since a
+/// leader of a lock deleted just before may still believe and an empty holder is
+/// taken at once. Not silently: it reports `LeftToExpire`, and the record expires
+/// after its lease.
+pub async fn h5_shutdown_racing_a_create_leaves_it_to_expire<R: Runtime>(rt: R) {
     for lose_answer in [false, true] {
         let c = Cluster::new(rt.clone());
         let faults = c.store.faults("node-a");
@@ -747,13 +789,26 @@ pub async fn h5_shutdown_racing_acquisition_never_holds_silently<R: Runtime>(rt:
             .await;
         n.handle.take().unwrap().shutdown().await;
         assert_eq!(
-            c.holder(),
-            None,
-            "lock left held (lost answer: {lose_answer})"
+            c.holder().as_deref(),
+            Some("node-a"),
+            "the created record is left (lost answer: {lose_answer})"
         );
-        assert_eq!(
-            c.store.current().map(|o| o.record.holder.is_empty()),
-            Some(true)
+        assert!(
+            n.states.changes().iter().any(|ch| matches!(
+                ch,
+                Change::Problem(crate::DriverError::Lock(
+                    election_core::Warning::LeftToExpire
+                ))
+            )),
+            "reported (lost answer: {lose_answer}): {:?}",
+            n.states.changes()
+        );
+        assert!(
+            !n.states
+                .changes()
+                .iter()
+                .any(|ch| matches!(ch, Change::StartedLeading { .. })),
+            "never started"
         );
         n.states.assert_paired("node-a");
     }

@@ -58,7 +58,7 @@ impl SimOptions {
             _ => WatchUse::Mixed,
         };
         let window = config.lease_duration * 6;
-        SimOptions {
+        let mut opts = SimOptions {
             nodes: rng.range(2, 6) as usize,
             fault_window: window,
             faults: !rng.chance(0.1),
@@ -69,7 +69,13 @@ impl SimOptions {
             priorities: rng.chance(0.25),
             trace: false,
             config,
-        }
+        };
+        // Drawn last, so that the draws above stand for each seed as they did.
+        // client-go's jitter, a narrower and a wider one (each within the rule
+        // `renew_deadline > retry_period × jitter` for both presets).
+        opts.config.jitter = [1.2, 0.5, 2.0][rng.range(0, 3) as usize];
+        opts.config.release_on_shutdown = !rng.chance(0.2);
+        opts
     }
 
     /// How long after the faults heal a leader must exist (real time).

@@ -15,7 +15,7 @@ use alloc::sync::Arc;
 use super::{Elector, Holding, Lead, Phase, Purpose};
 use crate::action::Action;
 use crate::config::{LockDelay, Preemption};
-use crate::event::{Event, Term};
+use crate::event::{Event, Term, Warning};
 use crate::lock::LockError;
 use crate::record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp};
 use crate::time::Instant;
@@ -72,7 +72,7 @@ impl Elector {
             match self.config.preemption {
                 Preemption::Steal => {
                     let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-                    self.send_update(Purpose::Acquire, version, record, now);
+                    self.send_update(Purpose::TakeOver, version, record, now);
                     return;
                 }
                 Preemption::Handover if self.should_ask(rec) => {
@@ -90,7 +90,12 @@ impl Elector {
         if now >= expiry {
             if seen.read_at.is_some_and(|r| r >= expiry) {
                 let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-                self.send_update(Purpose::Acquire, version, record, now);
+                let purpose = if rec.holder == me {
+                    Purpose::Acquire
+                } else {
+                    Purpose::TakeOver
+                };
+                self.send_update(purpose, version, record, now);
             } else {
                 self.send_read(now);
             }
@@ -163,7 +168,14 @@ impl Elector {
                     return;
                 }
                 self.stats.acquisitions += 1;
-                if call.purpose == Purpose::Create || self.create_unknown {
+                // The lock delay after a create, or after taking a record that
+                // may be the one a create of ours with an unknown outcome made
+                // (it names us or no one). A record another identity holds is not:
+                // that holder took it by the rules, a lease after seeing it, so
+                // whoever believed before that create is past its deadline.
+                if call.purpose == Purpose::Create
+                    || (self.create_unknown && call.purpose == Purpose::Acquire)
+                {
                     self.note_created(now);
                 }
                 self.unknown_write_sent = None;
@@ -196,6 +208,15 @@ impl Elector {
             // The answer came after the deadline it would have given (a pause, a
             // slow network): too late to lead on. Take the lock back as a new term.
             self.timers.set(Timer::Attempt, now);
+            return;
+        }
+        if self.phase == Phase::ShuttingDown
+            && self.config.lock_delay == LockDelay::Strict
+            && now < self.lead_not_before
+        {
+            // Shutting down, holding a lock within the strict lock delay: as in
+            // `hold_for_release`, leave it to expire rather than release it.
+            self.warn(Warning::LeftToExpire);
             return;
         }
         let state = if self.phase == Phase::ShuttingDown {

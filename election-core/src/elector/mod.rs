@@ -127,7 +127,11 @@ struct InFlight {
 enum Purpose {
     Read,
     Create,
+    /// Acquire a record that names us or no one: it may be the record a create of
+    /// ours with an unknown outcome made.
     Acquire,
+    /// Acquire a record held by another identity (expired, or stolen).
+    TakeOver,
     AskHandover,
     Renew,
     Release,
@@ -565,7 +569,7 @@ impl Elector {
     fn dispatch(&mut self, call: InFlight, result: Result<Observation, LockError>, now: Instant) {
         match call.purpose {
             Purpose::Read => self.on_read_answer(result, now),
-            Purpose::Create | Purpose::Acquire | Purpose::AskHandover => {
+            Purpose::Create | Purpose::Acquire | Purpose::TakeOver | Purpose::AskHandover => {
                 self.on_acquire_answer(call, result, now)
             }
             Purpose::Renew => self.on_renew_answer(call, result, now),

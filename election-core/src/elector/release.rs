@@ -9,7 +9,8 @@
 //! newer holder.
 
 use super::{Elector, Lead, Phase, Purpose};
-use crate::event::{Event, StopReason};
+use crate::config::LockDelay;
+use crate::event::{Event, StopReason, Warning};
 use crate::lock::LockError;
 use crate::record::{LockRecord, Observation, Stamp};
 use crate::time::Instant;
@@ -161,6 +162,18 @@ impl Elector {
             && (self.wrote(&seen.obs.version) || self.unknown_write_sent.is_some());
         self.unknown_write_sent = None;
         if !ours || !self.config.release_on_shutdown {
+            return;
+        }
+        if self.config.lock_delay == LockDelay::Strict
+            && (self.create_unknown || now < self.lead_not_before)
+        {
+            // The record may be the one a create of ours made (its outcome unknown),
+            // or one taken while the strict lock delay runs: whoever led the lock
+            // deleted before that create may still believe, and an empty holder is
+            // acquirable at once. Leave it to expire (others time it for a lease
+            // from seeing it) rather than release it (found by the simulator, seed
+            // 296119).
+            self.warn(Warning::LeftToExpire);
             return;
         }
         let term = crate::event::Term {
