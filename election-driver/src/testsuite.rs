@@ -730,6 +730,35 @@ fn assert_stopped_for(stops: &[StopReason], other: &str) {
     );
 }
 
+/// Spawns node-a with 100 ms of request latency and shuts it down while its first
+/// write of `kind` is in flight, with the write's answer lost if `lose_answer`
+/// (the write still lands). Returns the node, shut down.
+async fn shut_down_during_first_write<R: Runtime>(
+    c: &Cluster<R>,
+    kind: OpKind,
+    lose_answer: bool,
+) -> Node {
+    let faults = c.store.faults("node-a");
+    faults
+        .set(Faults::none().latency(Delay::fixed(ms(100)), Delay::NONE))
+        .unwrap();
+    if lose_answer {
+        faults.inject_for(kind, Fault::LoseAnswer);
+    }
+    let mut n = c.spawn("node-a");
+    c.until(ms(500), "the write started", || {
+        let calls = faults.calls();
+        match kind {
+            OpKind::Get => calls.get >= 1,
+            OpKind::Create => calls.create >= 1,
+            OpKind::Update => calls.update >= 1,
+        }
+    })
+    .await;
+    n.handle.take().unwrap().shutdown().await;
+    n
+}
+
 /// FAULTS H5: shutdown races an acquisition in flight (answered, or applied with
 /// its answer lost): the node either started and stopped and released, or
 /// released without starting; the lock is never left held. The lock exists,
@@ -742,19 +771,7 @@ pub async fn h5_shutdown_racing_acquisition_never_holds_silently<R: Runtime>(rt:
             transitions: 3,
             ..LockRecord::default()
         });
-        let faults = c.store.faults("node-a");
-        faults
-            .set(Faults::none().latency(Delay::fixed(ms(100)), Delay::NONE))
-            .unwrap();
-        if lose_answer {
-            faults.inject_for(OpKind::Update, Fault::LoseAnswer);
-        }
-        let mut n = c.spawn("node-a");
-        c.until(ms(500), "the acquisition started", || {
-            faults.calls().update >= 1
-        })
-        .await;
-        n.handle.take().unwrap().shutdown().await;
+        let n = shut_down_during_first_write(&c, OpKind::Update, lose_answer).await;
         assert_eq!(
             c.holder(),
             None,
@@ -777,17 +794,7 @@ pub async fn h5_shutdown_racing_acquisition_never_holds_silently<R: Runtime>(rt:
 pub async fn h5_shutdown_racing_a_create_leaves_it_to_expire<R: Runtime>(rt: R) {
     for lose_answer in [false, true] {
         let c = Cluster::new(rt.clone());
-        let faults = c.store.faults("node-a");
-        faults
-            .set(Faults::none().latency(Delay::fixed(ms(100)), Delay::NONE))
-            .unwrap();
-        if lose_answer {
-            faults.inject_for(OpKind::Create, Fault::LoseAnswer);
-        }
-        let mut n = c.spawn("node-a");
-        c.until(ms(500), "the create started", || faults.calls().create >= 1)
-            .await;
-        n.handle.take().unwrap().shutdown().await;
+        let n = shut_down_during_first_write(&c, OpKind::Create, lose_answer).await;
         assert_eq!(
             c.holder().as_deref(),
             Some("node-a"),

@@ -45,6 +45,16 @@ fn sigterm(child: &Child) {
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("kill");
 }
 
+/// Sends the sidecar SIGTERM and waits (10 s at most) for it to exit with success.
+async fn stop_cleanly(child: Child) {
+    sigterm(&child);
+    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("the sidecar exits")
+        .expect("status");
+    assert!(out.status.success(), "{out:?}");
+}
+
 fn lines(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
@@ -137,12 +147,7 @@ async fn children_of_two_sidecars_never_run_at_the_same_time() {
         b.take()
     }
     .expect("running");
-    sigterm(&leaving);
-    let status = tokio::time::timeout(Duration::from_secs(10), leaving.wait_with_output())
-        .await
-        .expect("the sidecar exits")
-        .expect("status");
-    assert!(status.status.success(), "{status:?}");
+    stop_cleanly(leaving).await;
     wait_count(&log, "stop", Some(&first), 1, Duration::from_secs(1)).await;
     let second = nth_start(&log, 1, Duration::from_secs(10)).await;
     assert_ne!(first, second);
@@ -166,23 +171,13 @@ async fn children_of_two_sidecars_never_run_at_the_same_time() {
     // campaigned on, leads again.
     emu.faults(&second).clear();
     let leaving = other.take().expect("running");
-    sigterm(&leaving);
-    let out = tokio::time::timeout(Duration::from_secs(10), leaving.wait_with_output())
-        .await
-        .expect("exits")
-        .expect("status");
-    assert!(out.status.success(), "{out:?}");
+    stop_cleanly(leaving).await;
     let fourth = nth_start(&log, 3, Duration::from_secs(15)).await;
     assert_eq!(fourth, second, "the healed sidecar leads again");
 
     // 4. Stop it.
     let s = second_s.take().expect("running");
-    sigterm(&s);
-    let out = tokio::time::timeout(Duration::from_secs(10), s.wait_with_output())
-        .await
-        .expect("exits")
-        .expect("status");
-    assert!(out.status.success(), "{out:?}");
+    stop_cleanly(s).await;
 
     // Never two children at once: every [start, stop] interval ends before the
     // next one begins.
@@ -266,12 +261,7 @@ async fn a_graceful_stop_waits_for_the_child_and_a_loss_does_not() {
 
     let s = sidecar(&emu, &dir, "sidecar-g", &child);
     wait_count(&log, "up", Some("sidecar-g"), 1, Duration::from_secs(15)).await;
-    sigterm(&s);
-    let out = tokio::time::timeout(Duration::from_secs(10), s.wait_with_output())
-        .await
-        .expect("exits")
-        .expect("status");
-    assert!(out.status.success(), "{out:?}");
+    stop_cleanly(s).await;
     assert_eq!(
         entries(&log, "cleaned").len(),
         1,
@@ -297,11 +287,6 @@ async fn a_graceful_stop_waits_for_the_child_and_a_loss_does_not() {
         lines(&log)
     );
     emu.faults("sidecar-l").clear();
-    sigterm(&s);
-    let out = tokio::time::timeout(Duration::from_secs(10), s.wait_with_output())
-        .await
-        .expect("exits")
-        .expect("status");
-    assert!(out.status.success(), "{out:?}");
+    stop_cleanly(s).await;
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -42,10 +42,12 @@ fn check_lease(emu: &Emulator, name: &str, holder: &str) {
     assert!(lease["spec"]["leaseTransitions"].as_u64().unwrap_or(0) >= 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_candidates_on_tokio() {
+/// The story on tokio (`adapter-tokio`), Events forbidden or not.
+async fn story_on_tokio(name: &str, events_forbidden: bool) {
     let emu = Emulator::start().await.expect("emulator");
-    let name = "tokio-election";
+    if events_forbidden {
+        forbid_events(&emu);
+    }
     tokio::time::timeout(
         Duration::from_secs(60),
         three_candidates(
@@ -60,9 +62,10 @@ async fn three_candidates_on_tokio() {
     )
     .await
     .expect("the story ends within a minute");
-    check_story_events(&emu, "default", name).await;
+    check_events(&emu, name, events_forbidden).await;
 }
 
+/// The story under smol or async-std (`adapter-smol`), Events forbidden or not.
 async fn story_on_adapter_smol(name: &str, events_forbidden: bool) {
     let emu = Emulator::start_blocking().expect("emulator");
     if events_forbidden {
@@ -78,11 +81,22 @@ async fn story_on_adapter_smol(name: &str, events_forbidden: bool) {
         |holder| check_lease(&emu, name, holder),
     )
     .await;
+    check_events(&emu, name, events_forbidden).await;
+}
+
+/// After a story: with Events forbidden, they were tried and none stored; else the
+/// story's Events (`check_story_events`).
+async fn check_events(emu: &Emulator, name: &str, events_forbidden: bool) {
     if events_forbidden {
-        check_events_were_refused(&emu, name);
+        check_events_were_refused(emu, name);
     } else {
-        check_story_events(&emu, "default", name).await;
+        check_story_events(emu, "default", name).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_candidates_on_tokio() {
+    story_on_tokio("tokio-election", false).await;
 }
 
 /// Every client's Event creates are answered 403 (FAULTS H9).
@@ -108,24 +122,7 @@ fn check_events_were_refused(emu: &Emulator, name: &str) {
 /// after a crash, graceful handover) runs as it does with Events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h9_events_forbidden_leave_the_election_unchanged_on_tokio() {
-    let emu = Emulator::start().await.expect("emulator");
-    forbid_events(&emu);
-    let name = "tokio-no-events";
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        three_candidates(
-            |id| {
-                let config = config(id);
-                adapter_tokio::Builder::new(lock(&emu, name, &config), config)
-                    .spawn()
-                    .expect("valid config")
-            },
-            |holder| check_lease(&emu, name, holder),
-        ),
-    )
-    .await
-    .expect("the story ends within a minute");
-    check_events_were_refused(&emu, name);
+    story_on_tokio("tokio-no-events", true).await;
 }
 
 /// FAULTS H9 under smol (`adapter-smol`).
