@@ -134,16 +134,17 @@ impl Config {
         c
     }
 
-    /// Timings in milliseconds; the request timeout is client-go's
-    /// `max(renew_deadline / 2, 1 s)`.
+    /// Timings in milliseconds; the request timeout by client-go's rule
+    /// ([`Config::client_go_request_timeout`]).
     fn with_timings(identity: impl Into<Arc<str>>, lease: u64, renew: u64, retry: u64) -> Self {
+        let renew = Duration::from_millis(renew);
         Config {
             identity: identity.into(),
             lease_duration: Duration::from_millis(lease),
-            renew_deadline: Duration::from_millis(renew),
+            renew_deadline: renew,
             retry_period: Duration::from_millis(retry),
             jitter: 1.2,
-            request_timeout: Duration::from_millis((renew / 2).max(1_000)),
+            request_timeout: Self::client_go_request_timeout(renew),
             release_on_shutdown: true,
             priority: None,
             preemption: Preemption::Handover,
@@ -151,6 +152,24 @@ impl Config {
             max_lease_duration: Duration::from_secs(3_600),
             seed: 0,
         }
+    }
+
+    /// client-go's request timeout for one lock call: `max(renew_deadline / 2, 1 s)`.
+    /// The presets use it (but [`Config::fast`], which takes 500 ms), and so does
+    /// [`Config::timings`]; a lock backend takes its timeout from the `Config`.
+    pub fn client_go_request_timeout(renew_deadline: Duration) -> Duration {
+        (renew_deadline / 2).max(Duration::from_secs(1))
+    }
+
+    /// Sets the three timings, and the request timeout by client-go's rule
+    /// ([`Config::client_go_request_timeout`]); [`Config::validate`] then checks them.
+    #[must_use]
+    pub fn timings(mut self, lease: Duration, renew_deadline: Duration, retry: Duration) -> Self {
+        self.lease_duration = lease;
+        self.renew_deadline = renew_deadline;
+        self.retry_period = retry;
+        self.request_timeout = Self::client_go_request_timeout(renew_deadline);
+        self
     }
 
     /// Sets the identity.
@@ -273,6 +292,9 @@ mod tests {
         assert_eq!(Config::client_go("a").tolerated_clock_ratio(), 1.5);
         assert_eq!(Config::client_go("a").request_timeout, ms(5_000));
         assert_eq!(Config::openshift("a").request_timeout, ms(53_500));
+        assert_eq!(Config::client_go_request_timeout(ms(1_500)), ms(1_000));
+        let c = Config::fast("a").timings(ms(15_000), ms(10_000), ms(2_000));
+        assert_eq!(c.request_timeout, ms(5_000));
     }
 
     /// Each broken rule is its own error, named.

@@ -10,11 +10,6 @@ use election_core::LockError;
 use crate::error::{Target, Verb, classify};
 use crate::retry_after::RetryAfterLayer;
 
-/// client-go's request timeout for a lock call: `max(renew_deadline / 2, 1 s)`.
-pub fn request_timeout(renew_deadline: Duration) -> Duration {
-    (renew_deadline / 2).max(Duration::from_secs(1))
-}
-
 /// Prepares a `kube` client configuration for lock calls: kube's own retries of
 /// 429, 503 and 504 are turned off (the elector retries, honouring its deadline;
 /// a retried write would hide an unknown outcome), and the read timeout is left
@@ -107,18 +102,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn request_timeout_is_client_gos() {
-        assert_eq!(
-            request_timeout(Duration::from_secs(10)),
-            Duration::from_secs(5)
-        );
-        assert_eq!(
-            request_timeout(Duration::from_millis(1500)),
-            Duration::from_secs(1)
-        );
-    }
 
     #[test]
     fn a14_a_call_that_never_answers_is_unknown_after_the_timeout() {

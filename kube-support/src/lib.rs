@@ -6,8 +6,8 @@
 //!   the namespace, 401/403 naming verb and resource, 429/503 transient with
 //!   retry-after, 500/504 after a write and broken connections as unknown
 //!   outcomes, refused connections as transient);
-//! - [`call`](mod@call): one API call bounded by the request timeout (client-go's
-//!   `max(renew_deadline / 2, 1 s)`), under any runtime: kube's client needs a
+//! - [`call`](mod@call): one API call bounded by the request timeout (the
+//!   election `Config`'s, see `Config::client_go_request_timeout`), under any runtime: kube's client needs a
 //!   tokio reactor, which `async-compat` supplies under smol and async-std;
 //! - [`time`]: the injectable wall clock that stamps writes, `MicroTime` and RFC 3339
 //!   formats, and lenient parsing of other clients' timestamps;
@@ -19,13 +19,10 @@
 //!   `Retry-After` header of a 429 or 503, which kube's client would drop.
 //!
 //! ```
-//! use std::time::Duration;
 //! use election_core::{LockError, WallTime};
 //! use kube_support::error::{Target, Verb, classify_status};
-//! use kube_support::{call::request_timeout, time::format_micro};
+//! use kube_support::time::format_micro;
 //!
-//! // client-go's request timeout for a 10 s renew deadline:
-//! assert_eq!(request_timeout(Duration::from_secs(10)), Duration::from_secs(5));
 //! // Lease timestamps carry six fractional digits, in UTC:
 //! assert_eq!(format_micro(WallTime::new(0, 1_500)), "1970-01-01T00:00:00.000001Z");
 //! // A 409 on an update is a lost compare-and-swap:
@@ -48,7 +45,7 @@ pub mod time;
 pub mod watch;
 
 pub use builder::{FromParts, LockBuilder};
-pub use call::{call, lock_client, lock_client_config, request_timeout};
+pub use call::{call, lock_client, lock_client_config};
 pub use error::{Target, Verb, classify};
 pub use events::{EventError, EventRecorder, LeaderEvent};
 pub use time::Clock;
