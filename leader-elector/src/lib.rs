@@ -16,25 +16,45 @@
 //!   leader work before it gives up without releasing; one retry period is left for
 //!   the release write), then SIGKILL, before the lease is released. On a loss (the
 //!   deadline passed, another holder, or a drain the driver stopped waiting for) the
-//!   group gets SIGTERM and, at most `--kill-after-ms` later (capped at half of
+//!   group gets SIGTERM and, at most `--kill-after` later (capped at half of
 //!   `lease_duration - renew_deadline`, the least time before another candidate can
 //!   lead), SIGKILL; the sidecar then campaigns again. Once the child has exited,
 //!   anything left in its group is killed. When the child exits by itself, the
 //!   sidecar releases the lease and exits with the child's exit code (128 + signal
-//!   if it was killed by one).
+//!   if it was killed by one; 127 if the command was not found, 126 if it could not
+//!   be executed).
 //!
-//!   If the sidecar itself is SIGKILLed, the child's group survives it: a
-//!   parent-death signal (`PR_SET_PDEATHSIG`) needs `pre_exec`, which is `unsafe`,
-//!   and the workspace forbids `unsafe`. Run the sidecar as the container's entry
-//!   point (PID 1 of its PID namespace): the container's end then takes the group
-//!   with it.
+//!   If the sidecar itself dies (SIGKILL, a crash), the kernel SIGKILLs the child
+//!   at once: it is started through a small shim that sets Linux's parent-death
+//!   signal (`PR_SET_PDEATHSIG`) and then `exec`s the command, so no leaderless
+//!   child runs on (see the `child` module's source for the design, with no
+//!   `unsafe`). Only the direct child gets that signal: processes it started
+//!   itself are not signalled by the kernel and outlive it (re-parented to PID 1
+//!   or a subreaper). Let the command `exec` its long-running process, or run the
+//!   sidecar as the container's entry point, whose end takes everything along.
 //!
-//! The identity is `ELECTION_IDENTITY`, else `$POD_NAME-<random>` or
-//! `<hostname>-<random>` ([`election_ops::identity`]); the child sees it as
-//! `LEADER_ELECTOR_IDENTITY`. The cluster comes from `--kubeconfig PATH`, else the
-//! usual kube inference (`KUBECONFIG`, `~/.kube/config`, in-cluster). Timings default
-//! to client-go's (15 s / 10 s / 2 s). `deploy.yaml` beside this crate is a
-//! Deployment with its ServiceAccount and RBAC.
+//! The identity is `--identity NAME`, else `ELECTION_IDENTITY`, else
+//! `$POD_NAME-<random>` or `<hostname>-<random>` ([`election_ops::identity`]); the
+//! child sees it as `LEADER_ELECTOR_IDENTITY` and the term as `LEADER_ELECTOR_TERM`.
+//! The cluster comes from `--kubeconfig PATH`, else the usual kube inference
+//! (`KUBECONFIG`, `~/.kube/config`, in-cluster). Timings default to client-go's and
+//! take Go-style durations, as client-go's flags do: `--lease-duration 15s
+//! --renew-deadline 10s --retry-period 2s` ([`duration::parse_duration`]: `ms`, `s`,
+//! `m`, `h`, combinations such as `1m30s`, fractions such as `1.5s`); the request
+//! timeout follows client-go's rule ([`Config::client_go_request_timeout`]) unless
+//! `--request-timeout` sets it. The older `--lease-duration-ms`,
+//! `--renew-deadline-ms`, `--retry-period-ms` and `--kill-after-ms` (milliseconds)
+//! still work, hidden from `--help`; each conflicts with its new spelling. A
+//! combination that breaks a rule of [`Config::validate`] is refused before
+//! anything starts, with the rule named.
+//!
+//! Logs go to stderr, one line per event, text or JSON (`--log-format json`),
+//! filtered by `RUST_LOG` (default `info`); see [`logging`]. Leading starts and
+//! stops are one line each with the term, the identity and (on a stop) the reason.
+//! A bad flag, an unusable kubeconfig or an invalid combination of timings ends the
+//! sidecar with one line on stderr and a non-zero exit (2 for the command line, 1
+//! otherwise). `deploy.yaml` beside this crate is a Deployment with its
+//! ServiceAccount and RBAC.
 //!
 //! ```
 //! use clap::Parser;
@@ -46,20 +66,38 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod child;
+pub mod duration;
+pub mod logging;
+
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use adapter_tokio::{Builder, CancellationToken, Handle};
+use adapter_tokio::{Builder, Handle};
 use clap::{Parser, Subcommand};
-use election_core::{Config, Lock};
+use election_core::{Config, ConfigError, Lock};
 use election_ops::Monitor;
 use election_ops::health::Health;
 use election_ops::http::Endpoint;
 use lock_lease::LeaseLock;
 use tokio::sync::watch;
+
+use crate::child::ChildWork;
+use crate::duration::{format_duration, parse_duration};
+use crate::logging::LogFormat;
+
+/// client-go's lease duration.
+pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
+/// client-go's renew deadline.
+pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
+/// client-go's retry period.
+pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
+/// How long a child may take to stop after a loss, by default.
+pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
@@ -75,21 +113,46 @@ pub struct Cli {
     /// in-cluster configuration).
     #[arg(long, global = true)]
     pub kubeconfig: Option<PathBuf>,
-    /// Lease duration in milliseconds (client-go default 15000).
-    #[arg(long, global = true, default_value_t = 15_000)]
-    pub lease_duration_ms: u64,
-    /// Renew deadline in milliseconds (client-go default 10000).
-    #[arg(long, global = true, default_value_t = 10_000)]
-    pub renew_deadline_ms: u64,
-    /// Retry period in milliseconds (client-go default 2000).
-    #[arg(long, global = true, default_value_t = 2_000)]
-    pub retry_period_ms: u64,
+    /// This candidate's identity, the Lease's holder while it leads (default:
+    /// `ELECTION_IDENTITY`, else `POD_NAME` or the hostname plus a random suffix).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub identity: Option<String>,
+    /// Lease duration, a whole number of seconds (default 15s, client-go's).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration,
+          conflicts_with = "lease_duration_ms")]
+    pub lease_duration: Option<Duration>,
+    /// Renew deadline: a leader that has not renewed for this long stops (default
+    /// 10s, client-go's).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration,
+          conflicts_with = "renew_deadline_ms")]
+    pub renew_deadline: Option<Duration>,
+    /// Retry period between attempts (default 2s, client-go's).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration,
+          conflicts_with = "retry_period_ms")]
+    pub retry_period: Option<Duration>,
+    /// Timeout of one API request (default: client-go's rule, max(renew deadline /
+    /// 2, 1s)).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub request_timeout: Option<Duration>,
+    /// The lease duration in milliseconds (older spelling of `--lease-duration`).
+    #[arg(long, global = true, hide = true, value_name = "MS")]
+    pub lease_duration_ms: Option<u64>,
+    /// The renew deadline in milliseconds (older spelling of `--renew-deadline`).
+    #[arg(long, global = true, hide = true, value_name = "MS")]
+    pub renew_deadline_ms: Option<u64>,
+    /// The retry period in milliseconds (older spelling of `--retry-period`).
+    #[arg(long, global = true, hide = true, value_name = "MS")]
+    pub retry_period_ms: Option<u64>,
+    /// Log lines as text or JSON, on stderr; `RUST_LOG` filters them (default
+    /// `info`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// What to do.
     #[command(subcommand)]
     pub mode: Mode,
 }
 
-/// The two modes.
+/// The two modes (and the child shim, internal).
 #[derive(Debug, Subcommand)]
 pub enum Mode {
     /// Campaign and serve `GET /` → `{"name": "<holder>"}`, plus `/healthz`,
@@ -107,11 +170,15 @@ pub enum Mode {
         /// The Lease's name.
         #[arg(long)]
         lease: String,
-        /// SIGKILL the child this long (ms) after SIGTERM; capped at half of
-        /// `lease_duration - renew_deadline`, so that a child is gone before another
-        /// candidate can lead.
-        #[arg(long, default_value_t = 2_000)]
-        kill_after_ms: u64,
+        /// After a loss, SIGKILL the child this long after SIGTERM (default 2s);
+        /// capped at half of `lease_duration - renew_deadline`, so that a child is
+        /// gone before another candidate can lead.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration,
+              conflicts_with = "kill_after_ms")]
+        kill_after: Option<Duration>,
+        /// `--kill-after` in milliseconds (older spelling).
+        #[arg(long, hide = true, value_name = "MS")]
+        kill_after_ms: Option<u64>,
         /// Serve `/healthz`, `/readyz`, `/status` and `/metrics` here (off by
         /// default).
         #[arg(long)]
@@ -120,37 +187,170 @@ pub enum Mode {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Internal: the shim `run` mode starts the child through; it ties the child
+    /// to the sidecar's life, then becomes the command.
+    #[doc(hidden)]
+    #[command(name = child::EXEC_CHILD, hide = true)]
+    ExecChild {
+        /// The sidecar's pid.
+        #[arg(long)]
+        parent: u32,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<OsString>,
+    },
+}
+
+/// The election's timings as the command line sets them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timings {
+    /// `--lease-duration` (or `--lease-duration-ms`), else client-go's 15 s.
+    pub lease_duration: Duration,
+    /// `--renew-deadline` (or `--renew-deadline-ms`), else client-go's 10 s.
+    pub renew_deadline: Duration,
+    /// `--retry-period` (or `--retry-period-ms`), else client-go's 2 s.
+    pub retry_period: Duration,
+    /// `--request-timeout`, else `None`: client-go's rule applies.
+    pub request_timeout: Option<Duration>,
+}
+
+impl Cli {
+    /// The timings given, with client-go's defaults for those not given.
+    pub fn timings(&self) -> Timings {
+        let pick = |d: Option<Duration>, ms: Option<u64>, default| {
+            d.or(ms.map(Duration::from_millis)).unwrap_or(default)
+        };
+        Timings {
+            lease_duration: pick(
+                self.lease_duration,
+                self.lease_duration_ms,
+                DEFAULT_LEASE_DURATION,
+            ),
+            renew_deadline: pick(
+                self.renew_deadline,
+                self.renew_deadline_ms,
+                DEFAULT_RENEW_DEADLINE,
+            ),
+            retry_period: pick(
+                self.retry_period,
+                self.retry_period_ms,
+                DEFAULT_RETRY_PERIOD,
+            ),
+            request_timeout: self.request_timeout,
+        }
+    }
+
+    /// The identity: `--identity` as given, else from the environment
+    /// ([`election_ops::identity::from_env`]).
+    pub fn identity(&self) -> Result<Arc<str>, election_ops::identity::IdentityError> {
+        match &self.identity {
+            Some(id) => election_ops::identity::identity_from(Some(id.clone()), None, None),
+            None => election_ops::identity::from_env(),
+        }
+    }
+
+    /// client-go's configuration with the timings of the command line
+    /// ([`Config::timings`], which sets the request timeout by client-go's rule,
+    /// unless `--request-timeout` overrides it), checked ([`Config::validate`]).
+    pub fn election_config(&self, identity: Arc<str>) -> Result<Config, ConfigError> {
+        let t = self.timings();
+        let mut config =
+            Config::client_go(identity).timings(t.lease_duration, t.renew_deadline, t.retry_period);
+        if let Some(timeout) = t.request_timeout {
+            config.request_timeout = timeout;
+        }
+        config.validate()?;
+        Ok(config)
+    }
 }
 
 /// Why the sidecar could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// The identity from the environment is unusable.
-    #[error("failed to choose an identity: {0}")]
+    /// The identity is unusable.
+    #[error("invalid identity: {0}")]
     Identity(#[from] election_ops::identity::IdentityError),
+    /// The timings break a rule of [`Config::validate`] (named in the message).
+    #[error("invalid timings: {0}")]
+    Config(#[from] ConfigError),
     /// No usable kube configuration.
     #[error("failed to load the kube configuration: {0}")]
     KubeConfig(#[from] kube::config::InferConfigError),
     /// The kubeconfig file given with `--kubeconfig` is unusable.
-    #[error("failed to load the kubeconfig file: {0}")]
-    KubeconfigFile(#[from] kube::config::KubeconfigError),
+    #[error("failed to load the kubeconfig file {path}: {source}")]
+    KubeconfigFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: kube::config::KubeconfigError,
+    },
     /// The kube client could not be built.
     #[error("failed to build the kube client: {0}")]
     Client(#[from] kube::Error),
     /// The Lease name is invalid.
     #[error("invalid lease: {0}")]
     Lease(String),
-    /// The election could not start (invalid timings).
+    /// The election could not start.
     #[error("failed to start the election: {0}")]
     Driver(#[from] election_driver::DriverError),
     /// The listener could not be bound.
-    #[error("failed to listen: {0}")]
-    Io(#[from] std::io::Error),
+    #[error("failed to listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl StartError {
+    /// The exit code: 2 for what the command line got wrong (identity, timings),
+    /// 1 for the rest.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            StartError::Identity(_) | StartError::Config(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// A command-line error as one line: clap's first paragraph, without its
+/// `error: ` prefix, its lines joined.
+fn one_line(rendered: &str) -> String {
+    let first = rendered.split("\n\n").next().unwrap_or(rendered);
+    let joined = first
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    joined.strip_prefix("error: ").unwrap_or(&joined).to_owned()
 }
 
 /// Parses the command line and runs; the process's exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` print as clap prints them.
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!(
+                "leader-elector: {} (see --help)",
+                one_line(&e.render().to_string())
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if let Mode::ExecChild { parent, command } = &cli.mode {
+        return child::exec_child(*parent, command);
+    }
+    if let Err(e) = logging::init(cli.log_format) {
+        eprintln!("leader-elector: {e}");
+        return ExitCode::from(2);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -165,8 +365,15 @@ pub fn main() -> ExitCode {
     match rt.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("leader-elector: {e}");
-            ExitCode::from(1)
+            // Whatever RUST_LOG says: the reason the sidecar did not start is
+            // always printed, as one plain line (some errors append a multi-line
+            // excerpt, as the YAML parser does: its first line names the problem).
+            let message = e.to_string();
+            eprintln!(
+                "leader-elector: {}",
+                message.lines().next().unwrap_or_default().trim_end()
+            );
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -180,9 +387,14 @@ struct Election {
 async fn kube_config(cli: &Cli) -> Result<kube::Config, StartError> {
     Ok(match &cli.kubeconfig {
         Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path)?;
+            let file_error = |source| StartError::KubeconfigFile {
+                path: path.clone(),
+                source,
+            };
+            let file = kube::config::Kubeconfig::read_from(path).map_err(file_error)?;
             kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
-                .await?
+                .await
+                .map_err(file_error)?
         }
         None => kube::Config::infer().await?,
     })
@@ -190,15 +402,10 @@ async fn kube_config(cli: &Cli) -> Result<kube::Config, StartError> {
 
 async fn start(
     cli: &Cli,
-    id: Arc<str>,
+    config: Config,
     lease: &str,
     work: Option<ChildWork>,
 ) -> Result<Election, StartError> {
-    let mut config = Config::client_go(id);
-    config.lease_duration = Duration::from_millis(cli.lease_duration_ms);
-    config.renew_deadline = Duration::from_millis(cli.renew_deadline_ms);
-    config.retry_period = Duration::from_millis(cli.retry_period_ms);
-    config.request_timeout = (config.renew_deadline / 2).max(Duration::from_millis(500));
     let kube_config = kube_config(cli).await?;
     let namespace = cli
         .namespace
@@ -209,7 +416,16 @@ async fn start(
         .election_config(&config)
         .build()
         .map_err(|e| StartError::Lease(e.to_string()))?;
-    eprintln!("leader-elector: identity {}", config.identity);
+    tracing::info!(
+        identity = &*config.identity,
+        lease,
+        namespace,
+        lease_duration = %format_duration(config.lease_duration),
+        renew_deadline = %format_duration(config.renew_deadline),
+        retry_period = %format_duration(config.retry_period),
+        request_timeout = %format_duration(config.request_timeout),
+        "campaigning"
+    );
     // client-go's `name` label is the election's name: the Lease's name.
     let monitor = Monitor::builder(lock.describe(), config.identity.clone())
         .name(lease)
@@ -226,6 +442,8 @@ async fn start(
         // A weak reference: the work must not keep the election alive.
         let _ = slot.set(Arc::downgrade(&handle));
     }
+    // The monitor logs each leadership change (started, draining, stopped, with
+    // term, identity and reason) and keeps the metrics and health.
     tokio::spawn(Arc::clone(&monitor).follow(handle.states()));
     let leader = Arc::clone(&handle);
     let endpoint = Endpoint::new(Health::new(Arc::clone(&handle)).monitor(Arc::clone(&monitor)))
@@ -246,8 +464,11 @@ async fn spawn_endpoint(
     endpoint: Endpoint<Arc<Handle>>,
     addr: SocketAddr,
 ) -> Result<(), StartError> {
-    let bound = endpoint.spawn(addr).await?;
-    eprintln!("leader-elector: serving on {bound}");
+    let bound = endpoint
+        .spawn(addr)
+        .await
+        .map_err(|source| StartError::Listen { addr, source })?;
+    tracing::info!(addr = %bound, "serving");
     Ok(())
 }
 
@@ -259,17 +480,22 @@ async fn terminated() {
         signal(SignalKind::interrupt()),
     ) {
         (Ok(mut t), Ok(mut i)) => {
-            tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
+            tokio::select! {
+                _ = t.recv() => tracing::info!("SIGTERM: shutting down"),
+                _ = i.recv() => tracing::info!("SIGINT: shutting down"),
+            }
         }
         _ => std::future::pending().await,
     }
 }
 
 async fn run(cli: Cli) -> Result<u8, StartError> {
-    let id = election_ops::identity::from_env()?;
+    let id = cli.identity()?;
+    // Checked before anything else: a bad combination names its rule at once.
+    let config = cli.election_config(id.clone())?;
     match &cli.mode {
         Mode::Serve { lease, addr } => {
-            let Election { handle, endpoint } = start(&cli, id, lease, None).await?;
+            let Election { handle, endpoint } = start(&cli, config, lease, None).await?;
             spawn_endpoint(endpoint, *addr).await?;
             terminated().await;
             handle.shutdown().await;
@@ -277,6 +503,7 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
         }
         Mode::Run {
             lease,
+            kill_after,
             kill_after_ms,
             addr,
             command,
@@ -284,22 +511,22 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
             let (exit_tx, mut exit_rx) = watch::channel(None::<u8>);
             // After a loss, another candidate may lead `lease - renew` after our
             // deadline at the earliest: the child must be gone well before.
-            let slack =
-                Duration::from_millis(cli.lease_duration_ms.saturating_sub(cli.renew_deadline_ms))
-                    / 2;
+            let slack = config.lease_duration.saturating_sub(config.renew_deadline) / 2;
             // The driver waits one renew deadline for the work to drain before it
             // gives up without releasing: leave one retry period for the release.
-            let graceful =
-                Duration::from_millis(cli.renew_deadline_ms.saturating_sub(cli.retry_period_ms));
+            let graceful = config.renew_deadline.saturating_sub(config.retry_period);
+            let kill_after = kill_after
+                .or(kill_after_ms.map(Duration::from_millis))
+                .unwrap_or(DEFAULT_KILL_AFTER);
             let work = ChildWork {
                 command: Arc::new(command.clone()),
-                identity: id.clone(),
-                kill_after: Duration::from_millis(*kill_after_ms).min(slack),
+                identity: id,
+                kill_after: kill_after.min(slack),
                 graceful,
                 handle: Arc::new(OnceLock::new()),
                 exited: Arc::new(exit_tx),
             };
-            let Election { handle, endpoint } = start(&cli, id, lease, Some(work)).await?;
+            let Election { handle, endpoint } = start(&cli, config, lease, Some(work)).await?;
             if let Some(addr) = addr {
                 spawn_endpoint(endpoint, *addr).await?;
             }
@@ -312,138 +539,203 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
             let code = exit_rx.borrow().unwrap_or(code);
             Ok(code)
         }
-    }
-}
-
-/// The leader work of `run` mode: the child process.
-#[derive(Clone)]
-struct ChildWork {
-    command: Arc<Vec<String>>,
-    identity: Arc<str>,
-    /// How long a child may take to stop after a loss.
-    kill_after: Duration,
-    /// How long a child may take to stop on a graceful give-up.
-    graceful: Duration,
-    /// The election's handle, set once it is spawned: whether this node still
-    /// leads decides which bound applies.
-    handle: Arc<OnceLock<Weak<Handle>>>,
-    exited: Arc<watch::Sender<Option<u8>>>,
-}
-
-fn exit_code(status: std::process::ExitStatus) -> u8 {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => u8::try_from(c & 0xff).unwrap_or(1),
-        (None, Some(s)) => u8::try_from(128 + (s & 0x7f)).unwrap_or(1),
-        _ => 1,
-    }
-}
-
-/// Sends `signal` to the process group `group` (the child's pid: it leads its own
-/// group). A group that no longer exists is no error.
-fn signal_group(group: Option<rustix::process::Pid>, signal: rustix::process::Signal) {
-    if let Some(group) = group {
-        let _ = rustix::process::kill_process_group(group, signal);
-    }
-}
-
-/// How often a stopping child's bound is re-checked (a loss during a graceful
-/// stop shortens it).
-const RECHECK: Duration = Duration::from_millis(50);
-
-impl ChildWork {
-    /// Whether this node still leads (time-bounded) and renews: a stop now is a
-    /// graceful one.
-    fn still_leading(&self) -> bool {
-        self.handle
-            .get()
-            .and_then(Weak::upgrade)
-            .is_some_and(|h| h.is_leader())
-    }
-
-    async fn run(self, term: election_core::Term, cancel: CancellationToken) {
-        let Some((program, args)) = self.command.split_first() else {
-            return;
-        };
-        let mut child = match tokio::process::Command::new(program)
-            .args(args)
-            .env("LEADER_ELECTOR_TERM", term.to_string())
-            .env("LEADER_ELECTOR_IDENTITY", &*self.identity)
-            // A group of its own: signals reach everything the child started.
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-        {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("leader-elector: failed to start {program}: {e}");
-                self.exited.send_replace(Some(127));
-                return;
-            }
-        };
-        let group = child
-            .id()
-            .and_then(|p| i32::try_from(p).ok())
-            .and_then(rustix::process::Pid::from_raw);
-        eprintln!("leader-elector: leading in term {term}; started {program}");
-        tokio::select! {
-            status = child.wait() => {
-                let code = status.map_or(1, exit_code);
-                eprintln!("leader-elector: {program} exited with {code}");
-                // Whatever it left behind must not outlive the term.
-                signal_group(group, rustix::process::Signal::KILL);
-                self.exited.send_replace(Some(code));
-            }
-            () = cancel.cancelled() => {
-                self.stop(program, &mut child, group).await;
-            }
-        }
-    }
-
-    /// Stops the child's group: SIGTERM, then SIGKILL once the bound has passed.
-    /// The bound is `graceful` while this node still leads (a step-down or
-    /// shutdown: renewals go on and the driver waits), `kill_after` from the
-    /// moment it no longer leads (a loss: another may lead soon).
-    async fn stop(
-        &self,
-        program: &str,
-        child: &mut tokio::process::Child,
-        group: Option<rustix::process::Pid>,
-    ) {
-        eprintln!("leader-elector: stopping {program} (SIGTERM)");
-        signal_group(group, rustix::process::Signal::TERM);
-        let begun = tokio::time::Instant::now();
-        let graceful_until = begun + self.graceful;
-        let mut lost_at = None;
-        loop {
-            if lost_at.is_none() && !self.still_leading() {
-                lost_at = Some(tokio::time::Instant::now());
-            }
-            let kill_at = lost_at.map_or(graceful_until, |at| {
-                (at + self.kill_after).min(graceful_until)
-            });
-            tokio::select! {
-                status = child.wait() => {
-                    let code = status.map_or(1, exit_code);
-                    eprintln!("leader-elector: {program} stopped with {code}");
-                    break;
-                }
-                () = tokio::time::sleep_until(kill_at) => {
-                    eprintln!("leader-elector: {program} ignored SIGTERM; SIGKILL");
-                    signal_group(group, rustix::process::Signal::KILL);
-                    let _ = child.kill().await;
-                    break;
-                }
-                () = tokio::time::sleep(RECHECK), if lost_at.is_none() => {}
-            }
-        }
-        // Anything left in the group (a child's own children) goes too.
-        signal_group(group, rustix::process::Signal::KILL);
+        Mode::ExecChild { .. } => Ok(2), // handled in `main`, before any runtime
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn cli(args: &[&str]) -> Cli {
+        let mut all = vec!["leader-elector"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["serve", "--lease", "x"]);
+        Cli::try_parse_from(all).expect("valid flags")
+    }
+
+    fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn timings_default_to_client_go_and_take_go_style_durations() {
+        let t = cli(&[]).timings();
+        assert_eq!(
+            (
+                t.lease_duration,
+                t.renew_deadline,
+                t.retry_period,
+                t.request_timeout
+            ),
+            (s(15), s(10), s(2), None)
+        );
+        let t = cli(&[
+            "--lease-duration",
+            "1m",
+            "--renew-deadline",
+            "45s",
+            "--retry-period",
+            "1.5s",
+            "--request-timeout",
+            "500ms",
+        ])
+        .timings();
+        assert_eq!(
+            (
+                t.lease_duration,
+                t.renew_deadline,
+                t.retry_period,
+                t.request_timeout
+            ),
+            (
+                s(60),
+                s(45),
+                Duration::from_millis(1_500),
+                Some(Duration::from_millis(500))
+            )
+        );
+        // The older millisecond flags give the same.
+        let old = cli(&[
+            "--lease-duration-ms",
+            "60000",
+            "--renew-deadline-ms",
+            "45000",
+            "--retry-period-ms",
+            "1500",
+        ])
+        .timings();
+        assert_eq!(
+            (old.lease_duration, old.renew_deadline, old.retry_period),
+            (t.lease_duration, t.renew_deadline, t.retry_period)
+        );
+        // Flags go before or after the mode (they are global).
+        let after = Cli::try_parse_from([
+            "leader-elector",
+            "serve",
+            "--lease",
+            "x",
+            "--lease-duration",
+            "20s",
+        ])
+        .expect("valid");
+        assert_eq!(after.timings().lease_duration, s(20));
+    }
+
+    #[test]
+    fn each_old_spelling_conflicts_with_its_new_one() {
+        for (new, old) in [
+            (
+                ["--lease-duration", "15s"],
+                ["--lease-duration-ms", "15000"],
+            ),
+            (
+                ["--renew-deadline", "10s"],
+                ["--renew-deadline-ms", "10000"],
+            ),
+            (["--retry-period", "2s"], ["--retry-period-ms", "2000"]),
+        ] {
+            let args = [
+                "leader-elector",
+                new[0],
+                new[1],
+                old[0],
+                old[1],
+                "serve",
+                "--lease",
+                "x",
+            ];
+            let e = Cli::try_parse_from(args).expect_err("conflict");
+            assert_eq!(
+                e.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{args:?}"
+            );
+        }
+        let e = Cli::try_parse_from([
+            "leader-elector",
+            "run",
+            "--lease",
+            "x",
+            "--kill-after",
+            "1s",
+            "--kill-after-ms",
+            "1000",
+            "--",
+            "true",
+        ])
+        .expect_err("conflict");
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+
+    /// The request timeout is client-go's rule, written once in election-core,
+    /// unless `--request-timeout` sets it; the result is validated.
+    #[test]
+    fn the_request_timeout_follows_client_go_unless_given() {
+        let config = cli(&[]).election_config("a".into()).expect("valid");
+        assert_eq!(
+            config.request_timeout,
+            Config::client_go_request_timeout(s(10))
+        );
+        assert_eq!(config.request_timeout, s(5));
+        let config = cli(&[
+            "--lease-duration",
+            "2s",
+            "--renew-deadline",
+            "1.5s",
+            "--retry-period",
+            "250ms",
+        ])
+        .election_config("a".into())
+        .expect("valid");
+        assert_eq!(config.request_timeout, s(1), "max(renew / 2, 1 s)");
+        let config = cli(&["--request-timeout", "3s"])
+            .election_config("a".into())
+            .expect("valid");
+        assert_eq!(config.request_timeout, s(3));
+        assert!(matches!(
+            cli(&["--request-timeout", "8s"]).election_config("a".into()),
+            Err(ConfigError::RetryPlusTimeoutNotBelowRenewDeadline { .. })
+        ));
+        assert!(matches!(
+            cli(&["--lease-duration", "1.5s"]).election_config("a".into()),
+            Err(ConfigError::LeaseNotWholeSeconds(_))
+        ));
+    }
+
+    #[test]
+    fn the_identity_flag_is_taken_as_given_and_checked() {
+        assert_eq!(
+            &*cli(&["--identity", "pod-a"]).identity().expect("valid"),
+            "pod-a"
+        );
+        assert!(cli(&["--identity", "two words"]).identity().is_err());
+    }
+
+    #[test]
+    fn command_line_errors_are_one_line() {
+        let e = Cli::try_parse_from(["leader-elector", "serve"]).expect_err("no lease");
+        let line = one_line(&e.render().to_string());
+        assert_eq!(
+            line,
+            "the following required arguments were not provided: --lease <LEASE>"
+        );
+        let e = Cli::try_parse_from([
+            "leader-elector",
+            "--lease-duration",
+            "15",
+            "serve",
+            "--lease",
+            "x",
+        ])
+        .expect_err("no unit");
+        let line = one_line(&e.render().to_string());
+        assert!(
+            line.starts_with("invalid value '15' for '--lease-duration <DURATION>': missing unit"),
+            "{line}"
+        );
+    }
+
     /// In a cluster the API server speaks HTTPS: the binary carries a TLS stack
     /// (kube's `rustls-tls` with `ring`), so a client for an `https://` URL builds.
     /// Without one, kube refuses it ("no TLS stack") and the sidecar could not start.

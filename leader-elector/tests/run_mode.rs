@@ -1,27 +1,24 @@
 //! Two (then three) sidecars in `run` mode against the API emulator: their children
 //! never run at the same time, through a graceful hand-over (SIGTERM to the leading
 //! sidecar), a partition of the next leader (FAULTS N7) and another hand-over back
-//! to it after the heal; a child's own children die with it; and the child's exit
-//! code is passed through.
+//! to it after the heal; a child's own children die with it; the child's exit
+//! code is passed through; and a SIGKILLed sidecar's child dies with it.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::{gone, sigterm, temp};
 use kube_emulator::Emulator;
 use tokio::process::{Child, Command};
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("leader-elector-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
 
 fn sidecar(emu: &Emulator, dir: &Path, id: &str, child: &[&str]) -> Child {
     let kubeconfig = dir.join(format!("{id}.kubeconfig"));
     emu.write_kubeconfig(&kubeconfig, id).expect("kubeconfig");
-    Command::new(env!("CARGO_BIN_EXE_leader-elector"))
+    Command::new(common::BIN)
+        // The older millisecond spellings, kept as aliases of the Go-style flags.
         .args([
             "--lease-duration-ms",
             "2000",
@@ -38,11 +35,6 @@ fn sidecar(emu: &Emulator, dir: &Path, id: &str, child: &[&str]) -> Child {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn the sidecar")
-}
-
-fn sigterm(child: &Child) {
-    let pid = rustix::process::Pid::from_raw(child.id().expect("running") as i32).expect("pid");
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("kill");
 }
 
 /// Sends the sidecar SIGTERM and waits (10 s at most) for it to exit with success.
@@ -100,17 +92,6 @@ async fn wait_count(log: &Path, kind: &str, id: Option<&str>, n: usize, within: 
 async fn nth_start(log: &Path, n: usize, within: Duration) -> String {
     wait_count(log, "start", None, n + 1, within).await;
     entries(log, "start").swap_remove(n).0
-}
-
-/// Whether process `pid` is gone (or a zombie nobody reaped yet: it runs no more).
-fn gone(pid: u64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // `pid (comm) state …`: the state follows the last ')'.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-    }
 }
 
 /// Two, then three sidecars run a child that starts a grandchild ignoring SIGTERM
@@ -289,4 +270,74 @@ async fn a_graceful_stop_waits_for_the_child_and_a_loss_does_not() {
     emu.faults("sidecar-l").clear();
     stop_cleanly(s).await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The sidecar is SIGKILLed while its child runs: no chance to stop it. The kernel
+/// kills the child (the parent-death signal its shim set), so no leaderless worker
+/// runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_child_dies_with_a_sigkilled_sidecar() {
+    let emu = Emulator::start().await.expect("emulator");
+    let dir = temp("pdeathsig");
+    let log = dir.join("children.log");
+    // `exec`: the sleeping process is the direct child (the kernel signals only it).
+    let script = format!(
+        "echo \"up $LEADER_ELECTOR_IDENTITY $$\" >> {log}; exec sleep 1000",
+        log = log.display()
+    );
+    let s = sidecar(&emu, &dir, "sidecar-k", &["sh", "-c", script.as_str()]);
+    wait_count(&log, "up", Some("sidecar-k"), 1, Duration::from_secs(15)).await;
+    let pid = entries(&log, "up")[0].1;
+    assert!(!gone(pid), "the child runs");
+    common::sigkill(&s);
+    let status = tokio::time::timeout(Duration::from_secs(5), s.wait_with_output())
+        .await
+        .expect("the sidecar dies")
+        .expect("status");
+    assert!(!status.status.success());
+    let died = common::wait_gone(pid, Duration::from_secs(2)).await;
+    if !died {
+        // Do not leave it behind.
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+            rustix::process::Signal::KILL,
+        );
+    }
+    assert!(died, "the child {pid} outlived its SIGKILLed sidecar");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The shim alone: it becomes the command (same pid, the command's exit code),
+/// answers 127 for a command that does not exist, and refuses to start anything
+/// when its parent is not the pid it was given (the sidecar died before it could
+/// ask for the parent-death signal).
+#[tokio::test]
+async fn the_exec_child_shim_becomes_the_command_only_under_its_parent() {
+    let me = std::process::id().to_string();
+    let shim = |parent: &str, command: &[&str]| {
+        std::process::Command::new(common::BIN)
+            .args(["__exec-child", "--parent", parent, "--"])
+            .args(command)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the shim")
+    };
+    let out = shim(&me, &["sh", "-c", "echo $$; exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    let ran_as: u32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert_ne!(ran_as, std::process::id());
+
+    let out = shim(&me, &["/nonexistent/command"]);
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/command"), "{stderr}");
+
+    let out = shim("1", &["sh", "-c", "echo ran"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stdout.is_empty(), "the command did not run: {out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is gone"), "{stderr}");
 }

@@ -1,52 +1,32 @@
 //! `serve` mode against the API emulator: `GET /` names the holder, `/healthz`,
 //! `/readyz`, `/status` and `/metrics` answer, and SIGTERM releases the Lease.
 
+mod common;
+
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::{get, get_path};
 use kube_emulator::Emulator;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
-
-/// `GET path`: the status line and the body.
-async fn get_path(addr: &str, path: &str) -> Option<(String, String)> {
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.ok()?;
-    let (head, body) = out.split_once("\r\n\r\n")?;
-    Some((head.lines().next()?.to_owned(), body.to_owned()))
-}
-
-async fn get(addr: &str) -> Option<String> {
-    get_path(addr, "/").await.map(|(_, body)| body)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_names_the_holder() {
     let emu = Emulator::start().await.expect("emulator");
-    let dir = std::env::temp_dir().join(format!("leader-elector-serve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = common::temp("serve");
     let kubeconfig = dir.join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, "serve-a")
         .expect("kubeconfig");
-    // A free port on 127.0.0.1.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let mut s = Command::new(env!("CARGO_BIN_EXE_leader-elector"))
+    let addr = common::free_addr();
+    let mut s = Command::new(common::BIN)
+        // Go-style durations, as client-go's flags take them.
         .args([
-            "--lease-duration-ms",
-            "2000",
-            "--renew-deadline-ms",
-            "1500",
-            "--retry-period-ms",
-            "250",
+            "--lease-duration",
+            "2s",
+            "--renew-deadline",
+            "1.5s",
+            "--retry-period",
+            "250ms",
         ])
         .args(["serve", "--lease", "served", "--addr", &addr])
         .arg("--kubeconfig")
@@ -76,15 +56,7 @@ async fn serve_names_the_holder() {
     assert!(line.contains(" 200 "), "{line}");
     // It names itself as soon as its create lands, and leads after the strict lock
     // delay (one lease from the create).
-    let start = Instant::now();
-    let status = loop {
-        let (_, status) = get_path(&addr, "/status").await.expect("status");
-        let status: serde_json::Value = serde_json::from_str(&status).expect("JSON status");
-        if status["is_leader"] == true || start.elapsed() > Duration::from_secs(10) {
-            break status;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = common::wait_leading(&addr, Duration::from_secs(10)).await;
     assert_eq!(status["is_leader"], true, "{status}");
     assert_eq!(status["role"], "Leader", "{status}");
     assert_eq!(status["holder"], "serve-a", "{status}");
@@ -98,8 +70,7 @@ async fn serve_names_the_holder() {
     assert!(line.contains(" 404 "), "{line}");
 
     // SIGTERM: the sidecar releases the Lease (holder present and empty) and exits 0.
-    let pid = rustix::process::Pid::from_raw(s.id().expect("running") as i32).expect("pid");
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    common::sigterm(&s);
     let status = tokio::time::timeout(Duration::from_secs(10), s.wait())
         .await
         .expect("exits after SIGTERM")

@@ -1,0 +1,258 @@
+//! `run` mode's child: started through a shim that ties it to the sidecar's life,
+//! stopped as a process group.
+//!
+//! # Parent death
+//!
+//! The sidecar does not fork the command itself. It starts its own executable
+//! ([`std::env::current_exe`]) as `leader-elector __exec-child --parent <pid> -- CMD
+//! ARGS…`, in a new process group, with the child's environment. The shim
+//! ([`exec_child`]) asks the kernel for SIGKILL when its parent dies
+//! (`PR_SET_PDEATHSIG`, through rustix, no `unsafe`), checks that its parent is
+//! still the sidecar (if the sidecar died before the request, the signal would
+//! never come: the shim exits at once instead), then replaces itself with the
+//! command (`exec`: same pid, same group, same environment). The parent-death
+//! signal survives `exec` (except into a set-user-ID or set-group-ID program, or
+//! one with file capabilities, where the kernel clears it).
+//!
+//! So if the sidecar is SIGKILLed (or dies any other way), the kernel SIGKILLs the
+//! command at once: no leaderless worker runs on. The kernel signals only the
+//! direct child: processes the command started (its group's other members, a
+//! shell's jobs) are not signalled by the kernel and are re-parented to the
+//! nearest subreaper or PID 1. A command that starts others should `exec` the
+//! long-running one, or run the sidecar as the container's entry point, whose end
+//! takes the whole PID namespace along.
+//!
+//! Linux sends the parent-death signal when the *thread* that forked the child
+//! exits, not the process. Every child is therefore forked by one dedicated thread
+//! ([`Spawner`]) that lives as long as the process, never by a pool thread that may
+//! be retired (tokio's blocking pool retires idle threads, and `block_in_place`
+//! turns a worker thread into one).
+
+use std::ffi::OsString;
+use std::io;
+use std::process::ExitCode;
+use std::sync::{Arc, OnceLock, Weak, mpsc};
+use std::time::Duration;
+
+use adapter_tokio::{CancellationToken, Handle};
+use rustix::process::{Pid, Signal};
+use tokio::sync::{oneshot, watch};
+
+/// The hidden subcommand that runs the shim.
+pub const EXEC_CHILD: &str = "__exec-child";
+
+/// The shim: asks for SIGKILL at the parent's death, checks that the parent is
+/// still `parent`, and replaces itself with `command`. Returns only on failure:
+/// 1 if the parent is already gone, 127 if the command was not found, 126 if it
+/// could not be executed.
+pub fn exec_child(parent: u32, command: &[OsString]) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("leader-elector: {EXEC_CHILD}: no command");
+        return ExitCode::from(2);
+    };
+    let shown = program.to_string_lossy();
+    if let Err(e) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
+        eprintln!("leader-elector: failed to set the parent-death signal for {shown}: {e}");
+        return ExitCode::from(1);
+    }
+    // Asked after the request: a parent that died before it has re-parented us.
+    let ppid = rustix::process::getppid().map(|p| p.as_raw_pid().unsigned_abs());
+    if ppid != Some(parent) {
+        eprintln!("leader-elector: the sidecar (pid {parent}) is gone; not starting {shown}");
+        return ExitCode::from(1);
+    }
+    let error = std::process::Command::new(program).args(args).exec();
+    eprintln!("leader-elector: failed to start {shown}: {error}");
+    ExitCode::from(if error.kind() == io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    })
+}
+
+type SpawnRequest = (
+    tokio::process::Command,
+    oneshot::Sender<io::Result<tokio::process::Child>>,
+);
+
+/// The thread that forks every child (see the module docs: the parent-death
+/// signal follows the forking thread). Started on first use; it lives until the
+/// process ends, since its sender is never dropped.
+struct Spawner {
+    requests: mpsc::Sender<SpawnRequest>,
+}
+
+static SPAWNER: OnceLock<Result<Spawner, String>> = OnceLock::new();
+
+impl Spawner {
+    /// The spawner, started (with the current runtime's handle) on first use.
+    fn get() -> io::Result<&'static Spawner> {
+        let spawner = SPAWNER.get_or_init(|| {
+            let runtime = tokio::runtime::Handle::current();
+            let (requests, incoming) = mpsc::channel::<SpawnRequest>();
+            std::thread::Builder::new()
+                .name("child-spawner".into())
+                .spawn(move || {
+                    // tokio's child handles need the runtime (its SIGCHLD driver).
+                    let _runtime = runtime.enter();
+                    for (mut command, reply) in incoming {
+                        let _ = reply.send(command.spawn());
+                    }
+                })
+                .map(|_| Spawner { requests })
+                .map_err(|e| e.to_string())
+        });
+        spawner.as_ref().map_err(|e| io::Error::other(e.clone()))
+    }
+
+    /// Spawns `command` on the spawner thread.
+    async fn spawn(command: tokio::process::Command) -> io::Result<tokio::process::Child> {
+        let (reply, answer) = oneshot::channel();
+        Self::get()?
+            .requests
+            .send((command, reply))
+            .map_err(|_| io::Error::other("the child-spawner thread is gone"))?;
+        answer
+            .await
+            .map_err(|_| io::Error::other("the child-spawner thread is gone"))?
+    }
+}
+
+/// The leader work of `run` mode: the child process.
+#[derive(Clone)]
+pub(crate) struct ChildWork {
+    pub(crate) command: Arc<Vec<String>>,
+    pub(crate) identity: Arc<str>,
+    /// How long a child may take to stop after a loss.
+    pub(crate) kill_after: Duration,
+    /// How long a child may take to stop on a graceful give-up.
+    pub(crate) graceful: Duration,
+    /// The election's handle, set once it is spawned: whether this node still
+    /// leads decides which bound applies.
+    pub(crate) handle: Arc<OnceLock<Weak<Handle>>>,
+    pub(crate) exited: Arc<watch::Sender<Option<u8>>>,
+}
+
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c & 0xff).unwrap_or(1),
+        (None, Some(s)) => u8::try_from(128 + (s & 0x7f)).unwrap_or(1),
+        _ => 1,
+    }
+}
+
+/// Sends `signal` to the process group `group` (the child's pid: it leads its own
+/// group). A group that no longer exists is no error.
+fn signal_group(group: Option<Pid>, signal: Signal) {
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, signal);
+    }
+}
+
+/// How often a stopping child's bound is re-checked (a loss during a graceful
+/// stop shortens it).
+const RECHECK: Duration = Duration::from_millis(50);
+
+impl ChildWork {
+    /// Whether this node still leads (time-bounded) and renews: a stop now is a
+    /// graceful one.
+    fn still_leading(&self) -> bool {
+        self.handle
+            .get()
+            .and_then(Weak::upgrade)
+            .is_some_and(|h| h.is_leader())
+    }
+
+    /// The shim's command line for the child: `<self> __exec-child --parent <pid>
+    /// -- CMD ARGS…`, in a group of its own, with the term and identity.
+    fn command(&self, term: &election_core::Term) -> io::Result<tokio::process::Command> {
+        let exe = std::env::current_exe()?;
+        let mut command = tokio::process::Command::new(exe);
+        command
+            .arg(EXEC_CHILD)
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .arg("--")
+            .args(self.command.iter())
+            .env("LEADER_ELECTOR_TERM", term.to_string())
+            .env("LEADER_ELECTOR_IDENTITY", &*self.identity)
+            // A group of its own: signals reach everything the child started.
+            .process_group(0)
+            .kill_on_drop(true);
+        Ok(command)
+    }
+
+    pub(crate) async fn run(self, term: election_core::Term, cancel: CancellationToken) {
+        let Some(program) = self.command.first() else {
+            return;
+        };
+        let spawned = match self.command(&term) {
+            Ok(command) => Spawner::spawn(command).await,
+            Err(e) => Err(e),
+        };
+        let mut child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(program, error = %e, "failed to start the child");
+                self.exited.send_replace(Some(127));
+                return;
+            }
+        };
+        let pid = child.id();
+        let group = pid
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(Pid::from_raw);
+        tracing::info!(program, pid, %term, identity = &*self.identity, "child started");
+        tokio::select! {
+            status = child.wait() => {
+                let code = status.map_or(1, exit_code);
+                tracing::info!(program, pid, code, "child exited by itself");
+                // Whatever it left behind must not outlive the term.
+                signal_group(group, Signal::KILL);
+                self.exited.send_replace(Some(code));
+            }
+            () = cancel.cancelled() => {
+                self.stop(program, &mut child, group).await;
+            }
+        }
+    }
+
+    /// Stops the child's group: SIGTERM, then SIGKILL once the bound has passed.
+    /// The bound is `graceful` while this node still leads (a step-down or
+    /// shutdown: renewals go on and the driver waits), `kill_after` from the
+    /// moment it no longer leads (a loss: another may lead soon).
+    async fn stop(&self, program: &str, child: &mut tokio::process::Child, group: Option<Pid>) {
+        let pid = child.id();
+        tracing::info!(program, pid, "stopping the child (SIGTERM to its group)");
+        signal_group(group, Signal::TERM);
+        let begun = tokio::time::Instant::now();
+        let graceful_until = begun + self.graceful;
+        let mut lost_at = None;
+        loop {
+            if lost_at.is_none() && !self.still_leading() {
+                lost_at = Some(tokio::time::Instant::now());
+            }
+            let kill_at = lost_at.map_or(graceful_until, |at| {
+                (at + self.kill_after).min(graceful_until)
+            });
+            tokio::select! {
+                status = child.wait() => {
+                    let code = status.map_or(1, exit_code);
+                    tracing::info!(program, pid, code, "child stopped");
+                    break;
+                }
+                () = tokio::time::sleep_until(kill_at) => {
+                    tracing::warn!(program, pid, "child ignored SIGTERM; SIGKILL to its group");
+                    signal_group(group, Signal::KILL);
+                    let _ = child.kill().await;
+                    break;
+                }
+                () = tokio::time::sleep(RECHECK), if lost_at.is_none() => {}
+            }
+        }
+        // Anything left in the group (a child's own children) goes too.
+        signal_group(group, Signal::KILL);
+    }
+}
