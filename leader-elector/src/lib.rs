@@ -336,6 +336,11 @@ pub fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        // No mode at all: the help, as clap prints it, and a failure.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!(
                 "leader-elector: {} (see --help)",

@@ -41,6 +41,21 @@ fn an_unknown_flag_is_named() {
     );
 }
 
+/// No mode: the help (several lines, as clap prints it) and a failure.
+#[test]
+fn no_mode_prints_the_help_and_fails() {
+    let out = Command::new(common::BIN)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the sidecar");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("Usage: leader-elector") && stderr.contains("serve"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_missing_lease_is_named() {
     let (code, line) = fails(&["serve"]);
