@@ -62,8 +62,11 @@ pub struct Config {
     /// The largest lease duration honoured from a record; longer ones are capped
     /// and reported.
     pub max_lease_duration: Duration,
-    /// Seed of the retry jitter. Give each candidate its own.
-    pub seed: u64,
+    /// Seed of the retry jitter. `None` (the presets' default) derives one per
+    /// elector from the identity and, with the `std` feature, from entropy unique
+    /// to the process, so that replicas never poll in lockstep. Set one
+    /// ([`Config::seed`]) to replay a run exactly.
+    pub seed: Option<u64>,
 }
 
 /// A configuration rule that a [`Config`] breaks.
@@ -112,6 +115,10 @@ pub enum ConfigError {
     /// `max_lease_duration < lease_duration`.
     #[error("max_lease_duration must be at least lease_duration")]
     MaxLeaseBelowLease,
+    /// `lease_duration` does not fit the record's `leaseDurationSeconds`, an
+    /// `int32` (at most 2147483647 s): the API would refuse every write.
+    #[error("lease_duration must be at most {max} s (leaseDurationSeconds is an int32; got {0:?})", max = i32::MAX)]
+    LeaseTooLong(Duration),
 }
 
 impl Config {
@@ -150,7 +157,7 @@ impl Config {
             preemption: Preemption::Handover,
             lock_delay: LockDelay::Strict,
             max_lease_duration: Duration::from_secs(3_600),
-            seed: 0,
+            seed: None,
         }
     }
 
@@ -179,10 +186,10 @@ impl Config {
         self
     }
 
-    /// Sets the jitter seed.
+    /// Sets the jitter seed, for runs that replay exactly (tests, simulations).
     #[must_use]
     pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+        self.seed = Some(seed);
         self
     }
 
@@ -213,6 +220,9 @@ impl Config {
         }
         if self.lease_duration.subsec_nanos() != 0 {
             return Err(ConfigError::LeaseNotWholeSeconds(self.lease_duration));
+        }
+        if self.lease_duration.as_secs() > i32::MAX as u64 {
+            return Err(ConfigError::LeaseTooLong(self.lease_duration));
         }
         if self.lease_duration <= self.renew_deadline {
             return Err(ConfigError::LeaseNotAboveRenewDeadline {
@@ -248,11 +258,11 @@ impl Config {
     }
 
     /// The lease duration written into records, in whole seconds (validation
-    /// guarantees at least 1).
+    /// guarantees `1..=i32::MAX`, what the record's `int32` holds).
     pub fn lease_duration_secs(&self) -> i64 {
         i64::try_from(self.lease_duration.as_secs())
             .unwrap_or(i64::MAX)
-            .max(1)
+            .clamp(1, i64::from(i32::MAX))
     }
 
     /// `retry_period × (1 + jitter)`: the longest interval between a polling
@@ -348,6 +358,13 @@ mod tests {
             (
                 |c| c.max_lease_duration = ms(1_000),
                 ConfigError::MaxLeaseBelowLease,
+            ),
+            (
+                |c| {
+                    c.lease_duration = Duration::from_secs(i32::MAX as u64 + 1);
+                    c.max_lease_duration = Duration::MAX;
+                },
+                ConfigError::LeaseTooLong(Duration::from_secs(i32::MAX as u64 + 1)),
             ),
         ];
         for (edit, want) in cases {

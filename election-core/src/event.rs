@@ -145,6 +145,38 @@ pub enum Warning {
     /// this node until its lease expires; others take over a lease after they saw it.
     #[error("shut down holding a lock created within the lock delay: left to expire, not released")]
     LeftToExpire,
+    /// The lock answered a write with success, but with a record that cannot be
+    /// the one written: the lock is broken (a backend bug). The write counts as
+    /// one of unknown outcome: never led on, and followed by a read.
+    #[error("lock {op} answered success with {answer}: the lock backend is broken; not counted")]
+    BrokenWriteAnswer {
+        /// The write.
+        op: OpKind,
+        /// What was wrong with the answer.
+        answer: BrokenAnswer,
+    },
+}
+
+/// What made a successful write's answer impossible ([`Warning::BrokenWriteAnswer`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BrokenAnswer {
+    /// The answer names another holder than the one written.
+    WrongHolder {
+        /// The holder the answer names.
+        holder: Arc<str>,
+    },
+    /// The answer carries the version the compare-and-swap expected: no new version.
+    VersionUnchanged,
+}
+
+impl fmt::Display for BrokenAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BrokenAnswer::WrongHolder { holder } => write!(f, "another holder {holder:?}"),
+            BrokenAnswer::VersionUnchanged => f.write_str("the version it replaced"),
+        }
+    }
 }
 
 /// A change for the host to act on, from [`crate::Elector::poll_event`].
@@ -180,4 +212,24 @@ pub enum Event {
     Warning(Warning),
     /// The elector finished shutting down; it will emit nothing more.
     Terminated,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Ord` agrees with `Eq`: terms that differ are never `Equal` (versions
+    /// `"010"` and `"10"` are the same number but not the same version).
+    #[test]
+    fn term_order_agrees_with_eq() {
+        let t = |n, v: &str| Term {
+            transitions: n,
+            version: Version::new(v),
+        };
+        assert_ne!(t(1, "010"), t(1, "10"));
+        assert_ne!(t(1, "010").cmp(&t(1, "10")), Ordering::Equal);
+        assert_eq!(t(1, "10").cmp(&t(1, "10")), Ordering::Equal);
+        assert!(t(1, "9") < t(1, "10"), "numeric within a transition count");
+        assert!(t(2, "1") > t(1, "10"), "transitions first");
+    }
 }

@@ -89,7 +89,7 @@ mod timer;
 pub use action::{Action, OpId, OpKind};
 pub use config::{Config, ConfigError, LockDelay, Preemption};
 pub use elector::{Elector, Role, Stats};
-pub use event::{Event, StopReason, Term, Warning};
+pub use event::{BrokenAnswer, Event, StopReason, Term, Warning};
 pub use input::Input;
 pub use lock::{LeadershipChange, Lock, LockError, LockTask, WatchEvent, WatchStream};
 pub use record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version};

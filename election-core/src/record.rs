@@ -20,9 +20,14 @@ use crate::time::WallTime;
 /// The lock's version (Kubernetes' `resourceVersion`): every write is a
 /// compare-and-swap on it, and a new version is how change is detected.
 ///
-/// Opaque to the core except for one thing: [`Version::cmp_numeric`] orders two
-/// versions that both look like decimal integers (etcd revisions do), which only
-/// breaks ties between terms whose transition counters saturated.
+/// Opaque to the core except for one thing: two versions that both look like
+/// decimal integers are ordered as numbers ([`Version::order`]). A lock whose
+/// versions are decimal must make them grow with every write, deletions and
+/// re-creations included (etcd revisions and Kubernetes resourceVersions do, and
+/// so do this workspace's locks): the elector then ignores a watch event older than
+/// the version it already saw (a replayed or resumed watch), and breaks ties between
+/// terms whose transition counters saturated. A lock with other versions (not
+/// decimal) is never ordered: any version that differs counts as new.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Version(Arc<str>);
 
@@ -37,17 +42,33 @@ impl Version {
         &self.0
     }
 
-    /// Orders versions as unsigned decimal integers when both are (shorter is
-    /// smaller, then bytewise), and bytewise otherwise.
-    pub fn cmp_numeric(&self, other: &Version) -> Ordering {
-        let (a, b) = (self.as_str(), other.as_str());
+    /// How `self` orders against `other` when both are unsigned decimal integers
+    /// (compared as numbers, leading zeros ignored); `None` when either is not, since
+    /// such versions carry no order.
+    pub fn order(&self, other: &Version) -> Option<Ordering> {
         let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-        if digits(a) && digits(b) {
-            let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
-            a.len().cmp(&b.len()).then_with(|| a.cmp(b))
-        } else {
-            a.cmp(b)
+        let (a, b) = (self.as_str(), other.as_str());
+        if !(digits(a) && digits(b)) {
+            return None;
         }
+        let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
+        Some(a.len().cmp(&b.len()).then_with(|| a.cmp(b)))
+    }
+
+    /// Whether `self` is a later version than `other`: by [`Version::order`] where
+    /// both are decimal, else whenever they differ.
+    pub fn is_newer_than(&self, other: &Version) -> bool {
+        self.order(other)
+            .map_or(self != other, |o| o == Ordering::Greater)
+    }
+
+    /// A total order consistent with `Eq`: [`Version::order`] where both are
+    /// decimal (ties, such as `"010"` and `"10"`, broken bytewise), bytewise
+    /// otherwise.
+    pub fn cmp_numeric(&self, other: &Version) -> Ordering {
+        self.order(other)
+            .unwrap_or(Ordering::Equal)
+            .then_with(|| self.as_str().cmp(other.as_str()))
     }
 }
 
@@ -168,8 +189,18 @@ mod tests {
     fn versions_order_as_numbers_when_both_are_digits() {
         let v = |s: &str| Version::new(s);
         assert_eq!(v("9").cmp_numeric(&v("10")), Ordering::Less);
-        assert_eq!(v("010").cmp_numeric(&v("10")), Ordering::Equal);
+        assert_eq!(v("010").order(&v("10")), Some(Ordering::Equal));
+        // A total order consistent with Eq: "010" != "10", so they are not Equal.
+        assert_eq!(v("010").cmp_numeric(&v("10")), Ordering::Less);
         assert_eq!(v("b").cmp_numeric(&v("a")), Ordering::Greater);
+        assert_eq!(v("b").order(&v("a")), None);
+        assert!(v("10").is_newer_than(&v("9")));
+        assert!(!v("9").is_newer_than(&v("10")));
+        assert!(!v("10").is_newer_than(&v("10")));
+        assert!(
+            v("a").is_newer_than(&v("b")),
+            "unordered: any other version is new"
+        );
     }
 
     #[test]

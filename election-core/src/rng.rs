@@ -23,6 +23,32 @@ impl Rng {
     }
 }
 
+/// A jitter seed for a configuration that sets none: a hash of the identity
+/// (FNV-1a), mixed with entropy unique to this process where `std` offers it
+/// (`RandomState`'s keys come from the OS's randomness, and differ per process
+/// and per instance), so that replicas never poll in lockstep, even two that
+/// share an identity by mistake.
+pub(crate) fn derived_seed(identity: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in identity.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^ process_entropy()
+}
+
+#[cfg(feature = "std")]
+fn process_entropy() -> u64 {
+    use core::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.finish()
+}
+
+#[cfg(not(feature = "std"))]
+fn process_entropy() -> u64 {
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -702,3 +702,81 @@ fn a8_invalid_acquisition_reads_before_writing_again() {
     assert_eq!(expected, Version::new("6"), "on the fresh version");
     assert_eq!(write, refused, "same content, on what the read showed");
 }
+
+/// A lock that answers a write with success, but with a record that cannot be
+/// the one written, is broken: a create answered with another holder, an
+/// acquisition answered with the version it replaced. It is reported
+/// ([`Warning::BrokenWriteAnswer`]), never led on (the next renew would have
+/// written the foreign holder back), and the next call is a read.
+#[test]
+fn broken_lock_write_answers_are_never_led_on() {
+    let mut cfg = fast("a");
+    cfg.lock_delay = LockDelay::Immediate; // a true answer would lead at once
+    let mut n = Node::new(cfg.clone());
+    let op = n.get();
+    n.answer(op, Err(LockError::NotFound));
+    let (op, _) = n.create();
+    n.answer(op, Ok(obs("5", held("b", 2, 0))));
+    let evs = n.events();
+    assert!(
+        evs.contains(&Event::Warning(Warning::BrokenWriteAnswer {
+            op: OpKind::Create,
+            answer: BrokenAnswer::WrongHolder { holder: "b".into() },
+        })),
+        "{evs:?}"
+    );
+    assert!(
+        !evs.iter()
+            .any(|e| matches!(e, Event::StartedLeading { .. }))
+    );
+    assert_eq!(n.e.role(), Role::Follower);
+    n.get();
+
+    // An acquisition answered with the version it replaced: the old record (no
+    // holder), or our holder at that version.
+    let free = obs("3", held("", 1, 0));
+    let ours_unchanged = obs("3", held("a", 2, 1));
+    for (answer, broken) in [
+        (
+            free.clone(),
+            BrokenAnswer::WrongHolder { holder: "".into() },
+        ),
+        (ours_unchanged, BrokenAnswer::VersionUnchanged),
+    ] {
+        let mut n = Node::follower(cfg.clone(), free.clone());
+        let (op, expected, _) = n.update();
+        assert_eq!(expected, Version::new("3"));
+        n.answer(op, Ok(answer));
+        let evs = n.events();
+        assert_eq!(
+            evs,
+            vec![Event::Warning(Warning::BrokenWriteAnswer {
+                op: OpKind::Update,
+                answer: broken,
+            })],
+            "reported once, and no start"
+        );
+        assert!(!n.e.is_leader(n.now));
+        n.get();
+    }
+}
+
+/// FAULTS W2: a resumed or replayed watch delivers an event older than the
+/// version already seen. It is ignored: the expiry clock keeps counting from the
+/// newer version (it once restarted it: a follower that had waited 9 s of a 10 s
+/// lease took over at 19 s instead of 10 s).
+#[test]
+fn w2_a_stale_watch_event_does_not_restart_the_expiry_clock() {
+    let mut n = Node::new(fast("a"));
+    let rec = held("b", 10, 1);
+    let op = n.get();
+    n.answer(op, Ok(obs("7", rec.clone())));
+    n.watch_active(true);
+    n.advance_to(t(9_000));
+    n.watch(WatchEvent::Changed(obs("5", held("b", 10, 0))));
+    n.no_action();
+    let (at, write) = n.campaign(|_| Ok(obs("7", rec.clone())), 1_000);
+    assert_eq!(at, t(10_000), "a lease after version 7 was seen");
+    let (_, expected, _) = write.into_update();
+    assert_eq!(expected, Version::new("7"));
+}

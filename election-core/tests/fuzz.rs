@@ -29,6 +29,9 @@ enum Stimulus {
     Fire,
     /// The outstanding call (if any) is answered.
     Answer(Result<Observation, LockError>),
+    /// The outstanding call (if any) is answered as a working lock would: a write
+    /// with the record it asked for at a new version, a read with this observation.
+    AnswerAsLock(Observation),
     /// An answer to an operation id the elector never issued or no longer waits for.
     StaleAnswer(u64, Result<Observation, LockError>),
     /// A watch event.
@@ -156,7 +159,8 @@ fn step() -> impl Strategy<Value = Stimulus> {
         ]
         .prop_map(Stimulus::Tick),
         4 => Just(Stimulus::Fire),
-        6 => result().prop_map(Stimulus::Answer),
+        4 => result().prop_map(Stimulus::Answer),
+        2 => observation().prop_map(Stimulus::AnswerAsLock),
         1 => (any::<u64>(), result()).prop_map(|(op, r)| Stimulus::StaleAnswer(op, r)),
         2 => prop_oneof![observation().prop_map(Some), Just(None)].prop_map(Stimulus::Watch),
         1 => any::<bool>().prop_map(Stimulus::WatchActive),
@@ -209,7 +213,9 @@ fn duration() -> impl Strategy<Value = Duration> {
 struct Host {
     e: Elector,
     now: Instant,
-    outstanding: Option<OpId>,
+    outstanding: Option<Action>,
+    /// Versions handed out by `AnswerAsLock` writes (above the generators' 0..12).
+    next_version: u64,
     started: Option<Term>,
     terminated: bool,
     /// How many times leadership started (to check the fuzzing reaches it).
@@ -221,12 +227,9 @@ impl Host {
     fn drain(&mut self) -> Result<(), TestCaseError> {
         while let Some(action) = self.e.poll_action() {
             prop_assert!(!self.terminated, "an action after Terminated: {action:?}");
-            let op = match &action {
-                Action::Get { op } | Action::Create { op, .. } | Action::Update { op, .. } => *op,
-            };
             // A new call replaces one that the elector gave up on (its request
             // timeout); two new calls in one drain would be two outstanding.
-            self.outstanding = Some(op);
+            self.outstanding = Some(action.clone());
             prop_assert!(
                 self.e.poll_action().is_none(),
                 "two calls outstanding after {action:?}"
@@ -292,13 +295,33 @@ impl Host {
                 }
             }
             Stimulus::Answer(result) => {
-                if let Some(op) = self.outstanding.take() {
+                if let Some(action) = self.outstanding.take() {
+                    let op = action.op();
                     self.e.handle(Input::Answer { op, result }, self.now);
+                }
+            }
+            Stimulus::AnswerAsLock(read) => {
+                if let Some(action) = self.outstanding.take() {
+                    let op = action.op();
+                    let result = match action {
+                        Action::Get { .. } => read,
+                        Action::Create { record, .. } | Action::Update { record, .. } => {
+                            self.next_version += 1;
+                            Observation::new(self.next_version.to_string(), record)
+                        }
+                    };
+                    self.e.handle(
+                        Input::Answer {
+                            op,
+                            result: Ok(result),
+                        },
+                        self.now,
+                    );
                 }
             }
             Stimulus::StaleAnswer(op, result) => {
                 let op = OpId(op);
-                if Some(op) != self.outstanding {
+                if Some(op) != self.outstanding.as_ref().map(Action::op) {
                     self.e.handle(Input::Answer { op, result }, self.now);
                 }
             }
@@ -323,6 +346,7 @@ fn run(config: Config, start: u64, steps: Vec<Stimulus>) -> Result<usize, TestCa
         e,
         now,
         outstanding: None,
+        next_version: 100,
         started: None,
         terminated: false,
         starts: 0,
@@ -411,6 +435,7 @@ proptest! {
             prop_assert!(c.renew_deadline.as_secs_f64() >= jittered);
             prop_assert!(c.retry_period + c.request_timeout < c.renew_deadline);
             prop_assert_eq!(c.lease_duration.subsec_nanos(), 0);
+            prop_assert!(c.lease_duration.as_secs() <= i32::MAX as u64);
             prop_assert!(c.tolerated_clock_ratio() > 1.0);
             prop_assert!(c.max_lease_duration >= c.lease_duration);
             prop_assert!(Elector::new(c, Instant::ZERO).is_ok());
@@ -419,15 +444,15 @@ proptest! {
         }
     }
 
-    /// Valid configurations at the edge of `Duration`: lease durations up to
-    /// `u64::MAX` seconds (with a `max_lease_duration` to match), a renew deadline
+    /// Valid configurations at the edge: lease durations up to the record's
+    /// `int32` seconds (with a `max_lease_duration` to match), a renew deadline
     /// just below, the largest jitter the rules allow. The elector starts and
     /// runs arbitrary inputs without an overflow panic (`Duration::mul_f64` in the
     /// jittered retry once panicked here).
     #[test]
     fn huge_valid_configurations_run_without_panic(
         lease_secs in prop_oneof![
-            1 => u64::MAX / 2..=u64::MAX,
+            1 => i32::MAX as u64 / 2..=i32::MAX as u64,
             1 => 1u64..1_000_000,
         ],
         renew_frac in 0.5f64..0.999_999,

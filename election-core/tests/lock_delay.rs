@@ -144,20 +144,29 @@ fn strict_lock_delay_after_a_create_of_unknown_outcome_counts_from_the_take_back
     assert_eq!(n.now, t(500));
     let op = n.get();
     n.set_clock(t(600));
-    n.answer(op, Ok(obs("5", stamped(record, 5))));
-    let (op, expected, record) = n.update();
+    let ours = obs("5", stamped(record, 5));
+    n.answer(op, Ok(ours.clone()));
+    // The failed write holds the next one back for a retry period.
+    let (at, write) = n.campaign(|_| Ok(ours.clone()), 10);
+    assert!(
+        at >= t(750),
+        "the take-back waits a retry period after the timeout"
+    );
+    let (op, expected, record) = write.into_update();
     assert_eq!(
         expected,
         Version::from("5"),
         "takes back its own record by CAS"
     );
     assert_eq!(&*record.holder, "a");
-    n.set_clock(t(700));
+    let answered = at + ms(100);
+    n.set_clock(answered);
     n.answer(op, Ok(obs("6", stamped(record, 6))));
-    renew_until(&mut n, t(2_699));
+    let delay_end = answered + ms(2_000);
+    renew_until(&mut n, delay_end - ms(1));
     assert_eq!(first_start(&n), None, "not at 0 + 2 s");
-    renew_until(&mut n, t(2_700));
-    assert_eq!(first_start(&n), Some(t(2_700)));
+    renew_until(&mut n, delay_end);
+    assert_eq!(first_start(&n), Some(delay_end));
 }
 
 /// Found by the simulator (seed 96995 with jitter 0.5): a create of unknown outcome
@@ -288,29 +297,5 @@ fn renew_until_release(n: &mut Node) -> (OpId, LockRecord) {
         assert!(n.now <= t(3_000), "still not released at {:?}", n.now);
         v += 1;
         n.answer(op, Ok(obs(&v.to_string(), stamped(rec, v))));
-    }
-}
-
-trait Into2 {
-    fn into_create(self) -> (OpId, LockRecord);
-    fn into_update(self) -> (OpId, Version, LockRecord);
-}
-
-impl Into2 for Action {
-    fn into_create(self) -> (OpId, LockRecord) {
-        match self {
-            Action::Create { op, record } => (op, record),
-            other => panic!("expected a create, got {other:?}"),
-        }
-    }
-    fn into_update(self) -> (OpId, Version, LockRecord) {
-        match self {
-            Action::Update {
-                op,
-                expected,
-                record,
-            } => (op, expected, record),
-            other => panic!("expected an update, got {other:?}"),
-        }
     }
 }

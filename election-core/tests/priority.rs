@@ -233,3 +233,37 @@ fn a_higher_request_overrides_a_lower_one_but_not_an_external_one() {
     let (at, _) = n.campaign(|_| Ok(obs("7", rec.clone())), 1_000);
     assert!(at >= t(2_000), "{at:?}");
 }
+
+/// What this node writes is valid by construction: a handover request keeps the
+/// holder's record, but a `leaseDurationSeconds` the API would refuse (0,
+/// negative, beyond an int32) is written as the duration this node times the
+/// lease by (it was once copied as read, and answered 422).
+#[test]
+fn h7_a_handover_request_writes_a_valid_duration() {
+    for bad in [0, -5, i64::MIN, i64::MAX, i64::from(i32::MAX) + 1] {
+        let cfg = fast("high").priority(5);
+        let mut rec = held("low", 2, 3);
+        rec.lease_duration_secs = Some(bad);
+        let mut n = Node::follower(cfg, obs("4", rec.clone()));
+        let (_, expected, ask) = n.update();
+        assert_eq!(expected, Version::new("4"));
+        let secs = ask.lease_duration_secs.expect("a duration");
+        assert!((1..=i64::from(i32::MAX)).contains(&secs), "{bad} -> {secs}");
+        assert_eq!(
+            (
+                &ask.holder,
+                ask.renew_time,
+                ask.acquire_time,
+                ask.transitions
+            ),
+            (
+                &rec.holder,
+                rec.renew_time,
+                rec.acquire_time,
+                rec.transitions
+            ),
+            "the holder's stamps kept"
+        );
+        assert_eq!(ask.handover.map(|h| h.to), Some("high".into()));
+    }
+}

@@ -201,9 +201,19 @@ fn release_retries_when_the_fresh_record_still_names_us() {
     n.work_stopped();
     let (op, _, first) = n.update();
     n.answer(op, Err(LockError::Conflict));
+    let failed_at = n.now;
     let op = n.get();
     n.answer(op, Ok(obs("1", stamped(acquiring(&cfg, 0), 1))));
-    let (op, expected, again) = n.update();
+    n.no_action(); // a failed write is never re-sent at once
+    let (op, expected, again) = n.fire_until_action(4).into_update();
+    assert!(
+        n.now >= failed_at + cfg.retry_period,
+        "one retry period later"
+    );
+    assert!(
+        n.now < failed_at + cfg.renew_deadline,
+        "within the release budget"
+    );
     assert_eq!(expected, Version::new("1"));
     assert_eq!(again, first);
     n.answer(op, Ok(obs("2", stamped(again, 2))));
@@ -305,7 +315,11 @@ fn h1_shutdown_while_a_renew_is_in_flight() {
     n.answer(op, Err(LockError::Conflict));
     let op = n.get();
     n.answer(op, Ok(renewed));
-    let (op, expected, _) = n.update();
+    let (op, expected, _) = n.fire_until_action(4).into_update();
+    assert!(
+        n.now <= t(260 + 1_500),
+        "the retry, within the release budget"
+    );
     assert_eq!(expected, Version::new("2"));
     n.answer(op, Ok(obs("3", held("", 1, 0))));
     assert!(n.events().contains(&Event::Terminated));
@@ -510,22 +524,5 @@ fn h5_watch_event_during_the_confirming_read_does_not_end_the_shutdown() {
         assert_eq!(&*rel.holder, "");
         n.answer(op, Ok(obs("2", stamped(rel, 2))));
         assert!(n.e.is_terminated());
-    }
-}
-
-trait IntoUpdate {
-    fn into_update(self) -> (OpId, Version, LockRecord);
-}
-
-impl IntoUpdate for Action {
-    fn into_update(self) -> (OpId, Version, LockRecord) {
-        match self {
-            Action::Update {
-                op,
-                expected,
-                record,
-            } => (op, expected, record),
-            other => panic!("expected an update, got {other:?}"),
-        }
     }
 }

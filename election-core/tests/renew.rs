@@ -88,7 +88,9 @@ fn a1_conflict_on_renew_and_another_holder_stops_leading_at_once() {
 }
 
 /// A1: 409 on the renew, but the fresh read still names us at the version we hold
-/// (the conflict was spurious): renew again by compare-and-swap, still leading.
+/// (the conflict was spurious): renew again by compare-and-swap, still leading,
+/// one retry period later (a failed write is never re-sent at once: a lock that
+/// kept answering so would make a busy loop).
 #[test]
 fn a1_conflict_on_renew_but_still_ours_renews_by_cas() {
     let cfg = fast("a");
@@ -99,12 +101,13 @@ fn a1_conflict_on_renew_but_still_ours_renews_by_cas() {
     let op = n.get();
     n.answer(op, Ok(obs("1", stamped(acquiring(&cfg, 0), 1))));
     n.no_events();
-    let (op, expected, _) = n.update();
+    n.no_action();
+    let (op, expected, _) = n.fire_until_action(4).into_update();
     assert_eq!(expected, Version::new("1"));
-    assert_eq!(n.now, t(250), "at once");
+    assert_eq!(n.now, t(500), "one retry period after the conflict");
     n.answer(op, Ok(obs("2", stamped(renew_of_created(&cfg), 1))));
     assert!(n.e.is_leader(n.now));
-    assert_eq!(n.e.deadline(), Some(t(1_750)));
+    assert_eq!(n.e.deadline(), Some(t(2_000)));
 }
 
 /// A15: every call takes longer than the request timeout: the leader stops exactly
@@ -222,16 +225,14 @@ fn a10_unknown_outcome_reads_before_acting() {
         if landed {
             assert_eq!(n.e.deadline(), Some(t(1_750)), "from the send time, 250 ms");
             assert_eq!(n.timeout(), Some(t(500)));
-            let (_, expected, _) = n.fire_until_action(4).clone_update();
+            let (_, expected, _) = n.fire_until_action(4).into_update();
             assert_eq!(expected, Version::new("2"));
         } else {
             assert_eq!(n.e.deadline(), Some(t(1_500)));
-            let (_, expected, _) = n.update();
-            assert_eq!(
-                expected,
-                Version::new("1"),
-                "renews at once on the old version"
-            );
+            n.no_action();
+            let (_, expected, _) = n.fire_until_action(4).into_update();
+            assert_eq!(n.now, t(550), "a retry period after the failed write");
+            assert_eq!(expected, Version::new("1"), "renews on the old version");
         }
     }
 }
@@ -458,23 +459,6 @@ fn n5_pause_longer_than_a_lease_checks_the_deadline_before_acting() {
     );
 }
 
-trait CloneUpdate {
-    fn clone_update(self) -> (OpId, Version, LockRecord);
-}
-
-impl CloneUpdate for Action {
-    fn clone_update(self) -> (OpId, Version, LockRecord) {
-        match self {
-            Action::Update {
-                op,
-                expected,
-                record,
-            } => (op, expected, record),
-            other => panic!("expected an update, got {other:?}"),
-        }
-    }
-}
-
 /// `handle_timeout` returns when a timer fires while a call is in flight: here the
 /// deadline passes while a read is outstanding (let_go re-arms the attempt timer).
 /// Run on a thread with a time limit, so that a hang fails instead of stalling.
@@ -632,10 +616,20 @@ fn r12_foreign_metadata_edit_while_leading_keeps_leadership() {
                     );
                     assert!(n.e.is_leader(n.now), "{name} / {path:?}");
                     assert_eq!(n.e.deadline(), before, "no extension without a write");
-                    // At once, by compare-and-swap on the adopted version, with
-                    // what we own written back and the rest kept.
+                    // By compare-and-swap on the adopted version, with what we own
+                    // written back and the rest kept: at once after a watch event,
+                    // a retry period after a failed write.
+                    let (op, expected, record) = match path {
+                        Seen::Watch => n.update(),
+                        Seen::RenewConflict => {
+                            let conflict_at = n.now;
+                            n.no_action();
+                            let write = n.fire_until_action(4).into_update();
+                            assert_eq!(n.now, conflict_at + cfg.retry_period);
+                            write
+                        }
+                    };
                     let sent = n.now;
-                    let (op, expected, record) = n.update();
                     assert_eq!(expected, Version::new("7"), "{name} / {path:?}");
                     assert_eq!(&*record.holder, "a");
                     assert_eq!(record.renew_time, Stamp::Now);
@@ -685,7 +679,12 @@ fn r12_foreign_metadata_edit_during_release_still_releases() {
             .any(|e| matches!(e, Event::Warning(Warning::IdentityCollision(_)))),
         "{evs:?}"
     );
-    let (op, expected, record) = n.update();
+    let (op, expected, record) = n.fire_until_action(4).into_update();
+    assert_eq!(
+        n.now,
+        t(100 + 250),
+        "a retry period after the failed release"
+    );
     assert_eq!(expected, Version::new("7"));
     assert_eq!(&*record.holder, "", "the release, on the new version");
     n.answer(op, Ok(obs("8", stamped(record, 3))));

@@ -69,6 +69,35 @@ fn jitter_replays_from_its_seed() {
     );
 }
 
+/// Replicas must not poll in lockstep: configurations that set no seed (the
+/// presets' default) draw their jitter from the identity and from entropy unique
+/// to the process, so two candidates with different identities poll at different
+/// instants, and so do two that share an identity by mistake. (The presets once
+/// set seed 0: every replica, the sidecar's included, polled at the same instants.)
+#[test]
+fn default_seeds_differ_per_identity_and_per_instance() {
+    let until = t(12_000);
+    let a = wakeups(Config::client_go("replica-a"), until);
+    let b = wakeups(Config::client_go("replica-b"), until);
+    assert_ne!(
+        a[1..],
+        b[1..],
+        "different identities poll at different instants"
+    );
+    let a_again = wakeups(Config::client_go("replica-a"), until);
+    assert_ne!(
+        a[1..],
+        a_again[1..],
+        "the same identity twice: different instants"
+    );
+    assert_eq!(Config::client_go("x").seed, None, "presets derive a seed");
+    assert_eq!(
+        Config::client_go("x").seed(3).seed,
+        Some(3),
+        "tests set one"
+    );
+}
+
 /// Without jitter, retries come exactly every retry period.
 #[test]
 fn zero_jitter_retries_exactly_every_retry_period() {

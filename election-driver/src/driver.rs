@@ -440,7 +440,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         }
         self.watch_seen
             .as_ref()
-            .is_some_and(|seen| is_newer(version, seen))
+            .is_some_and(|seen| version.is_newer_than(seen))
     }
 
     /// Replaces the active watch with one resumed from the version last observed:
@@ -607,15 +607,3 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     }
 }
 
-/// Whether `a` is a newer version than `b`: by number when both are decimal
-/// (etcd revisions, the memory lock), else whenever they differ (an opaque version
-/// that is not the last delivered is news the watch has not brought).
-fn is_newer(a: &Version, b: &Version) -> bool {
-    let decimal =
-        |v: &Version| !v.as_str().is_empty() && v.as_str().bytes().all(|c| c.is_ascii_digit());
-    if decimal(a) && decimal(b) {
-        a.cmp_numeric(b) == core::cmp::Ordering::Greater
-    } else {
-        a != b
-    }
-}

@@ -609,7 +609,7 @@ impl World {
                     .config
                     .clone()
                     .identity(self.nodes[node].id.clone());
-                config.seed = self.rng.next_u64();
+                config.seed = Some(self.rng.next_u64());
                 config.priority = self.nodes[node].priority;
                 let local = self.nodes[node].local(self.now);
                 self.nodes[node].elector =

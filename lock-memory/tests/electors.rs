@@ -17,7 +17,7 @@ struct Node {
 impl Node {
     fn new(store: &MemoryStore, name: &str, seed: u64) -> Self {
         let mut config = Config::fast(name);
-        config.seed = seed;
+        config.seed = Some(seed);
         Node {
             elector: Elector::new(config, Instant::ZERO).expect("the fast preset is valid"),
             lock: store.client(name),

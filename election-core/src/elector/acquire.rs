@@ -42,6 +42,9 @@ impl Elector {
             self.send_read(now);
             return;
         }
+        if self.write_held_back() {
+            return;
+        }
         if self.absent {
             let record = self.leading_record(None, self.create_transitions());
             self.send(Purpose::Create, |op| Action::Create { op, record }, now);
@@ -81,6 +84,21 @@ impl Elector {
                         to: me,
                         priority: self.config.priority,
                     });
+                    // The holder's fields are kept (its stamps mark the request
+                    // as a foreign edit), but what this node writes is valid by
+                    // construction: a duration the API refuses (0, negative, over
+                    // an int32) is written as the one this node times the lease by.
+                    if !record
+                        .lease_duration_secs
+                        .is_none_or(|s| (1..=i64::from(i32::MAX)).contains(&s))
+                    {
+                        let secs = self.effective_duration().as_secs();
+                        record.lease_duration_secs = Some(
+                            i64::try_from(secs)
+                                .unwrap_or(i64::MAX)
+                                .clamp(1, i32::MAX.into()),
+                        );
+                    }
                     self.send_update(Purpose::AskHandover, version, record, now);
                     return;
                 }
@@ -194,8 +212,8 @@ impl Elector {
                 // FAULTS A8: a payload the API refused as invalid is not re-sent as
                 // it was; the next attempt reads first and writes what it shows.
                 self.read_before_write |= matches!(e, LockError::Invalid { .. });
-                let wait = self.follower_backoff(&e);
-                self.timers.set(Timer::Attempt, now + wait);
+                self.timers
+                    .set(Timer::Attempt, self.write_backoff_until.max(now));
             }
         }
     }

@@ -10,7 +10,7 @@ use alloc::sync::Arc;
 
 use crate::action::{Action, OpId, OpKind};
 use crate::config::{Config, ConfigError};
-use crate::event::{Event, StopReason, Term, Warning};
+use crate::event::{BrokenAnswer, Event, StopReason, Term, Warning};
 use crate::input::Input;
 use crate::lock::{LockError, WatchEvent};
 use crate::record::{LockRecord, Observation, Version};
@@ -97,6 +97,9 @@ pub struct Elector {
     next_poll: Instant,
     /// Do not try to acquire before this instant (after a step-down).
     no_acquire_until: Instant,
+    /// No write before this instant: a failed write is never re-sent at once,
+    /// whatever the error (reads that find out what happened may go at once).
+    write_backoff_until: Instant,
     /// Consecutive failed calls, for backoff.
     failures: u32,
     phase: Phase,
@@ -120,6 +123,10 @@ struct InFlight {
     op: OpId,
     purpose: Purpose,
     sent_at: Instant,
+    /// A compare-and-swap's expected version: its answer must carry another.
+    expected: Option<Version>,
+    /// The holder a write asked for: its answer must name it.
+    holder: Option<Arc<str>>,
 }
 
 /// Why a call was made, which decides what its answer means.
@@ -229,7 +236,11 @@ impl Elector {
     pub fn new(config: Config, now: Instant) -> Result<Self, ConfigError> {
         config.validate()?;
         let mut e = Elector {
-            rng: Rng::new(config.seed),
+            rng: Rng::new(
+                config
+                    .seed
+                    .unwrap_or_else(|| crate::rng::derived_seed(&config.identity)),
+            ),
             config,
             now,
             timers: TimerTable::default(),
@@ -255,6 +266,7 @@ impl Elector {
             lead_not_before: Instant::ZERO,
             next_poll: Instant::ZERO,
             no_acquire_until: Instant::ZERO,
+            write_backoff_until: Instant::ZERO,
             failures: 0,
             phase: Phase::Running,
             stats: Stats::default(),
@@ -458,11 +470,21 @@ impl Elector {
         debug_assert!(self.in_flight.is_none(), "one call at a time");
         let op = OpId(self.next_op);
         self.next_op += 1;
-        self.actions.push_back(action(op));
+        let action = action(op);
+        let (expected, holder) = match &action {
+            Action::Get { .. } => (None, None),
+            Action::Create { record, .. } => (None, Some(record.holder.clone())),
+            Action::Update {
+                expected, record, ..
+            } => (Some(expected.clone()), Some(record.holder.clone())),
+        };
+        self.actions.push_back(action);
         self.in_flight = Some(InFlight {
             op,
             purpose,
             sent_at: now,
+            expected,
+            holder,
         });
         self.timers
             .set(Timer::Request, now + self.config.request_timeout);
@@ -522,19 +544,54 @@ impl Elector {
 
     /// Dispatches an answer by the call's purpose.
     fn on_answer(&mut self, call: InFlight, result: Result<Observation, LockError>, now: Instant) {
-        match &result {
-            Ok(_) => self.failures = 0,
-            Err(LockError::Conflict | LockError::AlreadyExists | LockError::NotFound) => {}
-            Err(e) => {
-                self.note_failure(&call, e);
+        let result = match result {
+            Ok(obs) => match self.broken_write_answer(&call, &obs) {
+                Some(answer) => {
+                    // Reported as such, and counted as a write of unknown outcome.
+                    let op = call.purpose.op_kind();
+                    self.warn(Warning::BrokenWriteAnswer { op, answer });
+                    let error = LockError::unknown("write answered with another record");
+                    self.note_failure(&call, &error);
+                    Err(error)
+                }
+                None => {
+                    self.failures = 0;
+                    Ok(obs)
+                }
+            },
+            // Answers about the lock's state, not failures; but a create cannot
+            // find the lock missing (its place is: FAULTS A5), so that one is.
+            Err(e @ (LockError::Conflict | LockError::AlreadyExists)) => Err(e),
+            Err(LockError::NotFound) if call.purpose != Purpose::Create => Err(LockError::NotFound),
+            Err(error) => {
+                self.note_failure(&call, &error);
                 let op = call.purpose.op_kind();
                 self.warn(Warning::LockFailed {
                     op,
-                    error: e.clone(),
+                    error: error.clone(),
                 });
+                Err(error)
             }
-        }
+        };
         self.dispatch(call, result, now);
+    }
+
+    /// A successful write's answer must be the record written: a new version (not
+    /// the one the compare-and-swap expected) naming the holder the write asked
+    /// for. Anything else cannot be this node's write, so the lock is broken:
+    /// reported, and taken as a write of unknown outcome (never led on; the next
+    /// step is a read). A renew that made no new version is the one exception, with
+    /// its own warning ([`Warning::RenewWithoutNewVersion`]): a server may skip an
+    /// identical write.
+    fn broken_write_answer(&self, call: &InFlight, obs: &Observation) -> Option<BrokenAnswer> {
+        let holder = call.holder.as_ref()?; // a read shows whatever is there
+        if obs.record.holder != *holder {
+            return Some(BrokenAnswer::WrongHolder {
+                holder: obs.record.holder.clone(),
+            });
+        }
+        let unchanged = call.expected.as_ref() == Some(&obs.version);
+        (unchanged && call.purpose != Purpose::Renew).then_some(BrokenAnswer::VersionUnchanged)
     }
 
     /// The in-flight call got no answer in time: it failed with an unknown outcome.
@@ -565,8 +622,25 @@ impl Elector {
         }
     }
 
-    /// Hands an outcome to the rule that made the call.
+    /// Hands an outcome to the rule that made the call. A failed write, whatever
+    /// the error, holds the next write back for a retry interval (a holder: one
+    /// retry period; a candidate: a jittered one, doubling on repeated failures,
+    /// never before a server's `Retry-After`), so that no answer makes a busy loop.
     fn dispatch(&mut self, call: InFlight, result: Result<Observation, LockError>, now: Instant) {
+        if let (true, Err(e)) = (call.purpose.is_write(), &result) {
+            let wait = if self.holding.is_some() {
+                match e {
+                    LockError::Transient {
+                        retry_after: Some(after),
+                        ..
+                    } => (*after).min(self.config.lease_duration),
+                    _ => self.config.retry_period,
+                }
+            } else {
+                self.follower_backoff(e)
+            };
+            self.write_backoff_until = now + wait;
+        }
         match call.purpose {
             Purpose::Read => self.on_read_answer(result, now),
             Purpose::Create | Purpose::Acquire | Purpose::TakeOver | Purpose::AskHandover => {
@@ -622,6 +696,9 @@ impl Elector {
         if self.phase == Phase::Terminated || self.in_flight.is_some() {
             return;
         }
+        if self.holding.is_some() && self.write_held_back() {
+            return; // the deadline timer ends leadership meanwhile if it must
+        }
         if self.holding.is_some() {
             self.renew(now);
         } else if self.phase != Phase::ShuttingDown {
@@ -629,6 +706,16 @@ impl Elector {
         } else if self.unknown_write_sent.is_some() {
             self.send_read(now); // did our last write take the lock?
         }
+    }
+
+    /// Whether a failed write holds the next write back at `self.now`; if so, the
+    /// next attempt is planned for when it may go.
+    fn write_held_back(&mut self) -> bool {
+        if self.now >= self.write_backoff_until {
+            return false;
+        }
+        self.timers.set(Timer::Attempt, self.write_backoff_until);
+        true
     }
 
     fn terminate(&mut self) {

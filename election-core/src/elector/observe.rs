@@ -95,8 +95,18 @@ impl Elector {
         }
     }
 
-    /// A change pushed by the watch.
+    /// A change pushed by the watch. An event older than the version already seen
+    /// (a resumed or replayed watch) is ignored where versions are ordered
+    /// ([`crate::Version::order`]): it would restart the expiry clock of a lease
+    /// already timed.
     pub(super) fn on_watch(&mut self, obs: Observation, now: Instant) {
+        let stale = self
+            .seen
+            .as_ref()
+            .is_some_and(|s| obs.version.order(&s.obs.version) == Some(core::cmp::Ordering::Less));
+        if stale {
+            return;
+        }
         if self.holding.is_some() {
             // While holding, the cache is our own last write: a watch event that
             // is not ours (a human edit, a steal, a handover request, or a lagging

@@ -101,11 +101,7 @@ impl Elector {
                 self.stats.slow_path += 1;
                 self.read_wanted = true;
             }
-            Err(LockError::Transient { retry_after, .. }) => {
-                let wait = retry_after.unwrap_or(self.config.retry_period);
-                self.retry_within_deadline(now + wait);
-            }
-            Err(_) => self.retry_within_deadline(now + self.config.retry_period),
+            Err(_) => self.retry_within_deadline(self.write_backoff_until),
         }
     }
 

@@ -17,9 +17,9 @@ use std::time::Duration;
 
 #[allow(unused_imports)] // each test file uses a part of the names
 pub use election_core::{
-    Action, Config, Elector, Event, Handover, Input, Instant, LockDelay, LockError, LockRecord,
-    MAX_TRANSITIONS, Observation, OpId, OpKind, Preemption, Role, Stamp, StopReason, Term, Version,
-    WallTime, Warning, WatchEvent,
+    Action, BrokenAnswer, Config, Elector, Event, Handover, Input, Instant, LockDelay, LockError,
+    LockRecord, MAX_TRANSITIONS, Observation, OpId, OpKind, Preemption, Role, Stamp, StopReason,
+    Term, Version, WallTime, Warning, WatchEvent,
 };
 
 /// `n` milliseconds.
@@ -394,6 +394,35 @@ impl Node {
     /// Whether the term is currently started per the events.
     pub fn started(&self) -> Option<&Term> {
         self.started.as_ref()
+    }
+}
+
+/// Takes an [`Action`] apart, panicking (the test fails) if it is not the kind
+/// the scenario expects.
+pub trait ActionExt {
+    /// The parts of a create.
+    fn into_create(self) -> (OpId, LockRecord);
+    /// The parts of an update.
+    fn into_update(self) -> (OpId, Version, LockRecord);
+}
+
+impl ActionExt for Action {
+    fn into_create(self) -> (OpId, LockRecord) {
+        match self {
+            Action::Create { op, record } => (op, record),
+            other => panic!("expected a create, got {other:?}"),
+        }
+    }
+
+    fn into_update(self) -> (OpId, Version, LockRecord) {
+        match self {
+            Action::Update {
+                op,
+                expected,
+                record,
+            } => (op, expected, record),
+            other => panic!("expected an update, got {other:?}"),
+        }
     }
 }
 
