@@ -73,10 +73,11 @@ pub trait Lock: Send + Sync + 'static {
     /// Starts a watch that yields every change after `from` (or the current state
     /// first, when `from` is `None`). `None` if the backend cannot watch; the
     /// elector then polls.
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
-        let _ = from;
-        None
-    }
+    ///
+    /// No default: a backend without a watch returns `None` in its own words, and
+    /// a wrapper forwards to the lock it wraps (one that forgot would silently
+    /// turn every follower into a poller).
+    fn watch(&self, from: Option<&Version>) -> Option<WatchStream>;
 
     /// A human-readable name of the lock, such as `leases/kube-system/my-controller`.
     fn describe(&self) -> String;
@@ -85,11 +86,11 @@ pub trait Lock: Send + Sync + 'static {
     /// fact (client-go's `RecordEvent`). The lock may return a task, which the
     /// driver spawns on its runtime and never awaits: whatever it does (an Event
     /// on the lock object) cannot delay or fail the election. It must not block.
-    /// The default does nothing.
-    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
-        let _ = (identity, change);
-        None
-    }
+    ///
+    /// No default: a lock with nothing to record returns `None` in its own words,
+    /// and a wrapper forwards to the lock it wraps (one that forgot would silently
+    /// drop the wrapped lock's Events).
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask>;
 }
 
 /// Why a lock call failed, classified by what the elector must do about it.

@@ -19,8 +19,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use election_core::{
-    Config, Lock, LockError, LockRecord, Observation, OpKind, Role, StopReason, Term, Version,
-    WatchStream,
+    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, OpKind, Role,
+    StopReason, Term, Version, WatchStream,
 };
 use futures::StreamExt;
 use lock_memory::{
@@ -1219,6 +1219,10 @@ impl Lock for GoneOnResume {
 
     fn describe(&self) -> String {
         self.inner.describe()
+    }
+
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        self.inner.leadership_changed(identity, change)
     }
 }
 

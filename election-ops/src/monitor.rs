@@ -18,7 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use election_core::{Lock, LockError, LockRecord, Observation, StopReason, Version, WatchStream};
+use election_core::{
+    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, StopReason, Version,
+    WatchStream,
+};
 #[cfg(feature = "metrics")]
 use election_driver::DriverError;
 use election_driver::{Change, LeadershipState, StateStream};
@@ -412,5 +415,10 @@ impl<L: Lock> Lock for ObservedLock<L> {
 
     fn describe(&self) -> String {
         self.inner.describe()
+    }
+
+    /// The wrapped lock's own (the Lease lock's Events, for one).
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        self.inner.leadership_changed(identity, change)
     }
 }

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use adapter_tokio::Builder;
 use common::{LEASE, candidate, wait_until};
-use election_core::{Config, Lock, LockError, LockRecord, Observation, Version, WatchStream};
+use election_core::{
+    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
+    WatchStream,
+};
 use election_ops::health::{Health, Heartbeat, ReadyWhen, Unhealthy};
 use election_ops::http::Endpoint;
 use election_ops::{LeadershipView, Monitor};
@@ -73,6 +76,9 @@ impl<L: Lock> Lock for Wedging<L> {
     }
     fn describe(&self) -> String {
         self.inner.describe()
+    }
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        self.inner.leadership_changed(identity, change)
     }
 }
 

@@ -17,6 +17,10 @@
 //!
 //! Records that a case writes use whole-second timestamps, so that backends that
 //! store microseconds (Lease) or seconds (ConfigMap annotation) round-trip them.
+//!
+//! A lock that wraps another (metrics, tracing, fault injection) must forward
+//! every method to it: [`check_wrapper`] checks one that is generic over the lock
+//! it wraps.
 
 use std::fmt;
 use std::future::Future;
@@ -30,6 +34,9 @@ use election_core::{
 use futures_lite::StreamExt;
 
 use crate::MemoryStore;
+
+mod wrapper;
+pub use wrapper::{PROBE_IDENTITY, Probe, WrapperFailure, check_wrapper};
 
 /// How long one lock call may take before the case fails, by default.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);

@@ -5,7 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use election_core::{Lock, LockError, LockRecord, Observation, OpKind, Version, WatchStream};
+use election_core::{
+    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, OpKind, Version,
+    WatchStream,
+};
 
 use crate::faults::{CallPlan, Fate, Gate};
 use crate::store::{Shared, State};
@@ -261,6 +264,11 @@ impl Lock for MemoryLock {
 
     fn describe(&self) -> String {
         format!("memory/{}", self.name)
+    }
+
+    /// Nothing to record: the store has no Events.
+    fn leadership_changed(&self, _identity: &str, _change: LeadershipChange) -> Option<LockTask> {
+        None
     }
 }
 

@@ -33,7 +33,10 @@ fn cases_run_one_by_one() {
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use election_core::{Lock, LockError, LockRecord, Observation, Stamp, Version, WatchStream};
+use election_core::{
+    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Stamp, Version,
+    WatchStream,
+};
 use futures_lite::StreamExt;
 use lock_memory::{MemoryLock, MemoryStore};
 
@@ -128,6 +131,10 @@ impl Lock for Flawed {
 
     fn describe(&self) -> String {
         format!("flawed({:?})", self.flaw)
+    }
+
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        self.inner.leadership_changed(identity, change)
     }
 }
 
@@ -276,6 +283,10 @@ impl Lock for Fat {
     fn describe(&self) -> String {
         "fat".into()
     }
+
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        self.0.leadership_changed(identity, change)
+    }
 }
 
 #[test]
@@ -289,4 +300,94 @@ fn the_suite_keeps_large_backend_futures_off_the_stack() {
     assert!(size < PAD / 4, "the suite's future is {size} bytes");
     let report = futures_lite::future::block_on(suite);
     assert!(report.is_success(), "{report}");
+}
+
+// The wrapper check: a wrapper that forwards everything passes; one that drops a
+// method (returns the old trait defaults instead of asking the lock it wraps)
+// fails on that method.
+
+use lock_memory::conformance::{WrapperFailure, check_wrapper};
+
+/// What a [`Wrapper`] fails to forward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Drops {
+    Nothing,
+    Watch,
+    LeadershipChanged,
+    /// Calls the wrapped lock's `leadership_changed` but drops its task.
+    LeadershipTask,
+}
+
+struct Wrapper<L> {
+    inner: L,
+    drops: Drops,
+}
+
+impl<L: Lock> Lock for Wrapper<L> {
+    async fn get(&self) -> Result<Observation, LockError> {
+        self.inner.get().await
+    }
+
+    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
+        self.inner.create(record).await
+    }
+
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LockRecord,
+    ) -> Result<Observation, LockError> {
+        self.inner.update(expected, record).await
+    }
+
+    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
+        match self.drops {
+            Drops::Watch => None,
+            _ => self.inner.watch(from),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("wrapped {}", self.inner.describe())
+    }
+
+    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        match self.drops {
+            Drops::LeadershipChanged => None,
+            Drops::LeadershipTask => {
+                drop(self.inner.leadership_changed(identity, change));
+                Some(Box::pin(async {}))
+            }
+            _ => self.inner.leadership_changed(identity, change),
+        }
+    }
+}
+
+fn check(drops: Drops) -> Result<(), WrapperFailure> {
+    futures_lite::future::block_on(check_wrapper(|inner| Wrapper { inner, drops }))
+}
+
+#[test]
+fn the_wrapper_check_passes_a_wrapper_that_forwards_everything() {
+    assert_eq!(check(Drops::Nothing), Ok(()));
+}
+
+#[test]
+fn the_wrapper_check_catches_a_dropped_leadership_change_or_its_task() {
+    let e = check(Drops::LeadershipChanged).unwrap_err();
+    assert_eq!(e.method, "leadership_changed", "{e}");
+    assert!(e.expectation.contains("BecameLeader gave no task"), "{e}");
+    let e = check(Drops::LeadershipTask).unwrap_err();
+    assert_eq!(e.method, "leadership_changed", "{e}");
+    assert!(e.expectation.contains("task_ran: false"), "{e}");
+}
+
+#[test]
+fn the_wrapper_check_catches_a_dropped_watch() {
+    let e = check(Drops::Watch).unwrap_err();
+    assert_eq!(e.method, "watch", "{e}");
+    assert!(
+        e.expectation.contains("no watch through the wrapper"),
+        "{e}"
+    );
 }
