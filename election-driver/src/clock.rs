@@ -36,6 +36,12 @@ impl Default for BootClock {
     }
 }
 
+/// The clock [`BootClock`] reads on Linux and Android: `CLOCK_BOOTTIME`, which
+/// keeps counting while the machine is suspended (`CLOCK_MONOTONIC` stops: FAULTS
+/// N4). The one place that names it; the tests check it is this one.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const CLOCK: rustix::time::ClockId = rustix::time::ClockId::Boottime;
+
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[derive(Clone, Copy, Debug)]
 struct Raw(u64);
@@ -43,7 +49,12 @@ struct Raw(u64);
 #[cfg(any(target_os = "linux", target_os = "android"))]
 impl Raw {
     fn now() -> Self {
-        let ts = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+        Raw::read(CLOCK)
+    }
+
+    /// The clock `id` now, in nanoseconds.
+    fn read(id: rustix::time::ClockId) -> Self {
+        let ts = rustix::time::clock_gettime(id);
         let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
         let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
         Raw(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
@@ -86,34 +97,101 @@ mod tests {
     }
 
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    #[test]
-    fn boot_clock_is_at_least_the_monotonic_clock() {
-        // CLOCK_BOOTTIME = CLOCK_MONOTONIC + time suspended, so it is never behind.
-        let mono = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-        let boot = Raw::now();
-        let mono = u64::try_from(mono.tv_sec).unwrap() * 1_000_000_000
-            + u64::try_from(mono.tv_nsec).unwrap();
-        assert!(boot.0 >= mono);
-    }
+    use rustix::time::ClockId;
 
-    /// FAULTS N4: the clock is `CLOCK_BOOTTIME` (which keeps counting while the
-    /// machine is suspended), not `CLOCK_MONOTONIC` (which stops): its readings
-    /// fall between two `CLOCK_BOOTTIME` readings, and boot time is never behind
-    /// monotonic time (checked by the test above).
+    /// FAULTS N4: the clock read is `CLOCK_BOOTTIME`, which keeps counting while
+    /// the machine is suspended, not `CLOCK_MONOTONIC`, which stops. (The two
+    /// differ only by the time this machine spent suspended, often none, so
+    /// comparing readings alone could not tell them apart: this is the guard that
+    /// holds everywhere.)
     #[cfg(any(target_os = "linux", target_os = "android"))]
     #[test]
-    fn n4_the_clock_keeps_counting_during_suspend() {
-        use rustix::time::{ClockId, clock_gettime};
-        let nanos = |id| {
-            let ts = clock_gettime(id);
-            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-        };
-        let before = nanos(ClockId::Boottime);
+    fn n4_the_clock_read_is_clock_boottime() {
+        assert_eq!(CLOCK, ClockId::Boottime);
+    }
+
+    /// FAULTS N4: readings fall between two `CLOCK_BOOTTIME` readings; where this
+    /// machine has been suspended (boot time ahead of monotonic time by more than
+    /// the reading takes), they also fall outside the `CLOCK_MONOTONIC` ones.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn n4_readings_are_clock_boottime_readings() {
+        let mono_before = Raw::read(ClockId::Monotonic).0;
+        let before = Raw::read(ClockId::Boottime).0;
         let raw = Raw::now().0;
-        let after = nanos(ClockId::Boottime);
+        let after = Raw::read(ClockId::Boottime).0;
+        let mono_after = Raw::read(ClockId::Monotonic).0;
         assert!(
             before <= raw && raw <= after,
             "{before} <= {raw} <= {after}"
+        );
+        // CLOCK_BOOTTIME = CLOCK_MONOTONIC + time suspended: never behind.
+        assert!(raw >= mono_before);
+        if before > mono_after + 1_000_000 {
+            assert!(raw > mono_after, "{raw} is a monotonic reading");
+        }
+    }
+
+    /// The environment variable that makes
+    /// [`n4_the_clock_counts_time_the_machine_was_suspended`] the child side.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const SUSPENDED_CHILD: &str = "ELECTION_DRIVER_N4_SUSPENDED_CHILD";
+
+    /// How long the child's machine "was suspended": its time namespace's
+    /// `CLOCK_BOOTTIME` offset.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const SUSPENDED_SECS: u64 = 3_600;
+
+    /// FAULTS N4 on a machine that was suspended for an hour: this test runs
+    /// itself again in a new time namespace whose `CLOCK_BOOTTIME` is an hour
+    /// ahead of its `CLOCK_MONOTONIC` (`unshare --time --boottime 3600`, Linux
+    /// 5.6+, needs `CAP_SYS_ADMIN`), where the clock must read an hour ahead of
+    /// monotonic time. Where no such namespace can be made it says so and
+    /// passes: [`n4_the_clock_read_is_clock_boottime`] still holds the line.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn n4_the_clock_counts_time_the_machine_was_suspended() {
+        if std::env::var_os(SUSPENDED_CHILD).is_some() {
+            let mono = Raw::read(ClockId::Monotonic).0;
+            let raw = Raw::now().0;
+            let ahead = raw.saturating_sub(mono);
+            assert!(
+                ahead >= SUSPENDED_SECS * 1_000_000_000,
+                "in a namespace suspended {SUSPENDED_SECS} s the clock is only {ahead} ns ahead of CLOCK_MONOTONIC"
+            );
+            println!("n4 child: {ahead} ns ahead of CLOCK_MONOTONIC");
+            return;
+        }
+        let exe = std::env::current_exe().expect("the test binary");
+        let out = std::process::Command::new("unshare")
+            .args(["--time", "--boottime", &SUSPENDED_SECS.to_string(), "--"])
+            .arg(exe)
+            .args([
+                "clock::tests::n4_the_clock_counts_time_the_machine_was_suspended",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(SUSPENDED_CHILD, "1")
+            .output();
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                eprintln!("no suspended-machine check: cannot run unshare: {e}");
+                return;
+            }
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !stdout.contains("running 1 test") {
+            eprintln!(
+                "no suspended-machine check: unshare could not make a time namespace: {stderr}"
+            );
+            return;
+        }
+        assert!(
+            out.status.success() && stdout.contains("n4 child: "),
+            "the child in the suspended namespace failed:\n{stdout}\n{stderr}"
         );
     }
 }
