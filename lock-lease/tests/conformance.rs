@@ -8,7 +8,7 @@ use kube::api::{Api, DeleteParams};
 use kube_emulator::Emulator;
 use kube_emulator::runtimes::compat;
 use lock_lease::LeaseLock;
-use lock_memory::conformance::{Harness, run_all};
+use lock_memory::conformance::{Case, Harness, run_all};
 
 struct LeaseHarness {
     emu: Emulator,
@@ -54,7 +54,12 @@ async fn lease_lock_passes_the_conformance_suite() {
     let r = run_all(&mut h).await;
     assert!(r.is_success(), "{r}");
     assert!(r.skipped().is_empty(), "nothing skipped: {r}");
-    assert!(!r.to_string().is_empty());
+    // Every case ran and passed, in the suite's order, and the report says so
+    // line by line.
+    assert_eq!(r.passed(), Case::ALL, "{r}");
+    let lines: Vec<String> = r.to_string().lines().map(str::to_owned).collect();
+    let expected: Vec<String> = Case::ALL.iter().map(|c| format!("ok      {c}")).collect();
+    assert_eq!(lines, expected);
 }
 
 kube_emulator::runtime_tests!(lease_lock_passes_the_conformance_suite);
