@@ -29,6 +29,9 @@
 //! The driver task and the leader work run on smol's global executor, which
 //! works from any executor, async-std's included.
 #![forbid(unsafe_code)]
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
 mod handle;
 mod runtime;

@@ -27,6 +27,9 @@
 //! [`TokioRuntime::with_tokio_clock`]; in production the clock is
 //! [`election_driver::BootClock`], which keeps counting during suspend.
 #![forbid(unsafe_code)]
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
 mod handle;
 mod runtime;

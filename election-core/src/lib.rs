@@ -70,6 +70,9 @@
 //! saturates.
 #![no_std]
 #![forbid(unsafe_code)]
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
 extern crate alloc;
 #[cfg(feature = "std")]

@@ -48,6 +48,9 @@
 //! [`Change::Problem`] on the state stream and through `tracing`, and the election
 //! carries on.
 #![forbid(unsafe_code)]
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
 mod clock;
 mod driver;

@@ -27,6 +27,9 @@
 //! assert_eq!(&**monitor.identity(), &*config.identity);
 //! ```
 #![forbid(unsafe_code)]
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
 pub mod identity;
 pub mod monitor;

@@ -23,6 +23,10 @@
 //! assert!(report.starts >= 1);
 //! ```
 
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
+
 mod checker;
 mod plan;
 mod rng;

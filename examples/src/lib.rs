@@ -15,6 +15,10 @@
 //! assert_eq!(examples::millis(std::time::Duration::from_micros(1_500)), "1.500 ms");
 //! ```
 
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
+
 use std::time::Duration;
 
 /// A duration as milliseconds with three decimals.

@@ -35,6 +35,10 @@
 //! feature of its own: the final binary picks one (for `cargo doc` alone, set
 //! `K8S_OPENAPI_ENABLED_VERSION=1.37`).
 
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
+
 pub mod annotations;
 pub mod builder;
 pub mod call;

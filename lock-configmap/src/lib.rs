@@ -52,6 +52,10 @@
 //! minimal Role and RoleBinding is in `lock-configmap/rbac.yaml` (also
 //! [`RBAC_YAML`]).
 
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
+
 use std::collections::BTreeMap;
 
 use election_core::{

@@ -69,6 +69,10 @@
 //! permission is reported as [`election_core::LockError::Forbidden`] naming the verb and
 //! resource.
 
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
+
 use std::collections::BTreeMap;
 
 use election_core::{

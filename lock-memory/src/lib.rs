@@ -61,6 +61,10 @@
 //! assert_eq!(log[1].version.as_str(), "2");
 //! ```
 
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
+
 mod clock;
 #[cfg(feature = "conformance")]
 pub mod conformance;
