@@ -606,4 +606,3 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         }
     }
 }
-
