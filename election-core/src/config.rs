@@ -5,6 +5,7 @@ use core::time::Duration;
 
 /// What a higher-priority candidate does when a lower one leads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Preemption {
     /// Ask the leader to hand over (a request stored in the record); the leader
     /// drains and releases on its next renew, naming the asker, and for one lease
@@ -19,6 +20,7 @@ pub enum Preemption {
 
 /// What a node does when it finds the lock absent after having seen it held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum LockDelay {
     /// Create the lock, then wait one lease duration before leading: whoever held
     /// the deleted lock may still believe it leads. The default.
@@ -71,6 +73,7 @@ pub struct Config {
 
 /// A configuration rule that a [`Config`] breaks.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The identity is empty.
     #[error("identity must not be empty")]

@@ -50,6 +50,7 @@ impl fmt::Display for Term {
 
 /// Why leadership ended, or why it is being given up.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StopReason {
     /// No renew succeeded within the renew deadline (measured from the send time
     /// of the last successful write).
@@ -79,6 +80,28 @@ pub enum StopReason {
     IdentityCollision,
 }
 
+impl StopReason {
+    /// Whether leadership was given up by this node's own wish (stepped down, shut
+    /// down), not lost. After a loss a host may exit (client-go's `RunOrDie`).
+    pub fn is_graceful(&self) -> bool {
+        matches!(self, StopReason::SteppedDown | StopReason::ShutDown)
+    }
+
+    /// A short snake_case name of the reason, for metric labels and log fields.
+    pub fn class(&self) -> &'static str {
+        match self {
+            StopReason::DeadlineExceeded => "deadline_exceeded",
+            StopReason::LostConflict { .. } => "lost_conflict",
+            StopReason::ObservedOtherHolder { .. } => "observed_other_holder",
+            StopReason::LockDeleted => "lock_deleted",
+            StopReason::Preempted { .. } => "preempted",
+            StopReason::SteppedDown => "stepped_down",
+            StopReason::ShutDown => "shut_down",
+            StopReason::IdentityCollision => "identity_collision",
+        }
+    }
+}
+
 impl fmt::Display for StopReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -100,6 +123,7 @@ impl fmt::Display for StopReason {
 
 /// Something worth reporting that did not (by itself) change leadership.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Warning {
     /// A lock call failed.
     #[error("lock {op} failed: {error}")]
@@ -181,6 +205,7 @@ impl fmt::Display for BrokenAnswer {
 
 /// A change for the host to act on, from [`crate::Elector::poll_event`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event {
     /// This node leads from now until [`crate::Elector::deadline`] unless renewed.
     /// Start the leader work.

@@ -98,6 +98,7 @@ pub trait Lock: Send + Sync + 'static {
 /// The messages read "…: {0}" with the backend's own words; the variant docs say
 /// how the elector reacts.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LockError {
     /// The lock does not exist. A read that finds none leads to a create.
     #[error("lock not found")]
@@ -155,6 +156,20 @@ impl LockError {
     pub fn unknown(message: impl Into<String>) -> Self {
         LockError::Unknown {
             message: message.into(),
+        }
+    }
+
+    /// A short snake_case name of the error's class, for metric labels and log
+    /// fields.
+    pub fn class(&self) -> &'static str {
+        match self {
+            LockError::NotFound => "not_found",
+            LockError::AlreadyExists => "already_exists",
+            LockError::Conflict => "conflict",
+            LockError::Transient { .. } => "transient",
+            LockError::Forbidden { .. } => "forbidden",
+            LockError::Invalid { .. } => "invalid",
+            LockError::Unknown { .. } => "unknown",
         }
     }
 

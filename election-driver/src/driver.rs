@@ -40,6 +40,7 @@ pub const WATCH_IDLE_LEASES: u32 = 3;
 
 /// What the driver does when leadership is lost (not given up on request).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum OnLoss {
     /// Campaign again, as Pinniped does. The default.
     #[default]
@@ -345,10 +346,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 info!(%term, %reason, "stopped leading");
                 self.work.cancel();
                 self.tell_lock(election_core::LeadershipChange::StoppedLeading);
-                let lost = !matches!(
-                    reason,
-                    election_core::StopReason::SteppedDown | election_core::StopReason::ShutDown
-                );
+                let lost = !reason.is_graceful();
                 self.publish(Change::StoppedLeading { term, reason }, now);
                 if lost && self.on_loss == OnLoss::Exit {
                     self.elector.shutdown(now);
@@ -363,6 +361,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 self.publish(Change::Problem(DriverError::Lock(w)), now);
             }
             Event::Terminated => debug!("elector terminated"),
+            other => debug!(event = ?other, "event not acted on"),
         }
     }
 

@@ -36,6 +36,7 @@ pub const DEFAULT_TOLERANCE: Duration = Duration::from_secs(20);
 
 /// Why liveness fails.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Unhealthy {
     /// This node believes it leads but is `overdue` past its deadline plus the
     /// tolerance: the driver is wedged. Restart the process.
@@ -55,6 +56,7 @@ pub enum Unhealthy {
 
 /// Why readiness fails.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NotReady {
     /// The role does not match what readiness asks for.
     #[error("not ready: this node is {0}")]
@@ -66,6 +68,7 @@ pub enum NotReady {
 
 /// When a node is ready.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReadyWhen {
     /// Whatever the role, while the election runs (active–active serving).
     #[default]

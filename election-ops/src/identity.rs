@@ -21,6 +21,7 @@ pub const MAX_IDENTITY_LEN: usize = 253;
 
 /// Why an identity was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum IdentityError {
     /// The identity is empty (an empty holder means "released" in the lock record).
     #[error("identity is empty (an empty holder means the lock is released)")]

@@ -44,7 +44,7 @@ pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 
-pub use monitor::{Monitor, MonitorBuilder, ObservedLock, Snapshot, error_class, stop_class};
+pub use monitor::{Monitor, MonitorBuilder, ObservedLock, Snapshot};
 pub use view::LeadershipView;
 
 /// The README's Rust snippets, compiled as doctests of this crate (its

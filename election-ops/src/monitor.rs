@@ -19,8 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use election_core::{
-    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, StopReason, Version,
-    WatchStream,
+    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream,
 };
 #[cfg(feature = "metrics")]
 use election_driver::DriverError;
@@ -130,33 +129,6 @@ fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A short class for a lock error, used as a metric label and a log field.
-pub fn error_class(error: &LockError) -> &'static str {
-    match error {
-        LockError::NotFound => "not_found",
-        LockError::AlreadyExists => "already_exists",
-        LockError::Conflict => "conflict",
-        LockError::Transient { .. } => "transient",
-        LockError::Forbidden { .. } => "forbidden",
-        LockError::Invalid { .. } => "invalid",
-        LockError::Unknown { .. } => "unknown",
-    }
-}
-
-/// A short class for a stop reason, used as a metric label.
-pub fn stop_class(reason: &StopReason) -> &'static str {
-    match reason {
-        StopReason::DeadlineExceeded => "deadline_exceeded",
-        StopReason::LostConflict { .. } => "lost_conflict",
-        StopReason::ObservedOtherHolder { .. } => "observed_other_holder",
-        StopReason::LockDeleted => "lock_deleted",
-        StopReason::Preempted { .. } => "preempted",
-        StopReason::SteppedDown => "stepped_down",
-        StopReason::ShutDown => "shut_down",
-        StopReason::IdentityCollision => "identity_collision",
-    }
-}
-
 impl Monitor {
     /// A monitor for the lock described as `lock_name` (e.g. `Lock::describe()`)
     /// and this node's `identity`.
@@ -239,7 +211,7 @@ impl Monitor {
                 relock(&self.record).last_stop = Some(reason.to_string());
                 tracing::warn!(lock, identity, %term, %reason, "stopped leading");
                 #[cfg(feature = "metrics")]
-                self.metrics.stopped_leading(&self.name, stop_class(reason));
+                self.metrics.stopped_leading(&self.name, reason.class());
             }
             Change::LeaderChanged { leader } => {
                 tracing::info!(
@@ -327,7 +299,7 @@ impl Monitor {
                 }
             }
             Err(e) => {
-                let class = error_class(e);
+                let class = e.class();
                 // NotFound on a read and AlreadyExists/Conflict are election
                 // answers, not faults: log them quietly.
                 if matches!(

@@ -70,6 +70,7 @@ fn run(name: &str, lock: MemoryLock, stop: Arc<AtomicBool>, clock: BootClock, st
                     say("terminated".to_owned());
                     return;
                 }
+                other => say(format!("{other:?}")), // `Event` may grow
             }
         }
         if more {

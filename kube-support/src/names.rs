@@ -3,6 +3,7 @@
 
 /// A lock's namespace or name that Kubernetes would not accept.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NameError {
     /// The namespace is not a DNS-1123 label (lowercase letters, digits and `-`,
     /// starting and ending with a letter or digit, at most 63 characters).

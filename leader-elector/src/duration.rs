@@ -14,6 +14,7 @@ use std::time::Duration;
 
 /// Why a duration could not be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DurationError {
     /// The value is empty.
     #[error("empty duration (e.g. 15s, 1m30s, 250ms)")]

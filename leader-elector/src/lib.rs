@@ -266,6 +266,7 @@ impl Cli {
 
 /// Why the sidecar could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// The identity is unusable.
     #[error("invalid identity: {0}")]

@@ -33,6 +33,7 @@ pub enum LogFormat {
 
 /// Why logging could not be set up.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LogError {
     /// `RUST_LOG` is not a valid filter.
     #[error("invalid {FILTER_ENV} {spec:?}: {source}")]

@@ -45,6 +45,7 @@ use kube_support::annotations::{int_annotation, set_annotations};
 
 /// Why an annotation could not be read as a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RecordError {
     /// Not JSON.
     #[error("the leader annotation is not JSON: {0}")]

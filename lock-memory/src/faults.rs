@@ -197,6 +197,7 @@ impl Faults {
 
 /// A fault plan that cannot be applied.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FaultError {
     /// A probability outside `0.0..=1.0` (or NaN).
     #[error("failed to set faults: {name} = {value} is not a probability in 0..=1")]

@@ -201,6 +201,7 @@ enum Phase {
 
 /// The elector's role, as [`Elector::role`] reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Role {
     /// Another node holds the lock, or nobody; this node campaigns.
     Follower,
