@@ -3,7 +3,7 @@
 use std::future::Future;
 
 use election_core::{Config, Lock, Term};
-use election_driver::{CancelSignal, DriverError, Handle, LeaderWork, OnLoss, WorkRun};
+use election_driver::{CancelSignal, DriverError, Handle, OnLoss};
 
 use crate::runtime::SmolRuntime;
 
@@ -32,7 +32,7 @@ impl<L: Lock> Builder<L> {
         F: FnMut(Term, CancelSignal) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.inner = self.inner.leader_work(SignalWork(work));
+        self.inner = self.inner.leader_work(work);
         self
     }
 
@@ -47,22 +47,5 @@ impl<L: Lock> Builder<L> {
     /// configuration.
     pub fn spawn(self) -> Result<Handle, DriverError> {
         self.inner.spawn(self.runtime)
-    }
-}
-
-struct SignalWork<F>(F);
-
-impl<F, Fut> LeaderWork for SignalWork<F>
-where
-    F: FnMut(Term, CancelSignal) -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    fn start(&mut self, term: Term) -> WorkRun {
-        let signal = CancelSignal::new();
-        let future = (self.0)(term, signal.clone());
-        WorkRun {
-            future: Box::pin(future),
-            cancel: Box::new(move || signal.cancel()),
-        }
     }
 }

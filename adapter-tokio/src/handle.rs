@@ -37,7 +37,7 @@ impl<L: Lock> Builder<L> {
         F: FnMut(Term, CancellationToken) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.inner = self.inner.leader_work(TokenWork(work));
+        self.inner = self.inner.custom_leader_work(TokenWork(work));
         self
     }
 

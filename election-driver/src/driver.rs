@@ -6,13 +6,14 @@
 //! publish the state; then wait for the first of the timer, the lock's answer, a
 //! watch observation, a command, or the end of the leader work.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use election_core::{
     Action, Config, Elector, Event, Input, Instant, Lock, LockError, Observation, OpId, OpKind,
-    Role, Version, WatchEvent, WatchStream,
+    Role, Term, Version, WatchEvent, WatchStream,
 };
 use futures::channel::{mpsc, oneshot};
 use futures::{FutureExt, StreamExt};
@@ -22,7 +23,8 @@ use crate::handle::{Command, Handle};
 use crate::runtime::{BoxFuture, Runtime};
 use crate::shared::{Shared, StateHook};
 use crate::state::{Change, DriverError, LeadershipState};
-use crate::work::{LeaderWork, WorkEnd, WorkRunner};
+use crate::signal::CancelSignal;
+use crate::work::{LeaderWork, SignalWork, WorkEnd, WorkRunner};
 
 /// The longest the driver sleeps at a time. Its clock keeps counting during
 /// suspend but runtime timers may not, so after a resume the driver looks at the
@@ -57,7 +59,7 @@ pub struct Builder<L> {
     config: Config,
     work: Option<Box<dyn LeaderWork>>,
     on_loss: OnLoss,
-    hook: Option<StateHook>,
+    hooks: Vec<StateHook>,
     watch_idle: Option<Duration>,
 }
 
@@ -69,13 +71,37 @@ impl<L: Lock> Builder<L> {
             config,
             work: None,
             on_loss: OnLoss::Campaign,
-            hook: None,
+            hooks: Vec::new(),
             watch_idle: None,
         }
     }
 
-    /// The leader work to run on each term (see [`LeaderWork`]).
-    pub fn leader_work(mut self, work: impl LeaderWork) -> Self {
+    /// The configuration the election will run with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Work to run while leading: called on each `StartedLeading` with the term
+    /// (the fencing token) and a [`CancelSignal`] that fires when leadership is
+    /// given up or lost. The work runs on a task of its own, so renewals go on
+    /// while it runs; on a graceful give-up the release waits until it has
+    /// returned (bounded by the leadership deadline), so return promptly once
+    /// `cancel.cancelled()` completes. A panic in it is reported
+    /// ([`DriverError::WorkPanicked`]), never fatal.
+    ///
+    /// Replaces any work set before. For work that needs its own cancellation type
+    /// (a tokio `CancellationToken`), see [`Builder::custom_leader_work`].
+    pub fn leader_work<F, Fut>(self, work: F) -> Self
+    where
+        F: FnMut(Term, CancelSignal) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.custom_leader_work(SignalWork(work))
+    }
+
+    /// Leader work made by a [`LeaderWork`] of your own: it decides how the work
+    /// is told to stop. Replaces any work set before.
+    pub fn custom_leader_work(mut self, work: impl LeaderWork) -> Self {
         self.work = Some(Box::new(work));
         self
     }
@@ -86,9 +112,11 @@ impl<L: Lock> Builder<L> {
         self
     }
 
-    /// A hook called with every published state, on the driver's task. Keep it short.
+    /// A hook called with every published state, on the driver's task, before
+    /// [`Handle::states`] streams see it. Keep it short: the election waits for it.
+    /// Each call adds a hook; they run in the order they were added.
     pub fn on_state(mut self, hook: impl Fn(&LeadershipState) + Send + Sync + 'static) -> Self {
-        self.hook = Some(Box::new(hook));
+        self.hooks.push(Box::new(hook));
         self
     }
 
@@ -120,9 +148,19 @@ impl<L: Lock> Builder<L> {
         };
         let elector = Elector::new(self.config, now)?;
         let clock = rt.clone();
+        let mut hooks = self.hooks;
+        let hook: Option<StateHook> = match hooks.len() {
+            0 => None,
+            1 => hooks.pop(),
+            _ => Some(Box::new(move |s: &LeadershipState| {
+                for hook in &hooks {
+                    hook(s);
+                }
+            })),
+        };
         let shared = Shared::new(
             LeadershipState::initial(identity.clone()),
-            self.hook,
+            hook,
             Box::new(move || clock.now()),
         );
         let (tx, rx) = mpsc::unbounded();

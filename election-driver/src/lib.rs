@@ -26,20 +26,30 @@
 //! `CLOCK_BOOTTIME` on Linux); a runtime may substitute its virtual clock in tests.
 //!
 //! # Example
-//! A runtime-generic start; the adapters wrap exactly this with their natural
-//! types:
+//! The one builder and the one handle, for every runtime: a runtime crate
+//! supplies only the [`Runtime`] (`adapter_tokio::TokioRuntime`,
+//! `adapter_smol::SmolRuntime`) and extras in its own types.
 //!
 //! ```
 //! use election_core::{Config, Lock};
-//! use election_driver::{Builder, DriverError, Handle, OnLoss, Runtime};
+//! use election_driver::{Builder, CancelSignal, DriverError, Handle, OnLoss, Runtime};
 //!
 //! fn start<L: Lock, R: Runtime>(lock: L, rt: R) -> Result<Handle, DriverError> {
 //!     Builder::new(lock, Config::fast("node-a").seed(7))
+//!         .leader_work(|term, cancel: CancelSignal| async move {
+//!             println!("leading in term {term}");
+//!             cancel.cancelled().await; // work until told to stop, then return
+//!         })
 //!         .on_loss(OnLoss::Campaign)
 //!         .on_state(|s| println!("{} is {:?}, leader {:?}", s.identity, s.role, s.leader))
 //!         .spawn(rt)
 //! }
 //! ```
+//!
+//! The [`Handle`] answers `is_leader()` (time-bounded), `leader()`, `term()`,
+//! streams every state ([`Handle::states`]), and gives leadership up
+//! ([`Handle::step_down`]) or ends the election ([`Handle::shutdown`]: the
+//! leader work is cancelled and awaited, then the lock released).
 //!
 //! # Errors
 //! Nothing here panics on bad input or lock errors: an invalid configuration is a

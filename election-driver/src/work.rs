@@ -9,6 +9,7 @@
 //! [`election_core::Elector::work_stopped`], which reports the stop and then writes
 //! the release.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 use election_core::Term;
@@ -16,6 +17,7 @@ use futures::FutureExt;
 use futures::channel::oneshot;
 
 use crate::runtime::{BoxFuture, Runtime};
+use crate::signal::CancelSignal;
 
 /// One run of the leader work: its future and how to tell it to stop.
 pub struct WorkRun {
@@ -25,12 +27,32 @@ pub struct WorkRun {
     pub cancel: Box<dyn FnOnce() + Send>,
 }
 
-/// Makes the leader work for each term. Adapters implement it for closures taking
-/// their runtime's natural cancellation type (tokio's `CancellationToken`,
-/// [`crate::CancelSignal`]).
+/// Makes the leader work for each term, with its own way of being told to stop.
+/// [`crate::Builder::leader_work`] takes a closure with a [`CancelSignal`]
+/// instead; implement this for another cancellation type (`adapter-tokio`'s
+/// `token_work` does, for tokio's `CancellationToken`) and pass it to
+/// [`crate::Builder::custom_leader_work`].
 pub trait LeaderWork: Send + 'static {
     /// The work for `term`, which has just started.
     fn start(&mut self, term: Term) -> WorkRun;
+}
+
+/// A closure taking a [`CancelSignal`], as [`crate::Builder::leader_work`] takes it.
+pub(crate) struct SignalWork<F>(pub(crate) F);
+
+impl<F, Fut> LeaderWork for SignalWork<F>
+where
+    F: FnMut(Term, CancelSignal) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    fn start(&mut self, term: Term) -> WorkRun {
+        let signal = CancelSignal::new();
+        let future = (self.0)(term, signal.clone());
+        WorkRun {
+            future: Box::pin(future),
+            cancel: Box::new(move || signal.cancel()),
+        }
+    }
 }
 
 /// How a run of the work ended.
