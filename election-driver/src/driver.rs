@@ -22,8 +22,8 @@ use tracing::{debug, info, warn};
 use crate::handle::{Command, Handle};
 use crate::runtime::{BoxFuture, Runtime};
 use crate::shared::{Shared, StateHook};
-use crate::state::{Change, DriverError, LeadershipState};
 use crate::signal::CancelSignal;
+use crate::state::{Change, DriverError, LeadershipState};
 use crate::work::{LeaderWork, SignalWork, WorkEnd, WorkRunner};
 
 /// The longest the driver sleeps at a time. Its clock keeps counting during
