@@ -12,12 +12,12 @@
 
 use alloc::sync::Arc;
 
-use super::{Elector, Holding, Lead, Phase, Purpose};
+use super::{Elector, Holding, Lead, Phase, Purpose, ReadDue};
 use crate::action::Action;
 use crate::config::{LockDelay, Preemption};
 use crate::event::{Event, Term, Warning};
 use crate::lock::LockError;
-use crate::record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp};
+use crate::record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version};
 use crate::time::Instant;
 use crate::timer::Timer;
 
@@ -38,16 +38,13 @@ impl Elector {
             self.timers.set(Timer::Attempt, self.no_acquire_until);
             return;
         }
-        if core::mem::take(&mut self.read_before_write) {
+        if self.read_due.is_some() {
             self.send_read(now);
-            return;
-        }
-        if self.write_held_back() {
             return;
         }
         if self.absent {
             let record = self.leading_record(None, self.create_transitions());
-            self.send(Purpose::Create, |op| Action::Create { op, record }, now);
+            self.send_acquisition(Purpose::Create, None, record, now);
             return;
         }
         let Some(seen) = &self.seen else {
@@ -63,19 +60,19 @@ impl Elector {
             // Our own record (a late write of ours, or one whose outcome we did not
             // learn): take it back by compare-and-swap, as a new term.
             let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-            self.send_update(Purpose::Acquire, version, record, now);
+            self.send_acquisition(Purpose::Acquire, Some(version), record, now);
             return;
         }
         if !rec.is_held() && now >= expiry {
             let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-            self.send_update(Purpose::Acquire, version, record, now);
+            self.send_acquisition(Purpose::Acquire, Some(version), record, now);
             return;
         }
         if rec.is_held() && rec.holder != me && outranks(self.config.priority, rec.priority) {
             match self.config.preemption {
                 Preemption::Steal => {
                     let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-                    self.send_update(Purpose::TakeOver, version, record, now);
+                    self.send_acquisition(Purpose::TakeOver, Some(version), record, now);
                     return;
                 }
                 Preemption::Handover if self.should_ask(rec) => {
@@ -99,7 +96,9 @@ impl Elector {
                                 .clamp(1, i32::MAX.into()),
                         );
                     }
-                    self.send_update(Purpose::AskHandover, version, record, now);
+                    if !self.write_held_back(false) {
+                        self.send_update(Purpose::AskHandover, version, record, now);
+                    }
                     return;
                 }
                 Preemption::Handover => {}
@@ -113,7 +112,7 @@ impl Elector {
                 } else {
                     Purpose::TakeOver
                 };
-                self.send_update(purpose, version, record, now);
+                self.send_acquisition(purpose, Some(version), record, now);
             } else {
                 self.send_read(now);
             }
@@ -130,6 +129,24 @@ impl Elector {
             expiry.min(self.next_poll)
         };
         self.timers.set(Timer::Attempt, next);
+    }
+
+    /// Sends a create (`expected` `None`) or an acquiring compare-and-swap,
+    /// unless a failed write holds acquisitions back.
+    fn send_acquisition(
+        &mut self,
+        purpose: Purpose,
+        expected: Option<Version>,
+        record: LockRecord,
+        now: Instant,
+    ) {
+        if self.write_held_back(true) {
+            return;
+        }
+        match expected {
+            None => self.send(purpose, |op| Action::Create { op, record }, now),
+            Some(v) => self.send_update(purpose, v, record, now),
+        }
     }
 
     /// Whether to write a handover request into `rec`: none is pending for us, and
@@ -202,7 +219,7 @@ impl Elector {
             }
             Err(LockError::AlreadyExists | LockError::Conflict | LockError::Unknown { .. }) => {
                 // Lost a race, or do not know: read the lock, then wait as it says.
-                self.read_wanted = true;
+                self.want_read(false);
             }
             Err(LockError::NotFound) => {
                 self.note_absent(now);
@@ -211,9 +228,11 @@ impl Elector {
             Err(e) => {
                 // FAULTS A8: a payload the API refused as invalid is not re-sent as
                 // it was; the next attempt reads first and writes what it shows.
-                self.read_before_write |= matches!(e, LockError::Invalid { .. });
+                if matches!(e, LockError::Invalid { .. }) && self.read_due.is_none() {
+                    self.read_due = Some(ReadDue::BeforeWrite);
+                }
                 self.timers
-                    .set(Timer::Attempt, self.write_backoff_until.max(now));
+                    .set(Timer::Attempt, self.write_hold.until.max(now));
             }
         }
     }
@@ -253,6 +272,7 @@ impl Elector {
             deadline,
             renewed_sent: sent,
             state,
+            stepping_down: false,
         });
         self.timers.set(Timer::Deadline, deadline);
         let next_renew = (sent + self.config.retry_period).max(now);

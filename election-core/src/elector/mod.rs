@@ -79,13 +79,8 @@ pub struct Elector {
     /// read of ours saw, so the strict lock delay counts again from the answer that
     /// makes this node the holder.
     create_unknown: bool,
-    /// A read is wanted as soon as no call is in flight.
-    read_wanted: bool,
-    /// The API refused a campaign's write as invalid (422): the next attempt reads
-    /// first, so that the same payload is never re-sent without a fresh look.
-    read_before_write: bool,
-    /// The wanted read follows a lost compare-and-swap.
-    conflict_read: bool,
+    /// A read this node owes before anything else, and why.
+    read_due: Option<ReadDue>,
     /// Versions seen naming us that we did not write; a second one proves a twin.
     foreign_self_versions: u32,
     /// We hold the lock (our write is the current version, as far as we know).
@@ -97,9 +92,8 @@ pub struct Elector {
     next_poll: Instant,
     /// Do not try to acquire before this instant (after a step-down).
     no_acquire_until: Instant,
-    /// No write before this instant: a failed write is never re-sent at once,
-    /// whatever the error (reads that find out what happened may go at once).
-    write_backoff_until: Instant,
+    /// The hold a failed write puts on the next ones (see [`WriteHold`]).
+    write_hold: WriteHold,
     /// Consecutive failed calls, for backoff.
     failures: u32,
     phase: Phase,
@@ -129,10 +123,55 @@ struct InFlight {
     holder: Option<Arc<str>>,
 }
 
+/// After a failed write (any error, a timeout or a broken answer included), the
+/// next write waits until `until`: a lock that keeps failing the same write at once
+/// (a spurious 409, a reset, a create answered 404) would otherwise make a busy
+/// loop. A read that finds out what happened goes at once, and once a read shows
+/// that the lock moved on past the version the failed write expected (another
+/// writer's write: progress, not a loop), the writes that must land between
+/// another writer's writes go at once too: a renew, a release, a handover request.
+/// Acquisitions still wait (FAULTS A2: a lost race retries after the jittered
+/// period).
+#[derive(Clone, Debug, Default)]
+struct WriteHold {
+    until: Instant,
+    /// The version the failed write expected (`None`: a create).
+    expected: Option<Version>,
+    /// A read since showed a newer version.
+    moved_on: bool,
+}
+
+impl WriteHold {
+    /// A read showed `version`.
+    fn saw(&mut self, version: &Version) {
+        self.moved_on |= self
+            .expected
+            .as_ref()
+            .is_none_or(|e| version.is_newer_than(e));
+    }
+}
+
+/// A read owed before the rules choose a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadDue {
+    /// As soon as no call is in flight: at the start, after a write that lost its
+    /// compare-and-swap (`after_conflict`) or whose outcome is unknown, after a
+    /// watch event a holder did not write.
+    Now { after_conflict: bool },
+    /// At the next attempt, before any write: the API refused a campaign's write
+    /// as invalid (422, FAULTS A8), so the same payload is never re-sent without
+    /// a fresh look.
+    BeforeWrite,
+}
+
 /// Why a call was made, which decides what its answer means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Purpose {
-    Read,
+    /// A read; `after_conflict` when it follows a lost compare-and-swap (a
+    /// holder then reports another holder as the winner of that conflict).
+    Read {
+        after_conflict: bool,
+    },
     Create,
     /// Acquire a record that names us or no one: it may be the record a create of
     /// ours with an unknown outcome made.
@@ -146,13 +185,13 @@ enum Purpose {
 
 impl Purpose {
     fn is_write(self) -> bool {
-        self != Purpose::Read
+        !matches!(self, Purpose::Read { .. })
     }
 
     /// The kind of lock call this purpose makes, for reports.
     fn op_kind(self) -> OpKind {
         match self {
-            Purpose::Read => OpKind::Get,
+            Purpose::Read { .. } => OpKind::Get,
             Purpose::Create => OpKind::Create,
             _ => OpKind::Update,
         }
@@ -168,6 +207,9 @@ struct Holding {
     /// Send time of the last successful write.
     renewed_sent: Instant,
     state: Lead,
+    /// Giving up by `step_down`: once let go, stay a follower for one lease
+    /// duration so that another can take over.
+    stepping_down: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,9 +233,9 @@ enum Lead {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    /// Campaigning, holding, or giving up after `step_down` (see
+    /// [`Holding::stepping_down`]).
     Running,
-    /// Releasing after `step_down`, then back to following.
-    SteppingDown,
     /// Shutting down: release if due, then terminate.
     ShuttingDown,
     Terminated,
@@ -259,15 +301,15 @@ impl Elector {
             written_at: 0,
             unknown_write_sent: None,
             create_unknown: false,
-            read_wanted: true,
-            read_before_write: false,
-            conflict_read: false,
+            read_due: Some(ReadDue::Now {
+                after_conflict: false,
+            }),
             foreign_self_versions: 0,
             holding: None,
             lead_not_before: Instant::ZERO,
             next_poll: Instant::ZERO,
             no_acquire_until: Instant::ZERO,
-            write_backoff_until: Instant::ZERO,
+            write_hold: WriteHold::default(),
             failures: 0,
             phase: Phase::Running,
             stats: Stats::default(),
@@ -335,8 +377,11 @@ impl Elector {
     pub fn step_down(&mut self, now: Instant) {
         let now = self.clock(now);
         self.check_deadline(now);
-        if self.phase == Phase::Running && self.holding.is_some() {
-            self.phase = Phase::SteppingDown;
+        if self.phase == Phase::Running
+            && let Some(h) = &mut self.holding
+            && !h.stepping_down
+        {
+            h.stepping_down = true;
             self.begin_giving_up(StopReason::SteppedDown, now);
         }
         self.drive(now);
@@ -495,9 +540,31 @@ impl Elector {
     /// Sends a read; a polling follower's next poll is one jittered retry period
     /// after it.
     fn send_read(&mut self, now: Instant) {
-        self.read_wanted = false;
+        let after_conflict = matches!(
+            self.read_due.take(),
+            Some(ReadDue::Now {
+                after_conflict: true
+            })
+        );
         self.next_poll = now + self.jittered_retry();
-        self.send(Purpose::Read, |op| Action::Get { op }, now);
+        self.send(
+            Purpose::Read { after_conflict },
+            |op| Action::Get { op },
+            now,
+        );
+    }
+
+    /// Owes a read as soon as no call is in flight (it supersedes a read owed
+    /// before a write: it is one).
+    fn want_read(&mut self, after_conflict: bool) {
+        let after_conflict = after_conflict
+            || matches!(
+                self.read_due,
+                Some(ReadDue::Now {
+                    after_conflict: true
+                })
+            );
+        self.read_due = Some(ReadDue::Now { after_conflict });
     }
 
     fn send_update(
@@ -640,10 +707,16 @@ impl Elector {
             } else {
                 self.follower_backoff(e)
             };
-            self.write_backoff_until = now + wait;
+            self.write_hold = WriteHold {
+                until: now + wait,
+                expected: call.expected.clone(),
+                moved_on: false,
+            };
+        } else if let (Purpose::Read { .. }, Ok(obs)) = (call.purpose, &result) {
+            self.write_hold.saw(&obs.version);
         }
         match call.purpose {
-            Purpose::Read => self.on_read_answer(result, now),
+            Purpose::Read { after_conflict } => self.on_read_answer(result, after_conflict, now),
             Purpose::Create | Purpose::Acquire | Purpose::TakeOver | Purpose::AskHandover => {
                 self.on_acquire_answer(call, result, now)
             }
@@ -674,7 +747,7 @@ impl Elector {
         if self.in_flight.is_some() {
             return;
         }
-        if self.read_wanted {
+        if matches!(self.read_due, Some(ReadDue::Now { .. })) {
             self.send_read(now);
             return;
         }
@@ -697,7 +770,7 @@ impl Elector {
         if self.phase == Phase::Terminated || self.in_flight.is_some() {
             return;
         }
-        if self.holding.is_some() && self.write_held_back() {
+        if self.holding.is_some() && self.write_held_back(false) {
             return; // the deadline timer ends leadership meanwhile if it must
         }
         if self.holding.is_some() {
@@ -709,13 +782,15 @@ impl Elector {
         }
     }
 
-    /// Whether a failed write holds the next write back at `self.now`; if so, the
-    /// next attempt is planned for when it may go.
-    fn write_held_back(&mut self) -> bool {
-        if self.now >= self.write_backoff_until {
+    /// Whether a failed write holds the next write (an `acquisition` or not, see
+    /// [`WriteHold`]) back at `self.now`; if so, the next attempt is planned for
+    /// when it may go.
+    fn write_held_back(&mut self, acquisition: bool) -> bool {
+        let hold = &self.write_hold;
+        if self.now >= hold.until || (hold.moved_on && !acquisition) {
             return false;
         }
-        self.timers.set(Timer::Attempt, self.write_backoff_until);
+        self.timers.set(Timer::Attempt, hold.until);
         true
     }
 

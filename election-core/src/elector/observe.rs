@@ -118,7 +118,7 @@ impl Elector {
                 .as_ref()
                 .is_some_and(|c| c.purpose.is_write());
             if !self.wrote(&obs.version) && !write_in_flight {
-                self.read_wanted = true;
+                self.want_read(false);
             }
             return;
         }
@@ -131,7 +131,7 @@ impl Elector {
     /// The watch saw the lock deleted.
     pub(super) fn on_watch_deleted(&mut self, now: Instant) {
         if self.holding.is_some() {
-            self.read_wanted = true;
+            self.want_read(false);
         } else {
             self.note_absent(now);
             self.timers.set(crate::timer::Timer::Attempt, now);
@@ -162,11 +162,16 @@ impl Elector {
     }
 
     /// The answer to a read.
-    pub(super) fn on_read_answer(&mut self, result: Result<Observation, LockError>, now: Instant) {
+    pub(super) fn on_read_answer(
+        &mut self,
+        result: Result<Observation, LockError>,
+        after_conflict: bool,
+        now: Instant,
+    ) {
         match result {
             Ok(obs) => {
                 if self.holding.is_some() {
-                    self.confirm_holding(obs, now);
+                    self.confirm_holding(obs, after_conflict, now);
                 } else {
                     if self.observe(obs, true, now) == Novelty::New {
                         self.note_foreign_self_record();

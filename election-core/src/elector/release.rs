@@ -110,8 +110,7 @@ impl Elector {
             }
             Err(LockError::Conflict | LockError::Unknown { .. }) => {
                 // Re-read: release again only if the fresh record still names us.
-                self.conflict_read = true;
-                self.read_wanted = true;
+                self.want_read(true);
             }
             Err(LockError::NotFound) => {
                 self.note_absent(now);
@@ -136,21 +135,15 @@ impl Elector {
     /// No longer holding: follow again (after a step-down, not before one lease
     /// duration), or finish a shutdown.
     pub(super) fn let_go(&mut self, now: Instant) {
-        self.holding = None;
+        let stepping_down = self.holding.take().is_some_and(|h| h.stepping_down);
         self.timers.stop(Timer::Deadline);
         self.timers.stop(Timer::LockDelay);
-        match self.phase {
-            Phase::SteppingDown => {
-                self.phase = Phase::Running;
+        if self.phase == Phase::Running {
+            if stepping_down {
                 self.no_acquire_until = now + self.config.lease_duration;
-                self.timers.stop(Timer::ReleaseBudget);
-                self.timers.set(Timer::Attempt, now);
             }
-            Phase::Running => {
-                self.timers.stop(Timer::ReleaseBudget);
-                self.timers.set(Timer::Attempt, now);
-            }
-            Phase::ShuttingDown | Phase::Terminated => {}
+            self.timers.stop(Timer::ReleaseBudget);
+            self.timers.set(Timer::Attempt, now);
         }
     }
 
@@ -185,6 +178,7 @@ impl Elector {
             deadline: now,
             renewed_sent: now,
             state: Lead::Releasing,
+            stepping_down: false,
         });
         self.timers.set(Timer::Attempt, now);
     }
@@ -193,8 +187,10 @@ impl Elector {
     /// spent: stop leading if the work never drained, and stop trying to release
     /// (the lease then expires by itself).
     pub(super) fn on_release_budget_spent(&mut self, now: Instant) {
+        let mut stepping_down = false;
         if let Some(h) = self.holding.take() {
             self.timers.stop(Timer::Deadline);
+            stepping_down = h.stepping_down;
             if let Lead::Draining(reason) = h.state {
                 self.emit(Event::StoppedLeading {
                     term: h.term,
@@ -204,8 +200,7 @@ impl Elector {
         }
         match self.phase {
             Phase::ShuttingDown => self.terminate(),
-            Phase::SteppingDown => {
-                self.phase = Phase::Running;
+            Phase::Running if stepping_down => {
                 self.no_acquire_until = now + self.config.lease_duration;
                 self.timers.set(Timer::Attempt, now);
             }

@@ -61,7 +61,7 @@ impl Elector {
                     self.observe(obs, true, now);
                     self.timers.set(Timer::Attempt, now);
                 }
-                Err(_) => self.read_wanted = true,
+                Err(_) => self.want_read(false),
             }
             return;
         }
@@ -88,8 +88,7 @@ impl Elector {
             }
             Err(LockError::Conflict) => {
                 self.stats.slow_path += 1;
-                self.conflict_read = true;
-                self.read_wanted = true;
+                self.want_read(true);
             }
             Err(LockError::NotFound) => {
                 self.lose(StopReason::LockDeleted, now);
@@ -99,9 +98,9 @@ impl Elector {
             Err(LockError::Unknown { .. }) => {
                 // The write may have landed: find out (leadership is not extended).
                 self.stats.slow_path += 1;
-                self.read_wanted = true;
+                self.want_read(false);
             }
-            Err(_) => self.retry_within_deadline(self.write_backoff_until),
+            Err(_) => self.retry_within_deadline(self.write_hold.until),
         }
     }
 
@@ -130,8 +129,7 @@ impl Elector {
     }
 
     /// A read while holding: is the lock still ours?
-    pub(super) fn confirm_holding(&mut self, obs: Observation, now: Instant) {
-        let after_conflict = core::mem::take(&mut self.conflict_read);
+    pub(super) fn confirm_holding(&mut self, obs: Observation, after_conflict: bool, now: Instant) {
         let ours_now = self
             .seen
             .as_ref()
@@ -157,7 +155,7 @@ impl Elector {
         // Our identity, at a version we did not write (or an older echo of ours).
         if self.wrote(&obs.version) {
             // A stale read of an older write of ours: the lock moved on since. Read again.
-            self.read_wanted = true;
+            self.want_read(false);
             return;
         }
         if self.only_foreign_fields_changed(&obs) {

@@ -271,7 +271,7 @@ impl<R: Runtime> Cluster<R> {
             .on_loss(on_loss)
             .on_state(move |s| rec.0.lock().unwrap().push(s.clone()));
         if let Some(mode) = mode {
-            b = b.custom_leader_work(TestWork {
+            b = b.leader_work(TestWork {
                 rt: self.rt.clone(),
                 store: self.store.clone(),
                 mode,
