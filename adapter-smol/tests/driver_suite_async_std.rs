@@ -2,7 +2,7 @@
 //! executor; the driver uses smol's timers and executor, which work from any), in
 //! real time.
 
-election_driver::driver_suite!(
+test_kit::driver_suite!(
     block_on = async_std::task::block_on,
     runtime = adapter_smol::SmolRuntime::new()
 );

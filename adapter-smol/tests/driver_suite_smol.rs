@@ -1,6 +1,6 @@
 //! The driver test suite on smol, in real time.
 
-election_driver::driver_suite!(
+test_kit::driver_suite!(
     block_on = smol::block_on,
     runtime = adapter_smol::SmolRuntime::new()
 );

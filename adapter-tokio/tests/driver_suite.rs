@@ -12,7 +12,7 @@ fn block_on<F: Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
-election_driver::driver_suite!(
+test_kit::driver_suite!(
     block_on = block_on,
     runtime = adapter_tokio::TokioRuntime::current()
         .expect("inside the runtime")

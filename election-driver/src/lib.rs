@@ -71,9 +71,6 @@ mod signal;
 mod state;
 mod work;
 
-#[cfg(feature = "testsuite")]
-pub mod testsuite;
-
 pub use clock::BootClock;
 pub use driver::{Builder, Driver, MAX_SLEEP, OnLoss, WATCH_IDLE_LEASES};
 pub use handle::Handle;

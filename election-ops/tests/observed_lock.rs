@@ -5,7 +5,7 @@
 //! leadership Events (`<identity> became leader` / `<identity> stopped leading`)
 //! on the Lease.
 //!
-//! The Lease story is `kube_emulator::runtimes::three_candidates` (an election, a crash
+//! The Lease story is `test_kit::story::three_candidates` (an election, a crash
 //! and failover, a graceful handover), over the API emulator with the real `kube`
 //! client; its Events are checked by `check_story_events`, as the Lease lock's own
 //! story test does without the wrapper.
@@ -18,9 +18,9 @@ use election_core::{Config, Lock};
 use election_ops::Monitor;
 use election_ops::metrics::Metrics;
 use kube_emulator::Emulator;
-use kube_emulator::runtimes::{check_story_events, three_candidates};
 use lock_lease::LeaseLock;
 use prometheus_client::registry::Registry;
+use test_kit::story::{check_story_events, three_candidates};
 
 const LEASE: &str = "observed-lease";
 

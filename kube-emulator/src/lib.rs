@@ -1,22 +1,44 @@
-//! A Kubernetes API emulator for tests: the unmodified `kube::Client` talks to
-//! it over real HTTP on 127.0.0.1, and the test decides what goes wrong.
+//! A Kubernetes API emulator for tests: the unmodified `kube::Client` (or
+//! `kubectl`) talks to it over real HTTP on 127.0.0.1, and the test decides what
+//! goes wrong.
 //!
-//! It serves what leader election depends on, with the API server's rules:
-//! Leases, ConfigMaps, Events (core and `events.k8s.io/v1`) and Namespaces;
-//! get, list, create, update (PUT), patch (merge and JSON patch), delete and
-//! watch; one global, growing resourceVersion; `metav1.Status` errors worded
-//! as `k8s.io/apimachinery/pkg/api/errors` words them (409 `Conflict` on a
-//! stale version, 409 `AlreadyExists`, 404 `NotFound`, 422 `Invalid` with the
-//! Lease validation rules); create-on-update for Leases; watches with field
-//! selectors, bookmarks, `timeoutSeconds`, resume from a version, and a 410
-//! `Expired` ERROR event when the version left the history.
+//! It is a product of its own, in two forms:
+//!
+//! - **a library** that a test starts in-process, on a free port, and points its
+//!   `kube::Client` at (below): for the integration tests of any code that uses
+//!   Leases, ConfigMaps, Events or watches, leader election or not;
+//! - **a binary** (`cargo run -p kube-emulator -- --port 6443`) that serves until
+//!   Ctrl-C and writes a kubeconfig for `kubectl` and other clients.
+//!
+//! It serves Leases, ConfigMaps, Events (core and `events.k8s.io/v1`) and
+//! Namespaces with the API server's rules: get, list, create, update (PUT), patch
+//! (merge and JSON patch), delete and watch; one global, growing resourceVersion;
+//! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
+//! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
+//! 422 `Invalid` with the Lease validation rules); create-on-update for Leases;
+//! watches with field selectors, bookmarks, `timeoutSeconds`, resume from a
+//! version, and a 410 `Expired` ERROR event when the version left the history.
 //!
 //! Faults are injected per client, told apart by bearer token: latency, error
 //! codes (429 with `Retry-After`), a 500 after the write committed, requests
 //! that hang, dropped connections, watches that close, break or go silent.
-//! Request counts and a write history with server timestamps are kept.
+//! Request counts and a write history with server timestamps are kept, and
+//! [`rbac`] checks the counted requests against an RBAC Role.
 //!
-//! # Use from a test
+//! It knows nothing of leader election: it depends on no crate of this workspace.
+//!
+//! # Use in your own integration tests
+//!
+//! ```toml
+//! [dev-dependencies]
+//! kube-emulator = { version = "0.1", features = ["client"] }
+//! kube = { version = "5", default-features = false, features = ["client"] }
+//! k8s-openapi = { version = "0.29", features = ["latest"] }
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! Start one emulator per test (each on a free port, with its own store), point a
+//! client at it, and inject faults per client:
 //!
 //! ```
 //! # #[cfg(feature = "client")]
@@ -44,22 +66,40 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(demo()).unwrap();
 //! ```
 //!
-//! # Use from another crate's tests
+//! To build the client your code builds (its own timeouts, layers, retries), start
+//! from [`Emulator::kube_config`] instead of [`Emulator::client`]; a program that
+//! reads `KUBECONFIG` gets [`Emulator::write_kubeconfig`]:
 //!
-//! ```toml
-//! [dev-dependencies]
-//! kube-emulator = { workspace = true, features = ["client"] }
-//! k8s-openapi = { workspace = true, features = ["latest"] }
+//! ```
+//! # #[cfg(feature = "client")]
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//!
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::api::Api;
+//! use kube_emulator::Emulator;
+//!
+//! let emu = Emulator::start().await?;
+//! let mut config = emu.kube_config("my-controller"); // the token names the client
+//! config.read_timeout = Some(Duration::from_secs(2));
+//! let client = kube::Client::try_from(config)?;
+//! let maps: Api<ConfigMap> = Api::default_namespaced(client); // "default"
+//! assert!(maps.get_opt("settings").await?.is_none());
+//!
+//! let path = std::env::temp_dir().join(format!("emulator-{}.kubeconfig", emu.addr.port()));
+//! emu.write_kubeconfig(&path, "a-subprocess")?; // for KUBECONFIG=<path> <program>
+//! # std::fs::remove_file(&path)?;
+//! # Ok(()) }
+//! # #[cfg(feature = "client")]
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(demo()).unwrap();
 //! ```
 //!
-//! The `client` feature adds `Emulator::kube_config` and
-//! `Emulator::client`; it is off by default so the binary builds without
-//! choosing a k8s-openapi version. Under smol or async-std, start it with
-//! [`Emulator::start_blocking`] (its own thread and tokio runtime).
-//!
-//! The `runtimes` feature adds the module `runtimes` and the macro
-//! `runtime_tests!`: one async test run on tokio, smol and async-std, with
-//! runtime-neutral timers and a bridge for direct `kube` calls.
+//! The `client` feature adds [`Emulator::kube_config`] and [`Emulator::client`];
+//! it is off by default so the binary builds without choosing a k8s-openapi
+//! version (the test that enables it picks one, as above). The emulator serves
+//! on a tokio runtime: [`Emulator::start`] uses the caller's; under smol,
+//! async-std or in a plain `#[test]`, [`Emulator::start_blocking`] gives it a
+//! thread and runtime of its own. Dropping the [`Emulator`] closes its port.
 //!
 //! # API server rules worth knowing
 //!
@@ -105,7 +145,8 @@
 //! # Run as a server
 //!
 //! `cargo run -p kube-emulator -- --port 6443` prints where it listens and
-//! writes a kubeconfig (`--kubeconfig PATH` to choose where).
+//! writes a kubeconfig (`--kubeconfig PATH` to choose where, `--token` for the
+//! client's name); then `KUBECONFIG=<path> kubectl get leases -A`.
 //!
 //! # Differences from a real API server
 //!
@@ -133,8 +174,6 @@ mod faults;
 mod patch;
 pub mod rbac;
 mod resource;
-#[cfg(feature = "runtimes")]
-pub mod runtimes;
 mod selector;
 mod server;
 mod status;

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams};
 use kube_emulator::Emulator;
-use kube_emulator::runtimes::compat;
 use lock_configmap::ConfigMapLock;
 use lock_memory::conformance::{Case, Harness, run_all};
+use test_kit::runtimes::compat;
 
 struct ConfigMapHarness {
     emu: Emulator,
@@ -45,7 +45,7 @@ impl Harness for ConfigMapHarness {
 /// The whole suite, on whichever runtime runs it ([`runtime_tests!`] runs it on a
 /// thread with a large stack: the suite's futures nest deeply in debug builds).
 ///
-/// [`runtime_tests!`]: kube_emulator::runtime_tests
+/// [`runtime_tests!`]: test_kit::runtime_tests
 async fn configmap_lock_passes_the_conformance_suite() {
     let mut h = ConfigMapHarness {
         emu: Emulator::start_blocking().expect("emulator"),
@@ -62,4 +62,4 @@ async fn configmap_lock_passes_the_conformance_suite() {
     assert_eq!(lines, expected);
 }
 
-kube_emulator::runtime_tests!(configmap_lock_passes_the_conformance_suite);
+test_kit::runtime_tests!(configmap_lock_passes_the_conformance_suite);

@@ -1,7 +1,7 @@
 //! A three-candidate election on the ConfigMap lock over the API emulator: a leader is
 //! elected, crashes, another takes over after the lease; that one hands over
 //! gracefully, and a third leads at once. At no sampled instant do two candidates
-//! report leadership. The story is `kube_emulator::runtimes::three_candidates`
+//! report leadership. The story is `test_kit::story::three_candidates`
 //! (shared with the Lease lock), driven by `adapter-tokio` on tokio and by
 //! `adapter-smol` under smol and async-std, where kube's client gets its tokio
 //! reactor from `async-compat` inside the lock and the emulator runs on a thread
@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use election_core::Config;
 use kube_emulator::Emulator;
-use kube_emulator::runtimes::{Runtime, check_story_events, three_candidates};
 use lock_configmap::ConfigMapLock;
+use test_kit::runtimes::Runtime;
+use test_kit::story::{check_story_events, three_candidates};
 
 fn lock(emu: &Emulator, name: &str, config: &Config) -> ConfigMapLock {
     let id = &config.identity;

@@ -4,7 +4,7 @@
 //!
 //! Each test is a plain `async fn` run on tokio, smol and async-std
 //! (`on_tokio::a1_…`, `on_smol::a1_…`, `on_async_std::a1_…`, by
-//! `kube_emulator::runtime_tests!` at the end). The lock bridges kube's client to
+//! `test_kit::runtime_tests!` at the end). The lock bridges kube's client to
 //! the runtime itself, so its calls are made as they are; the test's own direct
 //! `kube` calls go through `compat`, and its timers are `async-io`'s.
 
@@ -20,10 +20,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube_emulator::runtimes::{compat, timeout};
 use kube_emulator::{Emulator, Fault, Match, Resource};
 use kube_support::{Clock, WatchConfig};
 use lock_configmap::{ConfigMapLock, LeaderEvent};
+use test_kit::runtimes::{compat, timeout};
 
 const NS: &str = "default";
 const T0: WallTime = WallTime {
@@ -574,7 +574,7 @@ async fn rbac_a_missing_permission_is_reported_clearly() {
 async fn rbac_the_shipped_role_grants_every_request_of_a_session() {
     let emu = start();
     let a = lock(&emu, "a", NS, &unique("rbac-session"));
-    kube_emulator::runtimes::rbac_session(&emu, &a, "a", lock_configmap::RBAC_YAML).await;
+    test_kit::rbac::rbac_session(&emu, &a, "a", lock_configmap::RBAC_YAML).await;
 }
 
 /// Writes a ConfigMap as another client would, returning its version.
@@ -670,7 +670,7 @@ async fn r11_fabric8_and_python_records_are_read_and_replaced_by_client_gos() {
 
 // Each test above on tokio, smol and async-std: `on_tokio::a1_…`, `on_smol::a1_…`,
 // `on_async_std::a1_…`.
-kube_emulator::runtime_tests!(
+test_kit::runtime_tests!(
     create_get_update_round_trip_client_go_fields,
     a1_a2_w3_update_from_a_stale_version_is_a_conflict,
     a3_create_of_an_existing_configmap_is_already_exists,

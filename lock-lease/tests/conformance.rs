@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, DeleteParams};
 use kube_emulator::Emulator;
-use kube_emulator::runtimes::compat;
 use lock_lease::LeaseLock;
 use lock_memory::conformance::{Case, Harness, run_all};
+use test_kit::runtimes::compat;
 
 struct LeaseHarness {
     emu: Emulator,
@@ -45,7 +45,7 @@ impl Harness for LeaseHarness {
 /// The whole suite, on whichever runtime runs it ([`runtime_tests!`] runs it on a
 /// thread with a large stack: the suite's futures nest deeply in debug builds).
 ///
-/// [`runtime_tests!`]: kube_emulator::runtime_tests
+/// [`runtime_tests!`]: test_kit::runtime_tests
 async fn lease_lock_passes_the_conformance_suite() {
     let mut h = LeaseHarness {
         emu: Emulator::start_blocking().expect("emulator"),
@@ -62,4 +62,4 @@ async fn lease_lock_passes_the_conformance_suite() {
     assert_eq!(lines, expected);
 }
 
-kube_emulator::runtime_tests!(lease_lock_passes_the_conformance_suite);
+test_kit::runtime_tests!(lease_lock_passes_the_conformance_suite);

@@ -1,7 +1,7 @@
 //! A three-candidate election on the Lease lock over the API emulator: a leader is
 //! elected, crashes, another takes over after the lease; that one hands over
 //! gracefully, and a third leads at once. At no sampled instant do two candidates
-//! report leadership. The story is `kube_emulator::runtimes::three_candidates`
+//! report leadership. The story is `test_kit::story::three_candidates`
 //! (shared with the ConfigMap lock), driven by `adapter-tokio` on tokio and by
 //! `adapter-smol` under smol and async-std, where kube's client gets its tokio
 //! reactor from `async-compat` inside the lock and the emulator runs on a thread
@@ -14,11 +14,10 @@
 use std::time::Duration;
 
 use election_core::Config;
-use kube_emulator::runtimes::{
-    CANDIDATES, Runtime, check_story_events, leader_events, three_candidates,
-};
 use kube_emulator::{Emulator, Match, Resource, Verb};
 use lock_lease::LeaseLock;
+use test_kit::runtimes::Runtime;
+use test_kit::story::{CANDIDATES, check_story_events, leader_events, three_candidates};
 
 fn lock(emu: &Emulator, name: &str, config: &Config) -> LeaseLock {
     let id = &config.identity;

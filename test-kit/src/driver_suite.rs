@@ -1,9 +1,9 @@
 //! The driver test suite, written once and run on every runtime.
 //!
 //! Each case is a generic `async fn(rt: R)` over a [`Runtime`], driving real
-//! [`Driver`](crate::Driver)s against the memory lock (`lock-memory`), with
+//! [`Driver`](election_driver::Driver)s against the memory lock (`lock-memory`), with
 //! [`Config::fast`] timings (2 s lease, 1.5 s renew deadline, 250 ms retry). The
-//! adapters instantiate the whole suite with [`driver_suite!`](crate::driver_suite):
+//! adapters instantiate the whole suite with [`driver_suite!`](crate::driver_suite!):
 //! on tokio with paused (virtual) time, on smol and on async-std in real time.
 //!
 //! The cases read like stories of a small cluster; those covering a row of
@@ -22,13 +22,13 @@ use election_core::{
     Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, OpKind, Role,
     StopReason, Term, Version, WatchStream,
 };
+use election_driver::{
+    Builder, CancelSignal, Change, DriverError, Handle, LeaderWork, LeadershipState, OnLoss,
+    Runtime, WorkRun,
+};
 use futures::StreamExt;
 use lock_memory::{
     Delay, Fault, Faults, LoggedWrite, MemoryLock, MemoryStore, PartitionMode, WriteKind,
-};
-
-use crate::{
-    Builder, CancelSignal, Change, Handle, LeaderWork, LeadershipState, OnLoss, Runtime, WorkRun,
 };
 
 /// Instantiates the suite as `#[test]` functions.
@@ -38,7 +38,7 @@ use crate::{
 /// inside it that yields the [`Runtime`].
 ///
 /// ```text
-/// election_driver::driver_suite!(block_on = smol::block_on, runtime = adapter_smol::SmolRuntime::new());
+/// test_kit::driver_suite!(block_on = smol::block_on, runtime = adapter_smol::SmolRuntime::new());
 /// ```
 #[macro_export]
 macro_rules! driver_suite {
@@ -73,7 +73,7 @@ macro_rules! driver_suite {
         $(
             #[test]
             fn $case() {
-                $block_on(async { $crate::testsuite::$case($rt).await })
+                $block_on(async { $crate::driver_suite::$case($rt).await })
             }
         )*
     };
@@ -271,7 +271,7 @@ impl<R: Runtime> Cluster<R> {
             .on_loss(on_loss)
             .on_state(move |s| rec.0.lock().unwrap().push(s.clone()));
         if let Some(mode) = mode {
-            b = b.leader_work(TestWork {
+            b = b.custom_leader_work(TestWork {
                 rt: self.rt.clone(),
                 store: self.store.clone(),
                 mode,
@@ -803,9 +803,7 @@ pub async fn h5_shutdown_racing_a_create_leaves_it_to_expire<R: Runtime>(rt: R) 
         assert!(
             n.states.changes().iter().any(|ch| matches!(
                 ch,
-                Change::Problem(crate::DriverError::Lock(
-                    election_core::Warning::LeftToExpire
-                ))
+                Change::Problem(DriverError::Lock(election_core::Warning::LeftToExpire))
             )),
             "reported (lost answer: {lose_answer}): {:?}",
             n.states.changes()
@@ -830,7 +828,7 @@ pub async fn h6_panicking_work_is_reported_and_renewals_go_on<R: Runtime>(rt: R)
         n.states
             .changes()
             .iter()
-            .any(|ch| matches!(ch, Change::Problem(crate::DriverError::WorkPanicked { .. })))
+            .any(|ch| matches!(ch, Change::Problem(DriverError::WorkPanicked { .. })))
     })
     .await;
     let pos = log_position(&c.store);
@@ -849,7 +847,7 @@ pub async fn h6_panicking_work_closure_is_reported_and_renewals_go_on<R: Runtime
     let mut n = c.spawn_with("node-a", Some(WorkMode::PanicsOnStart), OnLoss::Campaign);
     c.until(FIRST_ELECTION, "the panic is reported", || {
         n.states.changes().iter().any(|ch| {
-            matches!(ch, Change::Problem(crate::DriverError::WorkPanicked { message })
+            matches!(ch, Change::Problem(DriverError::WorkPanicked { message })
                 if message.contains("closure panic"))
         })
     })
@@ -1292,7 +1290,7 @@ pub async fn w2_resumed_watch_failing_at_once_is_started_afresh<R: Runtime>(rt: 
         b.states
             .changes()
             .iter()
-            .any(|ch| matches!(ch, Change::Problem(crate::DriverError::Watch(_)))),
+            .any(|ch| matches!(ch, Change::Problem(DriverError::Watch(_)))),
         "the failure is reported"
     );
     assert!(!b.is_leader());

@@ -1,0 +1,27 @@
+//! The workspace's shared test tooling (`publish = false`): what the tests of
+//! several crates run, kept out of the libraries they test.
+//!
+//! - [`driver_suite`]: the driver test suite over the memory lock, written once
+//!   and instantiated by each adapter with [`driver_suite!`];
+//! - [`runtimes`]: one async test run on tokio, smol and async-std
+//!   ([`runtime_tests!`]), runtime-neutral timers, a bridge for direct `kube` calls;
+//! - [`story`]: the three-candidate election story on any lock and runtime, and
+//!   the check of the leadership Events a Kubernetes lock records during it;
+//! - [`rbac`]: a lock's RBAC Role checked against the requests a lock session
+//!   makes on the emulator.
+//!
+//! Add it as a dev-dependency:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! test-kit.workspace = true
+//! ```
+
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
+
+pub mod driver_suite;
+pub mod rbac;
+pub mod runtimes;
+pub mod story;

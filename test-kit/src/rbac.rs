@@ -1,0 +1,77 @@
+//! A lock's RBAC Role, checked against the requests a real lock session makes.
+
+use std::time::Duration;
+
+use election_core::{LeadershipChange, Lock, LockRecord, Stamp, WatchEvent};
+use futures::StreamExt;
+use kube_emulator::{Emulator, Resource, Verb};
+
+use crate::runtimes::timeout;
+
+/// Checks that the Role in `role_yaml` grants every request a lock session makes.
+///
+/// `lock` is a fresh lock (its object absent) whose client the emulator counts as
+/// `client`; the session creates the lock, renews it, opens a fresh watch and a
+/// resumed one, reads it, records a leadership Event through
+/// [`Lock::leadership_changed`] and
+/// releases it. Then each (verb, resource) the emulator counted for `client` must be
+/// allowed by a rule of the Role.
+///
+/// # Panics
+///
+/// When a step of the session fails, or a request is not granted.
+pub async fn rbac_session<L: Lock>(emu: &Emulator, lock: &L, client: &str, role_yaml: &str) {
+    let record = |holder: &str| LockRecord {
+        holder: holder.into(),
+        lease_duration_secs: Some(15),
+        acquire_time: Stamp::Now,
+        renew_time: Stamp::Now,
+        ..LockRecord::default()
+    };
+    async fn next_version(w: &mut election_core::WatchStream) -> election_core::Version {
+        match timeout(Duration::from_secs(5), w.next()).await {
+            Some(Some(Ok(WatchEvent::Changed(o)))) => o.version,
+            other => panic!("expected a change in time, got {other:?}"),
+        }
+    }
+
+    let v1 = lock.create(&record(client)).await.expect("create").version;
+    let mut fresh = lock.watch(None).expect("a fresh watch");
+    assert_eq!(next_version(&mut fresh).await, v1);
+    let v2 = lock
+        .update(&v1, &record(client))
+        .await
+        .expect("renew")
+        .version;
+    assert_eq!(next_version(&mut fresh).await, v2);
+    drop(fresh);
+    let mut resumed = lock.watch(Some(&v2)).expect("a resumed watch");
+    lock.get().await.expect("read");
+    let event = lock
+        .leadership_changed(client, LeadershipChange::BecameLeader)
+        .expect("the lock records Events");
+    timeout(Duration::from_secs(5), event)
+        .await
+        .expect("the Event is written in time");
+    let released = lock
+        .update(&v2, &record(""))
+        .await
+        .expect("release")
+        .version;
+    assert_eq!(next_version(&mut resumed).await, released);
+
+    let counts = emu.request_counts();
+    let used: Vec<_> = counts.iter().filter(|(c, ..)| *c == client).collect();
+    assert!(used.len() >= 5, "the session made its requests: {used:?}");
+    let events = [Resource::Event, Resource::EventV1].map(|r| counts.get(client, Verb::Create, r));
+    assert!(
+        events.iter().sum::<u64>() >= 1,
+        "an Event was created: {used:?}"
+    );
+    let rules = kube_emulator::rbac::role_rules(role_yaml);
+    assert_eq!(
+        kube_emulator::rbac::not_granted(&counts, client, &rules),
+        [],
+        "rules: {rules:?}"
+    );
+}
