@@ -1,40 +1,25 @@
 //! The builder both Kubernetes locks offer, written once.
 
-use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::names::{NameError, validate_name, validate_namespace};
-use crate::object_lock::ObjectLockConfig;
+use crate::object_lock::{Codec, ObjectLock, ObjectLockConfig};
 use crate::time::Clock;
 use crate::watch::WatchConfig;
 
-/// A lock made from a validated object reference and its settings: implemented
-/// by each Kubernetes lock so that [`LockBuilder`] can build it.
-pub trait FromParts: Sized {
-    /// The lock on object `name` in `namespace`, with `labels` merged into the
-    /// object on every write.
-    fn from_parts(
-        client: kube::Client,
-        namespace: &str,
-        name: &str,
-        labels: BTreeMap<String, String>,
-        config: ObjectLockConfig,
-    ) -> Self;
-}
-
-/// Builds a lock `L` on one object (a Lease, a ConfigMap).
+/// Builds an [`ObjectLock`] over the codec `C` (a Lease lock, a ConfigMap lock):
+/// see [`ObjectLock::builder`].
 #[must_use]
-pub struct LockBuilder<L> {
+pub struct LockBuilder<C> {
     client: kube::Client,
     namespace: String,
     name: String,
-    labels: BTreeMap<String, String>,
     config: ObjectLockConfig,
-    lock: PhantomData<fn() -> L>,
+    codec: PhantomData<fn() -> C>,
 }
 
-impl<L: FromParts> LockBuilder<L> {
+impl<C: Codec + Default> LockBuilder<C> {
     /// A builder for a lock on object `name` in `namespace`. Build the client with
     /// [`crate::lock_client`] so that kube's own retries stay off.
     pub fn new(client: kube::Client, namespace: &str, name: &str) -> Self {
@@ -42,22 +27,21 @@ impl<L: FromParts> LockBuilder<L> {
             client,
             namespace: namespace.to_owned(),
             name: name.to_owned(),
-            labels: BTreeMap::new(),
             config: ObjectLockConfig::default(),
-            lock: PhantomData,
+            codec: PhantomData,
         }
     }
 
     /// Adds a label merged into the object on every write (client-go's
     /// `NewWithLabels`); labels set by others are kept.
     pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.labels.insert(key.into(), value.into());
+        self.config.labels.insert(key.into(), value.into());
         self
     }
 
     /// Adds labels merged into the object on every write.
     pub fn labels(mut self, labels: impl IntoIterator<Item = (String, String)>) -> Self {
-        self.labels.extend(labels);
+        self.config.labels.extend(labels);
         self
     }
 
@@ -108,14 +92,14 @@ impl<L: FromParts> LockBuilder<L> {
     }
 
     /// The lock, or an error if the namespace or name is not one Kubernetes accepts.
-    pub fn build(self) -> Result<L, NameError> {
+    pub fn build(self) -> Result<ObjectLock<C>, NameError> {
         validate_namespace(&self.namespace)?;
         validate_name(&self.name)?;
-        Ok(L::from_parts(
+        Ok(ObjectLock::from_parts(
             self.client,
             &self.namespace,
             &self.name,
-            self.labels,
+            C::default(),
             self.config,
         ))
     }

@@ -15,6 +15,9 @@
 //!   trusted (break, silence, 410), so that the driver polls and resumes;
 //! - [`annotations`]: the priority and handover annotations both locks write;
 //! - [`events`]: `<identity> became leader` / `stopped leading` Events, best-effort;
+//! - [`object_lock`]: the lock itself, [`ObjectLock`], generic over a [`Codec`] that
+//!   stores the record in one kind of object; the Lease and ConfigMap locks are a
+//!   codec each, built by [`LockBuilder`];
 //! - [`retry_after`]: a tower layer of [`lock_client`] that keeps the
 //!   `Retry-After` header of a 429 or 503, which kube's client would drop.
 //!
@@ -48,7 +51,7 @@ pub mod retry_after;
 pub mod time;
 pub mod watch;
 
-pub use builder::{FromParts, LockBuilder};
+pub use builder::LockBuilder;
 pub use call::{call, lock_client, lock_client_config};
 pub use error::{Target, Verb, classify};
 pub use events::{EventError, EventRecorder, LeaderEvent};

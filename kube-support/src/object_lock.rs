@@ -1,6 +1,8 @@
 //! A [`Lock`] on one namespaced Kubernetes object, generic over how the record is
-//! stored in it ([`Codec`]): the compare-and-swap, caching, watch and event logic
-//! that the Lease and ConfigMap locks share.
+//! stored in it ([`Codec`]): the compare-and-swap, caching, watch, label and event
+//! logic of the Kubernetes locks, written once. `lock-lease` and `lock-configmap`
+//! are a codec each and a name for this lock over it
+//! (`pub type LeaseLock = ObjectLock<LeaseCodec>`).
 //!
 //! Writes are PUTs of the whole object carrying the expected `resourceVersion`, so
 //! the API server rejects them with 409 if the object moved on: never a blind
@@ -22,31 +24,53 @@ use election_core::{
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
 use kube::api::{Api, PostParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::builder::LockBuilder;
 use crate::call::call;
 use crate::error::{Target, Verb};
 use crate::events::{EventError, EventRecorder, LeaderEvent};
+use crate::names::NameError;
 use crate::time::Clock;
 use crate::watch::{WatchConfig, watch_object};
 
-/// How a lock record is stored in an object of kind `K`.
-pub trait Codec<K>: Send + Sync + 'static {
+/// How a lock record is stored in one kind of object: the whole difference
+/// between the Kubernetes locks.
+pub trait Codec: Send + Sync + 'static {
+    /// The kind of object holding the record (`Lease`, `ConfigMap`).
+    type Object: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Default
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static;
+
     /// The resource as RBAC names it (`leases.coordination.k8s.io`, `configmaps`).
     const RESOURCE: &'static str;
 
     /// Reads the record from an object. Never fails: whatever cannot be read is
     /// reported (a `tracing` warning) and read as the core's tolerant defaults.
-    fn decode(&self, obj: &K) -> LockRecord;
+    fn decode(&self, obj: &Self::Object) -> LockRecord;
 
     /// Writes `record` into `obj`, stamping [`election_core::Stamp::Now`] with
     /// `now`, leaving everything it does not own untouched.
-    fn encode(&self, obj: &mut K, record: &LockRecord, now: WallTime);
+    fn encode(&self, obj: &mut Self::Object, record: &LockRecord, now: WallTime);
 
-    /// A fresh object named `name` in `namespace`, without the record.
-    fn new_object(&self, namespace: &str, name: &str) -> K;
+    /// A fresh object named `name` in `namespace`, without the record: by default
+    /// the kind's default with only its name and namespace set.
+    fn new_object(&self, namespace: &str, name: &str) -> Self::Object {
+        let mut obj = Self::Object::default();
+        let meta = obj.meta_mut();
+        meta.name = Some(name.to_owned());
+        meta.namespace = Some(namespace.to_owned());
+        obj
+    }
 }
 
 /// Settings of an [`ObjectLock`].
@@ -65,11 +89,14 @@ pub struct ObjectLockConfig {
     /// Whether [`Lock::leadership_changed`] records client-go's Events
     /// (`<identity> became leader` / `stopped leading`). On by default.
     pub events_enabled: bool,
+    /// Labels merged into the object on every write (client-go's
+    /// `NewWithLabels`); labels set by others are kept. None by default.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Default for ObjectLockConfig {
     /// client-go's 5 s request timeout (for its 10 s renew deadline), watch on,
-    /// the system clock, component `leader-election`, Events recorded.
+    /// the system clock, component `leader-election`, Events recorded, no labels.
     fn default() -> Self {
         ObjectLockConfig {
             request_timeout: Duration::from_secs(5),
@@ -78,19 +105,22 @@ impl Default for ObjectLockConfig {
             clock: Clock::system(),
             event_component: "leader-election".to_owned(),
             events_enabled: true,
+            labels: BTreeMap::new(),
         }
     }
 }
 
-/// A compare-and-swap lock on one namespaced object of kind `K`, stored by `C`.
-pub struct ObjectLock<K, C>
-where
-    K: kube::Resource,
-{
-    inner: Arc<Inner<K, C>>,
+/// A compare-and-swap lock on one namespaced object, its record stored by the
+/// codec `C`. Cheap to clone (clones share the cache).
+///
+/// Start from [`ObjectLock::builder`] (validated names, the settings of
+/// [`LockBuilder`]); through the locks' aliases that reads
+/// `LeaseLock::builder(client, namespace, name).build()?`.
+pub struct ObjectLock<C: Codec> {
+    inner: Arc<Inner<C>>,
 }
 
-impl<K: kube::Resource, C> Clone for ObjectLock<K, C> {
+impl<C: Codec> Clone for ObjectLock<C> {
     fn clone(&self) -> Self {
         ObjectLock {
             inner: self.inner.clone(),
@@ -98,20 +128,17 @@ impl<K: kube::Resource, C> Clone for ObjectLock<K, C> {
     }
 }
 
-struct Inner<K: kube::Resource, C> {
-    api: Api<K>,
+struct Inner<C: Codec> {
+    api: Api<C::Object>,
     client: kube::Client,
     codec: C,
     target: Target,
     config: ObjectLockConfig,
     /// The object as last read or written, to write back with our record.
-    cache: Mutex<Option<K>>,
+    cache: Mutex<Option<C::Object>>,
 }
 
-impl<K, C> Debug for ObjectLock<K, C>
-where
-    K: kube::Resource,
-{
+impl<C: Codec> Debug for ObjectLock<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ObjectLock")
             .field("target", &self.inner.target)
@@ -120,20 +147,24 @@ where
     }
 }
 
-impl<K, C> ObjectLock<K, C>
-where
-    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
-    C: Codec<K>,
-{
-    /// A lock on the object `name` in `namespace`.
-    pub fn new(
+impl<C: Codec + Default> ObjectLock<C> {
+    /// A builder for a lock on the object `name` in `namespace`. Build the client
+    /// with [`crate::lock_client`] so that kube's own retries stay off.
+    pub fn builder(client: kube::Client, namespace: &str, name: &str) -> LockBuilder<C> {
+        LockBuilder::new(client, namespace, name)
+    }
+
+    /// A lock on the object `name` in `namespace` with the default settings, or
+    /// an error if the namespace or name is not one Kubernetes accepts.
+    pub fn new(client: kube::Client, namespace: &str, name: &str) -> Result<Self, NameError> {
+        Self::builder(client, namespace, name).build()
+    }
+}
+
+impl<C: Codec> ObjectLock<C> {
+    /// A lock on the object `name` in `namespace`, stored by `codec`, with
+    /// `config`. The names are not checked: [`ObjectLock::builder`] checks them.
+    pub fn from_parts(
         client: kube::Client,
         namespace: &str,
         name: &str,
@@ -174,8 +205,8 @@ where
             .map(|o| (o.meta().uid.clone(), o.meta().resource_version.clone()));
         let (uid, resource_version) = cached.unwrap_or((None, None));
         ObjectReference {
-            api_version: Some(K::api_version(&()).into_owned()),
-            kind: Some(K::kind(&()).into_owned()),
+            api_version: Some(C::Object::api_version(&()).into_owned()),
+            kind: Some(C::Object::kind(&()).into_owned()),
             namespace: Some(self.inner.target.namespace.clone()),
             name: Some(self.inner.target.name.clone()),
             uid,
@@ -184,9 +215,11 @@ where
         }
     }
 
-    /// Records a leadership Event on the lock object. Best-effort: the error is
-    /// for logging (FAULTS H9); the call is bounded by the request timeout.
-    pub async fn record_event(&self, event: &LeaderEvent) -> Result<(), EventError> {
+    /// Records `event` as a Kubernetes Event on the lock object (reason
+    /// `LeaderElection`, type `Normal`). Best-effort: log the error and go on; it
+    /// never affects the election (FAULTS H9). The call is bounded by the request
+    /// timeout.
+    pub async fn record_event(&self, event: LeaderEvent) -> Result<(), EventError> {
         let recorder = EventRecorder::new(
             self.inner.client.clone(),
             &self.inner.target.namespace,
@@ -194,7 +227,7 @@ where
             self.inner.config.clock.clone(),
             self.inner.config.request_timeout,
         );
-        recorder.record(&self.object_reference(), event).await
+        recorder.record(&self.object_reference(), &event).await
     }
 
     /// The task that records the Event for `change` of `identity`'s leadership,
@@ -212,11 +245,11 @@ where
         let me = self.clone();
         Some(Box::pin(async move {
             // Already logged as a warning by the recorder; nothing else to do.
-            let _ = me.record_event(&event).await;
+            let _ = me.record_event(event).await;
         }))
     }
 
-    fn cache(&self) -> Option<K> {
+    fn cache(&self) -> Option<C::Object> {
         self.inner
             .cache
             .lock()
@@ -224,16 +257,16 @@ where
             .clone()
     }
 
-    fn remember(&self, obj: &K) {
+    fn remember(&self, obj: &C::Object) {
         *self.inner.cache.lock().unwrap_or_else(|p| p.into_inner()) = Some(obj.clone());
     }
 
-    fn observe(&self, obj: &K) -> Observation {
+    fn observe(&self, obj: &C::Object) -> Observation {
         self.remember(obj);
         observation(&self.inner.codec, obj)
     }
 
-    async fn read(&self) -> Result<K, LockError> {
+    async fn read(&self) -> Result<C::Object, LockError> {
         let api = self.inner.api.clone();
         let name = self.inner.target.name.clone();
         call(
@@ -275,23 +308,20 @@ fn uid_gone_as_not_found(e: kube::Error) -> kube::Error {
     e
 }
 
-fn observation<K: kube::Resource, C: Codec<K>>(codec: &C, obj: &K) -> Observation {
+fn observation<C: Codec>(codec: &C, obj: &C::Object) -> Observation {
     let version = obj.meta().resource_version.clone().unwrap_or_default();
     Observation::new(version, codec.decode(obj))
 }
 
-impl<K, C> Lock for ObjectLock<K, C>
-where
-    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
-    C: Codec<K>,
-{
+/// Merges `labels` into the object's labels, keeping the others.
+fn merge_labels(meta: &mut ObjectMeta, labels: &BTreeMap<String, String>) {
+    if !labels.is_empty() {
+        let l = meta.labels.get_or_insert_with(BTreeMap::new);
+        l.extend(labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+}
+
+impl<C: Codec> Lock for ObjectLock<C> {
     async fn get(&self) -> Result<Observation, LockError> {
         let obj = self.read().await?;
         Ok(self.observe(&obj))
@@ -310,6 +340,7 @@ where
             inner
                 .codec
                 .encode(&mut obj, &record, inner.config.clock.now());
+            merge_labels(obj.meta_mut(), &inner.config.labels);
             let api = inner.api.clone();
             let created = call(
                 inner.config.request_timeout,
@@ -349,6 +380,7 @@ where
             inner
                 .codec
                 .encode(&mut obj, &record, inner.config.clock.now());
+            merge_labels(obj.meta_mut(), &inner.config.labels);
             if before.is_some() && before == serde_json::to_value(&obj).ok() {
                 // The API server turns a byte-identical PUT into a no-op that keeps
                 // the version, and followers would then see no renewal (FAULTS
@@ -386,10 +418,13 @@ where
             self.inner.target.clone(),
             from.cloned(),
             wc,
-            Arc::new(move |obj: &K| me.observe(obj)),
+            Arc::new(move |obj: &C::Object| me.observe(obj)),
         ))
     }
 
+    /// Records client-go's Event (`<identity> became leader` / `stopped
+    /// leading`, reason `LeaderElection`) in the background, unless the builder
+    /// turned Events off; a failure is logged and never touches the election.
     fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
         self.event_task(identity, change)
     }
@@ -416,6 +451,22 @@ mod tests {
         let a = meta.annotations.unwrap();
         assert_eq!(a[REWRITE_ANNOTATION], "2");
         assert_eq!(a["x"], "y");
+    }
+
+    #[test]
+    fn labels_are_merged_not_replaced() {
+        let mut meta = ObjectMeta {
+            labels: Some(BTreeMap::from([
+                ("team".to_owned(), "x".to_owned()),
+                ("app".to_owned(), "old".to_owned()),
+            ])),
+            ..ObjectMeta::default()
+        };
+        let labels = BTreeMap::from([("app".to_owned(), "ours".to_owned())]);
+        merge_labels(&mut meta, &labels);
+        let got = meta.labels.unwrap();
+        assert_eq!(got["team"], "x");
+        assert_eq!(got["app"], "ours");
     }
 
     #[test]

@@ -51,110 +51,39 @@
 //! `configmaps` `get`, `create`, `update`, `watch`, and `events` `create`. A
 //! minimal Role and RoleBinding is in `lock-configmap/rbac.yaml` (also
 //! [`RBAC_YAML`]).
+//!
+//! [`Lock`]: election_core::Lock
 
 // A dependency the library does not use is an error (in CI's clippy too); not in
 // the unit tests' build, which also gets the dev-dependencies.
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
-use std::collections::BTreeMap;
-
-use election_core::{
-    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream,
-};
-use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::core::v1::ObjectReference;
 pub use kube_support::events::{EventError, LeaderEvent};
-use kube_support::{FromParts, LockBuilder, NameError, ObjectLock, ObjectLockConfig};
+use kube_support::{LockBuilder, ObjectLock};
 
 pub mod record;
 
-/// A minimal Role (and RoleBinding) for the ConfigMap lock: `configmaps` get,
-/// create, update, watch; `events` create.
+/// A minimal Role (and RoleBinding) for the ConfigMap lock: `configmaps` get, create,
+/// update, watch; `events` create.
 pub const RBAC_YAML: &str = include_str!("../rbac.yaml");
 
 pub use record::ConfigMapCodec;
 
-/// A leader-election lock on one ConfigMap. Cheap to clone (clones share the cache).
-#[derive(Clone, Debug)]
-pub struct ConfigMapLock {
-    inner: ObjectLock<ConfigMap, ConfigMapCodec>,
-}
+/// A leader-election lock on one ConfigMap: the Kubernetes object lock of
+/// `kube-support` over the ConfigMap's [`record`] mapping. Cheap to clone (clones
+/// share the cache).
+///
+/// - `ConfigMapLock::builder(client, namespace, name)` starts a [`ConfigMapLockBuilder`]
+///   (labels, clock, request timeout, watch, Events), whose `build()` checks the
+///   names; `ConfigMapLock::new(client, namespace, name)` takes the default settings.
+/// - It implements [`Lock`](election_core::Lock) itself: a compare-and-swap PUT
+///   per write, a watch of the one object, client-go's Events on leadership
+///   changes.
+/// - `record_event(event)` writes a [`LeaderEvent`] by hand; `object_reference()`
+///   names the ConfigMap for Events of the caller's own.
+///
+/// See [`ObjectLock`] for every method.
+pub type ConfigMapLock = ObjectLock<ConfigMapCodec>;
 
-/// Builds a [`ConfigMapLock`]; see [`ConfigMapLock::builder`].
-pub type ConfigMapLockBuilder = LockBuilder<ConfigMapLock>;
-
-impl FromParts for ConfigMapLock {
-    fn from_parts(
-        client: kube::Client,
-        namespace: &str,
-        name: &str,
-        labels: BTreeMap<String, String>,
-        config: ObjectLockConfig,
-    ) -> Self {
-        let codec = ConfigMapCodec { labels };
-        ConfigMapLock {
-            inner: ObjectLock::new(client, namespace, name, codec, config),
-        }
-    }
-}
-
-impl ConfigMapLock {
-    /// A builder for a lock on the ConfigMap `name` in `namespace`. Build the client
-    /// with [`kube_support::lock_client`] so that kube's own retries stay off.
-    pub fn builder(client: kube::Client, namespace: &str, name: &str) -> ConfigMapLockBuilder {
-        LockBuilder::new(client, namespace, name)
-    }
-
-    /// A lock with the default settings.
-    pub fn new(client: kube::Client, namespace: &str, name: &str) -> Result<Self, NameError> {
-        Self::builder(client, namespace, name).build()
-    }
-
-    /// Records `event` as a Kubernetes Event on the ConfigMap (reason `LeaderElection`,
-    /// type `Normal`). Best-effort: log the error and go on; it never affects the
-    /// election (FAULTS H9).
-    pub async fn record_event(&self, event: LeaderEvent) -> Result<(), EventError> {
-        self.inner.record_event(&event).await
-    }
-
-    /// A reference to the ConfigMap, for Events of the caller's own.
-    pub fn object_reference(&self) -> ObjectReference {
-        self.inner.object_reference()
-    }
-}
-
-impl Lock for ConfigMapLock {
-    fn get(&self) -> impl Future<Output = Result<Observation, LockError>> + Send {
-        self.inner.get()
-    }
-
-    fn create(
-        &self,
-        record: &LockRecord,
-    ) -> impl Future<Output = Result<Observation, LockError>> + Send {
-        self.inner.create(record)
-    }
-
-    fn update(
-        &self,
-        expected: &Version,
-        record: &LockRecord,
-    ) -> impl Future<Output = Result<Observation, LockError>> + Send {
-        self.inner.update(expected, record)
-    }
-
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
-        self.inner.watch(from)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    /// Records client-go's Event (`<identity> became leader` / `stopped
-    /// leading`, reason `LeaderElection`) in the background, unless the builder
-    /// turned Events off; a failure is logged and never touches the election.
-    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
-        self.inner.leadership_changed(identity, change)
-    }
-}
+/// Builds a [`ConfigMapLock`]; see [`ObjectLock::builder`].
+pub type ConfigMapLockBuilder = LockBuilder<ConfigMapCodec>;

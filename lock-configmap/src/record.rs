@@ -29,7 +29,6 @@ use std::collections::BTreeMap;
 
 use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_support::time::{format_rfc3339_secs, stamp_from};
 use kube_support::{Clock, Codec};
 use serde::Serialize;
@@ -274,14 +273,15 @@ pub fn write_record(cm: &mut ConfigMap, record: &LockRecord, now: WallTime) {
     set_annotations(&mut cm.metadata, ours);
 }
 
-/// The [`Codec`] of the ConfigMap lock.
-#[derive(Clone, Debug, Default)]
-pub struct ConfigMapCodec {
-    /// Labels merged into the ConfigMap on every write.
-    pub labels: BTreeMap<String, String>,
-}
+/// The [`Codec`] of the ConfigMap lock: [`record_from_config_map`] and
+/// [`write_record`]. `lock_configmap::ConfigMapLock` is
+/// `kube_support::ObjectLock<ConfigMapCodec>`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConfigMapCodec;
 
-impl Codec<ConfigMap> for ConfigMapCodec {
+impl Codec for ConfigMapCodec {
+    type Object = ConfigMap;
+
     const RESOURCE: &'static str = "configmaps";
 
     fn decode(&self, obj: &ConfigMap) -> LockRecord {
@@ -290,22 +290,5 @@ impl Codec<ConfigMap> for ConfigMapCodec {
 
     fn encode(&self, obj: &mut ConfigMap, record: &LockRecord, now: WallTime) {
         write_record(obj, record, now);
-        if !self.labels.is_empty() {
-            obj.metadata
-                .labels
-                .get_or_insert_with(BTreeMap::new)
-                .extend(self.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-    }
-
-    fn new_object(&self, namespace: &str, name: &str) -> ConfigMap {
-        ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                namespace: Some(namespace.to_owned()),
-                ..ObjectMeta::default()
-            },
-            ..ConfigMap::default()
-        }
     }
 }

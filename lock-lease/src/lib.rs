@@ -21,7 +21,7 @@
 //!   reason `LeaderElection`): the driver tells it through
 //!   [`Lock::leadership_changed`] and runs the write in the background, so a
 //!   failure (logged) never touches the election (FAULTS H9). Turn them off with
-//!   [`LockBuilder::without_events`]; [`LeaseLock::record_event`] writes one by hand.
+//!   [`LockBuilder::without_events`]; [`LeaseLock::record_event`](ObjectLock::record_event) writes one by hand.
 //! - API failures are classified for the elector by [`kube_support::error`].
 //! - The futures run under tokio, smol and async-std alike (kube's client gets a
 //!   tokio reactor from `async-compat` when there is none).
@@ -68,20 +68,17 @@
 //! minimal Role and RoleBinding is in `lock-lease/rbac.yaml` (also [`RBAC_YAML`]). A missing
 //! permission is reported as [`election_core::LockError::Forbidden`] naming the verb and
 //! resource.
+//!
+//! [`Lock`]: election_core::Lock
+//! [`Lock::watch`]: election_core::Lock::watch
+//! [`Lock::leadership_changed`]: election_core::Lock::leadership_changed
 
 // A dependency the library does not use is an error (in CI's clippy too); not in
 // the unit tests' build, which also gets the dev-dependencies.
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
-use std::collections::BTreeMap;
-
-use election_core::{
-    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream,
-};
-use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::ObjectReference;
 pub use kube_support::events::{EventError, LeaderEvent};
-use kube_support::{FromParts, LockBuilder, NameError, ObjectLock, ObjectLockConfig};
+use kube_support::{LockBuilder, ObjectLock};
 
 pub mod record;
 
@@ -91,87 +88,21 @@ pub const RBAC_YAML: &str = include_str!("../rbac.yaml");
 
 pub use record::LeaseCodec;
 
-/// A leader-election lock on one Lease. Cheap to clone (clones share the cache).
-#[derive(Clone, Debug)]
-pub struct LeaseLock {
-    inner: ObjectLock<Lease, LeaseCodec>,
-}
+/// A leader-election lock on one Lease: the Kubernetes object lock of
+/// `kube-support` over the Lease's [`record`] mapping. Cheap to clone (clones
+/// share the cache).
+///
+/// - `LeaseLock::builder(client, namespace, name)` starts a [`LeaseLockBuilder`]
+///   (labels, clock, request timeout, watch, Events), whose `build()` checks the
+///   names; `LeaseLock::new(client, namespace, name)` takes the default settings.
+/// - It implements [`Lock`](election_core::Lock) itself: a compare-and-swap PUT
+///   per write, a watch of the one object, client-go's Events on leadership
+///   changes.
+/// - `record_event(event)` writes a [`LeaderEvent`] by hand; `object_reference()`
+///   names the Lease for Events of the caller's own.
+///
+/// See [`ObjectLock`] for every method.
+pub type LeaseLock = ObjectLock<LeaseCodec>;
 
-/// Builds a [`LeaseLock`]; see [`LeaseLock::builder`].
-pub type LeaseLockBuilder = LockBuilder<LeaseLock>;
-
-impl FromParts for LeaseLock {
-    fn from_parts(
-        client: kube::Client,
-        namespace: &str,
-        name: &str,
-        labels: BTreeMap<String, String>,
-        config: ObjectLockConfig,
-    ) -> Self {
-        let codec = LeaseCodec { labels };
-        LeaseLock {
-            inner: ObjectLock::new(client, namespace, name, codec, config),
-        }
-    }
-}
-
-impl LeaseLock {
-    /// A builder for a lock on the Lease `name` in `namespace`. Build the client
-    /// with [`kube_support::lock_client`] so that kube's own retries stay off.
-    pub fn builder(client: kube::Client, namespace: &str, name: &str) -> LeaseLockBuilder {
-        LockBuilder::new(client, namespace, name)
-    }
-
-    /// A lock with the default settings.
-    pub fn new(client: kube::Client, namespace: &str, name: &str) -> Result<Self, NameError> {
-        Self::builder(client, namespace, name).build()
-    }
-
-    /// Records `event` as a Kubernetes Event on the Lease (reason `LeaderElection`,
-    /// type `Normal`). Best-effort: log the error and go on; it never affects the
-    /// election (FAULTS H9).
-    pub async fn record_event(&self, event: LeaderEvent) -> Result<(), EventError> {
-        self.inner.record_event(&event).await
-    }
-
-    /// A reference to the Lease, for Events of the caller's own.
-    pub fn object_reference(&self) -> ObjectReference {
-        self.inner.object_reference()
-    }
-}
-
-impl Lock for LeaseLock {
-    fn get(&self) -> impl Future<Output = Result<Observation, LockError>> + Send {
-        self.inner.get()
-    }
-
-    fn create(
-        &self,
-        record: &LockRecord,
-    ) -> impl Future<Output = Result<Observation, LockError>> + Send {
-        self.inner.create(record)
-    }
-
-    fn update(
-        &self,
-        expected: &Version,
-        record: &LockRecord,
-    ) -> impl Future<Output = Result<Observation, LockError>> + Send {
-        self.inner.update(expected, record)
-    }
-
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
-        self.inner.watch(from)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    /// Records client-go's Event (`<identity> became leader` / `stopped
-    /// leading`, reason `LeaderElection`) in the background, unless the builder
-    /// turned Events off; a failure is logged and never touches the election.
-    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
-        self.inner.leadership_changed(identity, change)
-    }
-}
+/// Builds a [`LeaseLock`]; see [`ObjectLock::builder`].
+pub type LeaseLockBuilder = LockBuilder<LeaseCodec>;

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube_support::Codec;
 use kube_support::time::{from_timestamp, to_timestamp};
 
@@ -93,20 +93,11 @@ fn preferred_holder(record: &LockRecord) -> Option<&Handover> {
         .filter(|h| h.priority.is_none() && record.strategy.is_some())
 }
 
-/// Writes `record` into `lease`: the whole spec, our annotations set or removed,
-/// `labels` merged; every other label, annotation and owner reference kept.
-pub fn write_record(
-    lease: &mut Lease,
-    record: &LockRecord,
-    now: WallTime,
-    labels: &BTreeMap<String, String>,
-) {
+/// Writes `record` into `lease`: the whole spec, our annotations set or removed;
+/// every label, other annotation and owner reference kept.
+pub fn write_record(lease: &mut Lease, record: &LockRecord, now: WallTime) {
     lease.spec = Some(spec_from_record(record, now));
     let meta = &mut lease.metadata;
-    if !labels.is_empty() {
-        let l = meta.labels.get_or_insert_with(BTreeMap::new);
-        l.extend(labels.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
     let ours: [(&str, Option<String>); 3] = [
         (PRIORITY, record.priority.map(|p| p.to_string())),
         (
@@ -132,15 +123,14 @@ pub fn write_record(
     }
 }
 
-/// The [`Codec`] of the Lease lock: [`record_from_lease`] and [`write_record`],
-/// with the labels given to [`kube_support::LockBuilder::label`].
-#[derive(Clone, Debug, Default)]
-pub struct LeaseCodec {
-    /// Labels merged into the Lease on every write (client-go's `NewWithLabels`).
-    pub labels: BTreeMap<String, String>,
-}
+/// The [`Codec`] of the Lease lock: [`record_from_lease`] and [`write_record`].
+/// `lock_lease::LeaseLock` is `kube_support::ObjectLock<LeaseCodec>`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeaseCodec;
 
-impl Codec<Lease> for LeaseCodec {
+impl Codec for LeaseCodec {
+    type Object = Lease;
+
     const RESOURCE: &'static str = "leases.coordination.k8s.io";
 
     fn decode(&self, obj: &Lease) -> LockRecord {
@@ -148,17 +138,6 @@ impl Codec<Lease> for LeaseCodec {
     }
 
     fn encode(&self, obj: &mut Lease, record: &LockRecord, now: WallTime) {
-        write_record(obj, record, now, &self.labels);
-    }
-
-    fn new_object(&self, namespace: &str, name: &str) -> Lease {
-        Lease {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                namespace: Some(namespace.to_owned()),
-                ..ObjectMeta::default()
-            },
-            spec: None,
-        }
+        write_record(obj, record, now);
     }
 }

@@ -8,8 +8,6 @@
 //! written object and serialises it afresh, so the key order of our request body
 //! is never what another client reads.
 
-use std::collections::BTreeMap;
-
 use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
 use k8s_openapi::api::coordination::v1::Lease;
 use lock_lease::record::{
@@ -189,7 +187,7 @@ fn priority_and_handover_live_in_documented_annotations() {
         }),
         ..LockRecord::default()
     };
-    write_record(&mut l, &record, T, &BTreeMap::new());
+    write_record(&mut l, &record, T);
     let a = l.metadata.annotations.clone().unwrap();
     assert_eq!(a[PRIORITY], "3");
     assert_eq!(a[HANDOVER_TO], "b");
@@ -208,7 +206,7 @@ fn priority_and_handover_live_in_documented_annotations() {
         handover: None,
         ..record
     };
-    write_record(&mut l, &cleared, T, &BTreeMap::new());
+    write_record(&mut l, &cleared, T);
     let a = l.metadata.annotations.clone().unwrap();
     assert_eq!(a.len(), 1);
     assert_eq!(a["other"], "kept");
@@ -239,16 +237,6 @@ fn malformed_priority_annotations_are_ignored() {
         r#"{"metadata":{"name":"x","annotations":{"election.rs/priority":"high"}},"spec":{"holderIdentity":"a"}}"#,
     );
     assert_eq!(record_from_lease(&l).priority, None);
-}
-
-#[test]
-fn labels_are_merged_not_replaced() {
-    let mut l = lease(r#"{"metadata":{"name":"x","labels":{"team":"x","app":"old"}}}"#);
-    let labels = BTreeMap::from([("app".to_owned(), "ours".to_owned())]);
-    write_record(&mut l, &LockRecord::default(), T, &labels);
-    let got = l.metadata.labels.unwrap();
-    assert_eq!(got["team"], "x");
-    assert_eq!(got["app"], "ours");
 }
 
 #[test]
