@@ -1,12 +1,12 @@
-//! The smol handle's own surface: the stream of states, leader work with a
-//! `CancelSignal`, typed errors; under smol and under async-std.
+//! The driver's builder and handle on smol: the stream of states, leader work
+//! with a `CancelSignal`, typed errors; under smol and under async-std.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use adapter_smol::{Builder, CancelSignal};
+use adapter_smol::SmolRuntime;
 use election_core::{Config, ConfigError, StopReason};
-use election_driver::{Change, DriverError};
+use election_driver::{Builder, CancelSignal, Change, DriverError};
 use futures_lite::StreamExt;
 use lock_memory::MemoryStore;
 
@@ -22,7 +22,7 @@ async fn stream_and_signal_follow_leadership() {
                 c.store(true, Ordering::SeqCst);
             }
         })
-        .spawn()
+        .spawn(SmolRuntime::new())
         .unwrap();
     let mut states = h.states();
     // The first election on a fresh lock waits one lease (strict lock delay).
@@ -68,7 +68,9 @@ fn invalid_configuration_is_a_typed_error() {
     let store = MemoryStore::new();
     let mut config = Config::fast("a");
     config.retry_period = std::time::Duration::ZERO;
-    let err = Builder::new(store.client("a"), config).spawn().unwrap_err();
+    let err = Builder::new(store.client("a"), config)
+        .spawn(SmolRuntime::new())
+        .unwrap_err();
     assert_eq!(
         err,
         DriverError::Config(ConfigError::NotPositive("retry_period"))

@@ -1,23 +1,27 @@
-//! Leader election on tokio: the [`election_driver`] loop on a tokio task, a handle
-//! with a `tokio::sync::watch` of leadership states, and leader work that gets a
-//! [`CancellationToken`].
+//! Leader election on tokio: the [`election_driver`] loop with tokio's timers,
+//! tasks and (in tests) its paused clock. The builder and the handle are the
+//! driver's own ([`election_driver::Builder`], [`election_driver::Handle`]), the
+//! same on every runtime; this crate supplies the runtime and tokio's natural
+//! types:
+//!
+//! - [`TokioRuntime`]: spawning on tokio is `.spawn(TokioRuntime::current()?)`
+//!   inside the runtime (it fails outside one, or in one without its time driver);
+//! - [`state_watch`]: a `tokio::sync::watch` of leadership states;
+//! - [`token_work`]: leader work that gets a [`CancellationToken`].
 //!
 //! ```no_run
-//! use adapter_tokio::{Builder, CancellationToken};
+//! use adapter_tokio::TokioRuntime;
 //! use election_core::{Config, Lock};
+//! use election_driver::Builder;
 //!
 //! async fn run(lock: impl Lock) -> Result<(), election_driver::DriverError> {
 //!     let handle = Builder::new(lock, Config::client_go("pod-a-7f9c"))
-//!         .leader_work(|term, cancel: CancellationToken| async move {
+//!         .leader_work(|term, cancel| async move {
 //!             println!("leading in term {term}");
 //!             cancel.cancelled().await; // do the work until told to stop
 //!         })
-//!         .spawn()?;
-//!     let mut states = handle.watch();
-//!     while states.changed().await.is_ok() {
-//!         let s = states.borrow_and_update().clone();
-//!         println!("{:?}: leader {:?}", s.change, s.leader);
-//!     }
+//!         .spawn(TokioRuntime::current()?)?;
+//!     tokio::signal::ctrl_c().await.ok();
 //!     handle.shutdown().await; // drains the work, releases the lock
 //!     Ok(())
 //! }
@@ -31,9 +35,11 @@
 // the unit tests' build, which also gets the dev-dependencies.
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
-mod handle;
 mod runtime;
+mod token;
+mod watch;
 
-pub use handle::{Builder, Handle};
 pub use runtime::TokioRuntime;
+pub use token::token_work;
 pub use tokio_util::sync::CancellationToken;
+pub use watch::state_watch;

@@ -1,16 +1,22 @@
-//! The tokio handle's own surface: the watch of states, leader work with a
-//! `CancellationToken`, typed errors.
+//! What tokio adds to the driver's builder and handle: the watch of states, leader
+//! work with a `CancellationToken`, typed errors from `TokioRuntime::current`.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
-use adapter_tokio::{Builder, CancellationToken, TokioRuntime};
+use adapter_tokio::{CancellationToken, TokioRuntime, state_watch, token_work};
 use election_core::{Config, ConfigError, Role};
-use election_driver::{Change, DriverError};
+use election_driver::{Builder, Change, DriverError};
 use lock_memory::MemoryStore;
 
 fn store() -> MemoryStore {
     MemoryStore::new().with_sleeper(tokio::time::sleep)
+}
+
+fn paused() -> TokioRuntime {
+    TokioRuntime::current()
+        .expect("inside a tokio runtime")
+        .with_tokio_clock()
 }
 
 /// The watch shows the start with its term; the work gets a live token that is
@@ -20,18 +26,19 @@ async fn watch_and_token_follow_leadership() {
     let store = store();
     let cancelled = Arc::new(AtomicU32::new(0));
     let c = cancelled.clone();
-    let h = Builder::new(store.client("a"), Config::fast("a"))
-        .runtime(TokioRuntime::current().unwrap().with_tokio_clock())
-        .leader_work(move |_term, token: CancellationToken| {
+    let config = Config::fast("a");
+    let (hook, mut rx) = state_watch(&config);
+    let h = Builder::new(store.client("a"), config)
+        .on_state(hook)
+        .custom_leader_work(token_work(move |_term, token: CancellationToken| {
             let c = c.clone();
             async move {
                 token.cancelled().await;
                 c.fetch_add(1, Ordering::SeqCst);
             }
-        })
-        .spawn()
+        }))
+        .spawn(paused())
         .unwrap();
-    let mut rx = h.watch();
     let term = loop {
         rx.changed().await.unwrap();
         if let Change::StartedLeading { term } = rx.borrow_and_update().change.clone() {
@@ -50,7 +57,7 @@ async fn watch_and_token_follow_leadership() {
     );
     assert!(!h.is_leader());
     assert_eq!(h.term(), None);
-    assert_eq!(h.watch().borrow().role, Role::Follower);
+    assert_eq!(rx.borrow().role, Role::Follower);
     h.shutdown().await;
     assert!(matches!(rx.borrow().change, Change::Terminated));
     assert_eq!(
@@ -59,53 +66,78 @@ async fn watch_and_token_follow_leadership() {
     );
 }
 
+/// A hook of one's own and the watch both see the states, in order, and the
+/// closure work gets the driver's signal on tokio.
+#[tokio::test(start_paused = true)]
+async fn a_hook_of_ones_own_and_the_watch_both_see_the_states() {
+    let store = store();
+    let config = Config::fast("a");
+    let (watch_hook, rx) = state_watch(&config);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let h = Builder::new(store.client("a"), config)
+        .on_state(move |state| s.lock().unwrap().push(state.change.clone()))
+        .on_state(watch_hook)
+        .leader_work(|_term, cancel| async move { cancel.cancelled().await })
+        .spawn(paused())
+        .unwrap();
+    let mut states = rx.clone();
+    states
+        .wait_for(|s| s.leading())
+        .await
+        .expect("the driver runs");
+    h.shutdown().await;
+    let seen = seen.lock().unwrap().clone();
+    assert!(matches!(seen.first(), Some(Change::Started)), "{seen:?}");
+    assert!(matches!(seen.last(), Some(Change::Terminated)), "{seen:?}");
+    assert!(
+        seen.iter()
+            .any(|c| matches!(c, Change::StartedLeading { .. })),
+        "{seen:?}"
+    );
+    assert_eq!(rx.borrow().change, Change::Terminated, "the watch's last");
+}
+
 /// An invalid configuration is a typed error naming the rule, not a panic.
 #[tokio::test]
 async fn invalid_configuration_is_a_typed_error() {
     let store = store();
     let err = Builder::new(store.client("a"), Config::fast(""))
-        .spawn()
+        .spawn(TokioRuntime::current().unwrap())
         .unwrap_err();
     assert_eq!(err, DriverError::Config(ConfigError::EmptyIdentity));
 }
 
-/// Outside a tokio runtime `spawn` fails with a typed error instead of panicking.
+/// Outside a tokio runtime there is no runtime to spawn on: a typed error
+/// instead of a panic.
 #[test]
 fn spawn_outside_a_runtime_is_a_typed_error() {
-    let store = MemoryStore::new();
-    let err = Builder::new(store.client("a"), Config::fast("a"))
-        .spawn()
-        .unwrap_err();
+    let err = TokioRuntime::current().unwrap_err();
     assert!(matches!(err, DriverError::Spawn(_)), "{err:?}");
 }
 
-/// A tokio runtime built without its time driver is refused at spawn with a typed
-/// error naming the cause, instead of the driver's task panicking at its first timer.
+/// A tokio runtime built without its time driver is refused with a typed error
+/// naming the cause, instead of the driver's task panicking at its first timer.
 #[test]
 fn spawn_on_a_runtime_without_timers_is_a_typed_error() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a tokio runtime");
-    let store = MemoryStore::new();
-    let err = rt.block_on(async {
-        Builder::new(store.client("a"), Config::fast("a"))
-            .spawn()
-            .unwrap_err()
-    });
+    let err = rt.block_on(async { TokioRuntime::current() }).unwrap_err();
     assert!(
         matches!(&err, DriverError::Spawn(m) if m.contains("time driver")),
         "{err:?}"
     );
-    assert!(rt.block_on(async { TokioRuntime::current() }).is_err());
     // The same with timers enabled starts.
     let timed = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .expect("a tokio runtime");
+    let store = MemoryStore::new();
     let handle = timed.block_on(async {
         Builder::new(store.client("a"), Config::fast("a"))
-            .spawn()
-            .expect("a runtime with timers")
+            .spawn(TokioRuntime::current().expect("a runtime with timers"))
+            .expect("a valid configuration")
     });
     drop(handle);
 }

@@ -8,7 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use adapter_tokio::TokioRuntime;
 use election_core::{Config, Lock};
+use election_driver::Builder;
 use election_ops::guard::{WriteGuardLayer, not_leader};
 use election_ops::health::{Health, Heartbeat, ReadyWhen};
 use election_ops::http::Endpoint;
@@ -36,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     monitor.register_metrics(&mut registry);
     let beat = Heartbeat::new();
     let work_beat = beat.clone();
-    let handle = adapter_tokio::Builder::new(monitor.lock(lock), config)
+    let handle = Builder::new(monitor.lock(lock), config)
         .leader_work(move |term, cancel| {
             let beat = work_beat.clone();
             async move {
@@ -47,7 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         })
-        .spawn()?;
+        .spawn(TokioRuntime::current()?)?;
     let handle = Arc::new(handle);
     tokio::spawn(Arc::clone(&monitor).follow(handle.states()));
 

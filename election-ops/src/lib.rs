@@ -4,7 +4,7 @@
 //! | item | feature | what |
 //! |---|---|---|
 //! | [`identity`] | — | `POD_NAME` or hostname plus a random suffix; `ELECTION_IDENTITY` to set it exactly |
-//! | [`LeadershipView`] | — | what the helpers read: implemented for `election_driver::Handle` (and `adapter_tokio::Handle` with `tokio`), or a fake in tests |
+//! | [`LeadershipView`] | — | what the helpers read: implemented for `election_driver::Handle` (every runtime's), or a fake in tests |
 //! | [`Monitor`] | — | `tracing` spans and events with lock, identity and term; last renew and last error; wraps the lock ([`ObservedLock`]) to see renewals |
 //! | `guard` | `guard` | a tower layer that refuses writes locally unless this node leads with a margin; one that writes the term into written objects (fencing) |
 //! | `health` | `health` | liveness with client-go's healthz meaning, readiness per role, JSON status |
@@ -22,7 +22,7 @@
 //! let config = Config::client_go(id.clone());
 //! let monitor = Monitor::new("leases/default/my-controller", id);
 //! // Wrap the lock so renewals are traced and counted, then build the driver:
-//! //   Builder::new(monitor.lock(lease_lock), config).spawn()?
+//! //   Builder::new(monitor.lock(lease_lock), config).spawn(TokioRuntime::current()?)?
 //! // and follow its states: tokio::spawn(monitor.clone().follow(handle.states()));
 //! assert_eq!(&**monitor.identity(), &*config.identity);
 //! ```

@@ -1,6 +1,6 @@
 //! What the operational helpers need to know about an election: a small trait,
-//! implemented for the driver's handle (and the tokio adapter's), so that tests can
-//! feed a fake.
+//! implemented for the driver's handle (the one handle of every runtime), so that
+//! tests can feed a fake.
 
 use std::sync::Arc;
 
@@ -53,22 +53,6 @@ impl LeadershipView for election_driver::Handle {
     }
     fn term(&self) -> Option<Term> {
         election_driver::Handle::term(self)
-    }
-}
-
-#[cfg(feature = "tokio")]
-impl LeadershipView for adapter_tokio::Handle {
-    fn now(&self) -> Instant {
-        adapter_tokio::Handle::now(self)
-    }
-    fn deadline(&self) -> Option<Instant> {
-        adapter_tokio::Handle::deadline(self)
-    }
-    fn state(&self) -> LeadershipState {
-        self.watch().borrow().clone()
-    }
-    fn term(&self) -> Option<Term> {
-        adapter_tokio::Handle::term(self)
     }
 }
 

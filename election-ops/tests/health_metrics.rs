@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use adapter_tokio::Builder;
+use adapter_tokio::TokioRuntime;
 use common::{LEASE, candidate, wait_until};
 use election_core::{
     Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
     WatchStream,
 };
+use election_driver::Builder;
 use election_ops::health::{Health, Heartbeat, ReadyWhen, Unhealthy};
 use election_ops::http::Endpoint;
 use election_ops::{LeadershipView, Monitor};
@@ -110,7 +111,9 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
             .build()
             .expect("runtime");
         rt.block_on(async move {
-            let handle = Builder::new(observed, config).spawn().expect("config");
+            let handle = Builder::new(observed, config)
+                .spawn(TokioRuntime::current().expect("inside tokio"))
+                .expect("config");
             handle_tx.send(handle).expect("send handle");
             let _ = stop_rx.await;
         });
@@ -217,7 +220,7 @@ async fn h6_wedged_leader_work_is_caught_by_health_while_renewals_go_on() {
                 std::future::pending::<()>().await;
             }
         })
-        .spawn()
+        .spawn(TokioRuntime::current().expect("inside tokio"))
         .expect("config");
     let handle = Arc::new(handle);
     tokio::spawn(Arc::clone(&monitor).follow(handle.states()));

@@ -13,8 +13,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use adapter_tokio::Builder;
+use adapter_tokio::TokioRuntime;
 use election_core::{Config, Lock};
+use election_driver::Builder;
 use election_ops::Monitor;
 use election_ops::metrics::Metrics;
 use kube_emulator::Emulator;
@@ -52,7 +53,7 @@ async fn observed_lease_lock_records_leadership_events_through_a_handover() {
                     .metrics(&metrics)
                     .build();
                 let handle = Builder::new(monitor.lock(lock), config)
-                    .spawn()
+                    .spawn(TokioRuntime::current().expect("inside tokio"))
                     .expect("valid config");
                 tokio::spawn(Arc::clone(&monitor).follow(handle.states()));
                 handle

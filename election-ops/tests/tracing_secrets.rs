@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use adapter_tokio::Builder;
+use adapter_tokio::TokioRuntime;
 use common::{LEASE, wait_until, write};
 use election_core::Config;
+use election_driver::Builder;
 use election_ops::Monitor;
 use election_ops::guard::{WriteGuardLayer, not_leader};
 use kube_emulator::Emulator;
@@ -91,7 +92,7 @@ async fn no_token_is_ever_traced_and_spans_name_lock_identity_and_term() {
     let monitor = Monitor::new(lock_name(), "node-a");
     let handle = Arc::new(
         Builder::new(monitor.lock(lock), config)
-            .spawn()
+            .spawn(TokioRuntime::current().expect("inside tokio"))
             .expect("config"),
     );
     tokio::spawn(Arc::clone(&monitor).follow(handle.states()));

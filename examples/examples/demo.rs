@@ -1,5 +1,4 @@
-//! Three candidates in one process on the memory lock, driven by the tokio
-//! adapter: an election, a crash of the leader (no release) and its failover after
+//! Three candidates in one process on the memory lock, driven on tokio: an election, a crash of the leader (no release) and its failover after
 //! one lease, then a graceful hand-over (shutdown, release, the next leader at
 //! once), then a clean shutdown. Prints a timeline and the measured latencies.
 //!
@@ -8,9 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use adapter_tokio::{Builder, CancellationToken, Handle};
+use adapter_tokio::TokioRuntime;
 use election_core::Config;
-use election_driver::{Change, LeadershipState};
+use election_driver::{Builder, Change, Handle, LeadershipState};
 use examples::millis;
 use futures::StreamExt;
 use lock_memory::MemoryStore;
@@ -47,7 +46,7 @@ fn describe(s: &LeadershipState) -> Option<String> {
 
 fn candidate(store: &MemoryStore, name: &'static str, seed: u64, start: Instant) -> Handle {
     let handle = Builder::new(store.client(name), Config::fast(name).seed(seed))
-        .leader_work(move |term, cancel: CancellationToken| async move {
+        .leader_work(move |term, cancel| async move {
             say(
                 start,
                 name,
@@ -58,9 +57,10 @@ fn candidate(store: &MemoryStore, name: &'static str, seed: u64, start: Instant)
             tokio::time::sleep(Duration::from_millis(20)).await;
             say(start, name, "  work: drained");
         })
-        .spawn()
+        .spawn(TokioRuntime::current().expect("inside tokio, timers on"))
         .expect("the fast preset is a valid configuration");
-    // Every state in order (the tokio watch, `handle.watch()`, keeps only the latest).
+    // Every state in order (a tokio watch, `adapter_tokio::state_watch`, keeps
+    // only the latest).
     let mut states = handle.states();
     tokio::spawn(async move {
         while let Some(s) = states.next().await {

@@ -34,7 +34,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock, Weak, mpsc};
 use std::time::Duration;
 
-use adapter_tokio::{CancellationToken, Handle};
+use election_driver::{CancelSignal, Handle};
 use rustix::process::{Pid, Signal};
 use tokio::sync::{oneshot, watch};
 
@@ -184,7 +184,7 @@ impl ChildWork {
         Ok(command)
     }
 
-    pub(crate) async fn run(self, term: election_core::Term, cancel: CancellationToken) {
+    pub(crate) async fn run(self, term: election_core::Term, cancel: CancelSignal) {
         let Some(program) = self.command.first() else {
             return;
         };

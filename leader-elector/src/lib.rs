@@ -77,9 +77,10 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use adapter_tokio::{Builder, Handle};
+use adapter_tokio::TokioRuntime;
 use clap::{Parser, Subcommand};
 use election_core::{Config, ConfigError, Lock};
+use election_driver::{Builder, Handle};
 use election_ops::Monitor;
 use election_ops::health::Health;
 use election_ops::http::Endpoint;
@@ -443,7 +444,7 @@ async fn start(
     if let Some(work) = work {
         builder = builder.leader_work(move |term, cancel| work.clone().run(term, cancel));
     }
-    let handle = Arc::new(builder.spawn()?);
+    let handle = Arc::new(builder.spawn(TokioRuntime::current()?)?);
     if let Some(slot) = handle_slot {
         // A weak reference: the work must not keep the election alive.
         let _ = slot.set(Arc::downgrade(&handle));

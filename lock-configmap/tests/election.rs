@@ -53,8 +53,8 @@ async fn three_candidates_on_tokio() {
         three_candidates(
             |id| {
                 let config = config(id);
-                adapter_tokio::Builder::new(lock(&emu, name, &config), config)
-                    .spawn()
+                election_driver::Builder::new(lock(&emu, name, &config), config)
+                    .spawn(adapter_tokio::TokioRuntime::current().expect("inside tokio"))
                     .expect("valid config")
             },
             |holder| check_record(&emu, name, holder),
@@ -70,8 +70,8 @@ async fn story_on_adapter_smol(name: &str) {
     three_candidates(
         |id| {
             let config = config(id);
-            adapter_smol::Builder::new(lock(&emu, name, &config), config)
-                .spawn()
+            election_driver::Builder::new(lock(&emu, name, &config), config)
+                .spawn(adapter_smol::SmolRuntime::new())
                 .expect("valid config")
         },
         |holder| check_record(&emu, name, holder),

@@ -21,8 +21,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use adapter_tokio::{Builder, Handle};
+use adapter_tokio::TokioRuntime;
 use election_core::{Config, LockDelay};
+use election_driver::{Builder, Handle};
+use futures::StreamExt;
 use kube_emulator::{Emulator, Resource, Verb};
 use lock_lease::LeaseLock;
 use tokio::sync::mpsc;
@@ -83,7 +85,7 @@ fn candidate(emu: &Emulator, lease: &str, id: &str, mode: Mode, timings: Timings
         b = b.polling_only();
     }
     Builder::new(b.build().expect("valid names"), config)
-        .spawn()
+        .spawn(TokioRuntime::current().expect("inside tokio"))
         .expect("valid config")
 }
 
@@ -227,11 +229,14 @@ fn watch_for_leader(
         .enumerate()
         .filter(|(i, _)| *i != except)
         .map(|(_, n)| {
-            let mut states = n.watch();
+            let mut states = n.states();
             let tx = tx.clone();
             tokio::spawn(async move {
-                if states.wait_for(|s| s.leading()).await.is_ok() {
-                    let _ = tx.send(SystemTime::now());
+                while let Some(s) = states.next().await {
+                    if s.leading() {
+                        let _ = tx.send(SystemTime::now());
+                        break;
+                    }
                 }
             })
         })

@@ -52,8 +52,8 @@ async fn story_on_tokio(name: &str, events_forbidden: bool) {
         three_candidates(
             |id| {
                 let config = config(id);
-                adapter_tokio::Builder::new(lock(&emu, name, &config), config)
-                    .spawn()
+                election_driver::Builder::new(lock(&emu, name, &config), config)
+                    .spawn(adapter_tokio::TokioRuntime::current().expect("inside tokio"))
                     .expect("valid config")
             },
             |holder| check_lease(&emu, name, holder),
@@ -73,8 +73,8 @@ async fn story_on_adapter_smol(name: &str, events_forbidden: bool) {
     three_candidates(
         |id| {
             let config = config(id);
-            adapter_smol::Builder::new(lock(&emu, name, &config), config)
-                .spawn()
+            election_driver::Builder::new(lock(&emu, name, &config), config)
+                .spawn(adapter_smol::SmolRuntime::new())
                 .expect("valid config")
         },
         |holder| check_lease(&emu, name, holder),

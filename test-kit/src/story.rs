@@ -11,8 +11,8 @@ use kube_emulator::{Emulator, Resource};
 
 use crate::runtimes::{sleep, timeout};
 
-/// A running candidate, as the election story drives it: the handles of
-/// `election-driver` (and so `adapter-smol`) and of `adapter-tokio`.
+/// A running candidate, as the election story drives it: the driver's
+/// [`Handle`], the one handle of every runtime.
 pub trait Candidate {
     /// Whether it leads now.
     fn is_leader(&self) -> bool;
@@ -31,18 +31,6 @@ impl Candidate for Handle {
     }
     fn shutdown(&self) -> impl Future<Output = ()> {
         Handle::shutdown(self)
-    }
-}
-
-impl Candidate for adapter_tokio::Handle {
-    fn is_leader(&self) -> bool {
-        adapter_tokio::Handle::is_leader(self)
-    }
-    fn abort(self) {
-        adapter_tokio::Handle::abort(self);
-    }
-    fn shutdown(&self) -> impl Future<Output = ()> {
-        adapter_tokio::Handle::shutdown(self)
     }
 }
 

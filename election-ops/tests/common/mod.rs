@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use adapter_tokio::{Builder, Handle};
+use adapter_tokio::TokioRuntime;
 use election_core::Config;
+use election_driver::{Builder, Handle};
 use election_ops::Monitor;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
@@ -26,7 +27,7 @@ pub fn candidate(emu: &Emulator, id: &str) -> (Arc<Handle>, Arc<Monitor>) {
         .expect("valid names");
     let monitor = Monitor::new(format!("leases/default/{LEASE}"), id);
     let handle = Builder::new(monitor.lock(lock), config)
-        .spawn()
+        .spawn(TokioRuntime::current().expect("inside tokio"))
         .expect("valid config");
     let handle = Arc::new(handle);
     tokio::spawn(Arc::clone(&monitor).follow(handle.states()));
