@@ -3,6 +3,10 @@
 //!
 //! - [`driver_suite`]: the driver test suite over the memory lock, written once
 //!   and instantiated by each adapter with [`driver_suite!`];
+//! - [`kube_lock`]: the suite of a Kubernetes lock (`kube_support::ObjectLock`
+//!   over a codec) against the API emulator, written once and instantiated by
+//!   `lock-lease` and `lock-configmap` with [`kube_lock_suite!`], the lock
+//!   conformance suite and the election story on it;
 //! - [`runtimes`]: one async test run on tokio, smol and async-std
 //!   ([`runtime_tests!`]), runtime-neutral timers, a bridge for direct `kube` calls;
 //! - [`story`]: the three-candidate election story on any lock and runtime, and
@@ -22,6 +26,7 @@
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
 pub mod driver_suite;
+pub mod kube_lock;
 pub mod rbac;
 pub mod runtimes;
 pub mod story;
