@@ -5,9 +5,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use adapter_tokio::{CancellationToken, TokioRuntime, state_watch, token_work};
-use election_core::{Config, ConfigError, Role};
+use election_core::{
+    Config, ConfigError, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation,
+    Role, Version, WatchStream,
+};
 use election_driver::{Builder, Change, DriverError};
-use lock_memory::MemoryStore;
+use lock_memory::{MemoryLock, MemoryStore};
 
 fn store() -> MemoryStore {
     MemoryStore::new().with_sleeper(tokio::time::sleep)
@@ -140,4 +143,67 @@ fn spawn_on_a_runtime_without_timers_is_a_typed_error() {
             .expect("a valid configuration")
     });
     drop(handle);
+}
+
+/// A memory lock that notes the configurations it is handed.
+struct Configured {
+    inner: MemoryLock,
+    told: Arc<Mutex<Vec<Config>>>,
+}
+
+impl Lock for Configured {
+    async fn get(&self) -> Result<Observation, LockError> {
+        self.inner.get().await
+    }
+    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
+        self.inner.create(record).await
+    }
+    async fn update(&self, v: &Version, record: &LockRecord) -> Result<Observation, LockError> {
+        self.inner.update(v, record).await
+    }
+    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
+        self.inner.watch(from)
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn leadership_changed(&self, id: &str, change: LeadershipChange) -> Option<LockTask> {
+        self.inner.leadership_changed(id, change)
+    }
+    fn configure(&self, config: &Config) {
+        self.told.lock().unwrap().push(config.clone());
+    }
+}
+
+/// Timeouts are set once, in the `Config`: the driver hands it to the lock when
+/// it starts, once, and not for a configuration it refuses.
+#[tokio::test(start_paused = true)]
+async fn the_driver_hands_its_configuration_to_the_lock() {
+    let store = store();
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let lock = |told: &Arc<Mutex<Vec<Config>>>| Configured {
+        inner: store.client("a"),
+        told: told.clone(),
+    };
+    let mut config = Config::fast("a");
+    config.request_timeout = std::time::Duration::from_millis(700);
+    let h = Builder::new(lock(&told), config.clone())
+        .spawn(paused())
+        .unwrap();
+    assert_eq!(
+        *told.lock().unwrap(),
+        [config],
+        "told once, before any call"
+    );
+    h.shutdown().await;
+
+    let refused = Arc::new(Mutex::new(Vec::new()));
+    let err = Builder::new(lock(&refused), Config::fast(""))
+        .spawn(paused())
+        .unwrap_err();
+    assert_eq!(err, DriverError::Config(ConfigError::EmptyIdentity));
+    assert!(
+        refused.lock().unwrap().is_empty(),
+        "an invalid configuration is not handed over"
+    );
 }

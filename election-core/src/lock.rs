@@ -12,6 +12,7 @@ use core::time::Duration;
 
 use futures_core::Stream;
 
+use crate::config::Config;
 use crate::record::{LockRecord, Observation, Version};
 
 /// What a watch yields: the lock as it now is, or the news that it was deleted.
@@ -91,6 +92,21 @@ pub trait Lock: Send + Sync + 'static {
     /// and a wrapper forwards to the lock it wraps (one that forgot would silently
     /// drop the wrapped lock's Events).
     fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask>;
+
+    /// Told the election's configuration by the driver once, before its first
+    /// call, so that timeouts are set in one place: the [`Config`]. The calls of
+    /// this trait need no bound of the lock's own (the driver bounds each with
+    /// `config.request_timeout`); a lock that waits on something by itself (the
+    /// reads that open a watch, a best-effort Event) takes its bound from here.
+    ///
+    /// The default ignores it (a lock with nothing of its own to bound). A wrapper
+    /// forwards it to the lock it wraps, as every other method: one that forgot
+    /// would leave the wrapped lock on its own defaults (`lock-memory`'s
+    /// `check_wrapper` checks it). A lock shared by several elections keeps the
+    /// last configuration it was told.
+    fn configure(&self, config: &Config) {
+        let _ = config;
+    }
 }
 
 /// Why a lock call failed, classified by what the elector must do about it.

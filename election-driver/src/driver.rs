@@ -147,6 +147,9 @@ impl<L: Lock> Builder<L> {
             None => lease.saturating_mul(WATCH_IDLE_LEASES),
         };
         let elector = Elector::new(self.config, now)?;
+        // Timeouts are set once, in the configuration: the lock takes the bound
+        // of its own waiting from it (each call is bounded here, in `start_call`).
+        self.lock.configure(elector.config());
         let clock = rt.clone();
         let mut hooks = self.hooks;
         let hook: Option<StateHook> = match hooks.len() {

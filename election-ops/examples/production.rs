@@ -30,7 +30,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "default",
         "example",
     )
-    .election_config(&config)
     .build()?;
 
     let monitor = Monitor::new(lock.describe(), id);

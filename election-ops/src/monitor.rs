@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use election_core::{
-    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream,
+    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
+    WatchStream,
 };
 #[cfg(feature = "metrics")]
 use election_driver::DriverError;
@@ -392,5 +393,10 @@ impl<L: Lock> Lock for ObservedLock<L> {
     /// The wrapped lock's own (the Lease lock's Events, for one).
     fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
         self.inner.leadership_changed(identity, change)
+    }
+
+    /// The wrapped lock's own (the Kubernetes locks' bound of their watch reads).
+    fn configure(&self, config: &Config) {
+        self.inner.configure(config);
     }
 }

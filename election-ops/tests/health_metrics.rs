@@ -89,7 +89,6 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
     let config = Config::fast("node-a").seed(5);
     let client = kube_support::lock_client(emu.kube_config("node-a")).expect("client");
     let lease = LeaseLock::builder(client, "default", LEASE)
-        .election_config(&config)
         .build()
         .expect("lock");
     let wedged = Arc::new(AtomicBool::new(false));
@@ -205,7 +204,6 @@ async fn h6_wedged_leader_work_is_caught_by_health_while_renewals_go_on() {
     let config = Config::fast("node-a").seed(9);
     let client = kube_support::lock_client(emu.kube_config("node-a")).expect("client");
     let lease = LeaseLock::builder(client, "default", LEASE)
-        .election_config(&config)
         .build()
         .expect("lock");
     let monitor = Monitor::new("leases/default/ops-lease", "node-a");

@@ -46,7 +46,6 @@ async fn observed_lease_lock_records_leadership_events_through_a_handover() {
                 let config = Config::fast(id).seed(id.len() as u64 + 13);
                 let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
                 let lock = LeaseLock::builder(client, "default", LEASE)
-                    .election_config(&config)
                     .build()
                     .expect("valid names");
                 let monitor = Monitor::builder(lock.describe(), id)

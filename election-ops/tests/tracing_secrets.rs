@@ -86,7 +86,6 @@ async fn no_token_is_ever_traced_and_spans_name_lock_identity_and_term() {
     let config = Config::fast("node-a").seed(3);
     let client = kube_support::lock_client(emu.kube_config(TOKEN)).expect("client");
     let lock = LeaseLock::builder(client, "default", LEASE)
-        .election_config(&config)
         .build()
         .expect("lock");
     let monitor = Monitor::new(lock_name(), "node-a");

@@ -52,17 +52,15 @@ impl<C: Codec + Default> LockBuilder<C> {
         self
     }
 
-    /// Bound of each API call; past it the call fails as an unknown outcome.
-    /// Default 5 s.
+    /// Bound of each API call for a lock used without a driver (tests, tools);
+    /// past it the call fails as an unknown outcome. Default 5 s.
+    ///
+    /// An election sets it in one place, its `Config::request_timeout`: the
+    /// driver bounds every lock call with it and hands it to the lock when it
+    /// starts ([`election_core::Lock::configure`]), replacing this one, for the
+    /// calls the lock makes by itself (a watch's first read and connect, Events).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.config.request_timeout = timeout;
-        self
-    }
-
-    /// Takes the request timeout from the elector's configuration (client-go's
-    /// `max(renew_deadline / 2, 1 s)` in its presets).
-    pub fn election_config(mut self, config: &election_core::Config) -> Self {
-        self.config.request_timeout = config.request_timeout;
         self
     }
 

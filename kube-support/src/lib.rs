@@ -6,9 +6,9 @@
 //!   the namespace, 401/403 naming verb and resource, 429/503 transient with
 //!   retry-after, 500/504 after a write and broken connections as unknown
 //!   outcomes, refused connections as transient);
-//! - [`call`](mod@call): one API call bounded by the request timeout (the
-//!   election `Config`'s, see `Config::client_go_request_timeout`), under any runtime: kube's client needs a
-//!   tokio reactor, which `async-compat` supplies under smol and async-std;
+//! - [`call`](mod@call): one API call bounded by the request timeout, under any
+//!   runtime: kube's client needs a tokio reactor, which `async-compat` supplies
+//!   under smol and async-std;
 //! - [`time`]: the injectable wall clock that stamps writes, `MicroTime` and RFC 3339
 //!   formats, and lenient parsing of other clients' timestamps;
 //! - [`watch`]: a watch of one named object that ends whenever it can no longer be
@@ -20,6 +20,17 @@
 //!   codec each, built by [`LockBuilder`];
 //! - [`retry_after`]: a tower layer of [`lock_client`] that keeps the
 //!   `Retry-After` header of a 429 or 503, which kube's client would drop.
+//!
+//! # Timeouts: set once, in the election's `Config`
+//!
+//! The request timeout is `election_core::Config::request_timeout` (client-go's
+//! `max(renew_deadline / 2, 1 s)` in its presets) and nowhere else. The driver
+//! bounds every lock call with it, and hands the configuration to the lock when it
+//! starts ([`election_core::Lock::configure`]); an [`ObjectLock`] takes from it the
+//! bound of the calls it makes by itself, which no driver sees: the read and the
+//! connect that open a watch, and Events. [`LockBuilder::request_timeout`] (5 s by
+//! default) serves only a lock used without a driver. The client must not retry
+//! on its own either: build it with [`lock_client`].
 //!
 //! ```
 //! use election_core::{LockError, WallTime};

@@ -14,12 +14,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use election_core::{
-    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WallTime,
-    WatchStream,
+    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
+    WallTime, WatchStream,
 };
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -76,7 +77,10 @@ pub trait Codec: Send + Sync + 'static {
 /// Settings of an [`ObjectLock`].
 #[derive(Clone, Debug)]
 pub struct ObjectLockConfig {
-    /// Bound of each API call; past it the call is [`LockError::Unknown`].
+    /// Bound of each API call the lock makes, until a driver hands it the
+    /// election's configuration ([`Lock::configure`]), whose `request_timeout`
+    /// then bounds them: set it there. Past it a call is [`LockError::Unknown`].
+    /// This one serves a lock used without a driver (tests, tools).
     pub request_timeout: Duration,
     /// The watch's behaviour.
     pub watch: WatchConfig,
@@ -134,6 +138,9 @@ struct Inner<C: Codec> {
     codec: C,
     target: Target,
     config: ObjectLockConfig,
+    /// The bound of each call, in nanoseconds: the configuration's, then the
+    /// election's once a driver configured the lock.
+    request_timeout: AtomicU64,
     /// The object as last read or written, to write back with our record.
     cache: Mutex<Option<C::Object>>,
 }
@@ -177,6 +184,7 @@ impl<C: Codec> ObjectLock<C> {
                 client,
                 codec,
                 target: Target::new(C::RESOURCE, namespace, name),
+                request_timeout: AtomicU64::new(nanos(config.request_timeout)),
                 config,
                 cache: Mutex::new(None),
             }),
@@ -196,6 +204,13 @@ impl<C: Codec> ObjectLock<C> {
     /// The settings.
     pub fn config(&self) -> &ObjectLockConfig {
         &self.inner.config
+    }
+
+    /// The bound of each API call the lock makes: the election's
+    /// `request_timeout` once a driver has configured the lock
+    /// ([`Lock::configure`]), else [`ObjectLockConfig::request_timeout`].
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_nanos(self.inner.request_timeout.load(Ordering::Relaxed))
     }
 
     /// A reference to the lock object, for Events (with its uid once seen).
@@ -225,7 +240,7 @@ impl<C: Codec> ObjectLock<C> {
             &self.inner.target.namespace,
             self.inner.config.event_component.clone(),
             self.inner.config.clock.clone(),
-            self.inner.config.request_timeout,
+            self.request_timeout(),
         );
         recorder.record(&self.object_reference(), &event).await
     }
@@ -270,7 +285,7 @@ impl<C: Codec> ObjectLock<C> {
         let api = self.inner.api.clone();
         let name = self.inner.target.name.clone();
         call(
-            self.inner.config.request_timeout,
+            self.request_timeout(),
             Verb::Get,
             &self.inner.target,
             async move { api.get(&name).await },
@@ -321,6 +336,11 @@ fn merge_labels(meta: &mut ObjectMeta, labels: &BTreeMap<String, String>) {
     }
 }
 
+/// A timeout in nanoseconds, saturated (584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl<C: Codec> Lock for ObjectLock<C> {
     async fn get(&self) -> Result<Observation, LockError> {
         let obj = self.read().await?;
@@ -343,7 +363,7 @@ impl<C: Codec> Lock for ObjectLock<C> {
             merge_labels(obj.meta_mut(), &inner.config.labels);
             let api = inner.api.clone();
             let created = call(
-                inner.config.request_timeout,
+                self.request_timeout(),
                 Verb::Create,
                 &inner.target,
                 async move { api.create(&PostParams::default(), &obj).await },
@@ -392,7 +412,7 @@ impl<C: Codec> Lock for ObjectLock<C> {
             let api = inner.api.clone();
             let name = inner.target.name.clone();
             let written = call(
-                inner.config.request_timeout,
+                self.request_timeout(),
                 Verb::Update,
                 &inner.target,
                 async move {
@@ -412,7 +432,7 @@ impl<C: Codec> Lock for ObjectLock<C> {
         }
         let me = self.clone();
         let mut wc = self.inner.config.watch.clone();
-        wc.request_timeout = self.inner.config.request_timeout;
+        wc.request_timeout = self.request_timeout();
         Some(watch_object(
             self.inner.api.clone(),
             self.inner.target.clone(),
@@ -429,6 +449,15 @@ impl<C: Codec> Lock for ObjectLock<C> {
         self.event_task(identity, change)
     }
 
+    /// Takes the election's `request_timeout` as the bound of every call it
+    /// makes: its watch's first read and connect, its Events, and the calls of
+    /// this trait when used without the driver (which bounds them itself).
+    fn configure(&self, config: &Config) {
+        self.inner
+            .request_timeout
+            .store(nanos(config.request_timeout), Ordering::Relaxed);
+    }
+
     fn describe(&self) -> String {
         let t = &self.inner.target;
         let plural = t.resource.split('.').next().unwrap_or(t.resource);
@@ -439,6 +468,43 @@ impl<C: Codec> Lock for ObjectLock<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A codec that stores nothing, for the lock's own settings.
+    #[derive(Default)]
+    struct Nothing;
+
+    impl Codec for Nothing {
+        type Object = k8s_openapi::api::core::v1::ConfigMap;
+        const RESOURCE: &'static str = "configmaps";
+        fn decode(&self, _: &Self::Object) -> LockRecord {
+            LockRecord::default()
+        }
+        fn encode(&self, _: &mut Self::Object, _: &LockRecord, _: WallTime) {}
+    }
+
+    #[test]
+    fn the_request_timeout_is_the_elections_once_a_driver_configures_the_lock() {
+        let kube_config = kube::Config::new("http://127.0.0.1:1".parse().expect("a URI"));
+        let client = crate::lock_client(kube_config).expect("a client");
+        let lock = ObjectLock::<Nothing>::new(client, "ns", "lock").expect("valid names");
+        assert_eq!(
+            lock.request_timeout(),
+            Duration::from_secs(5),
+            "the default"
+        );
+        let config = Config::fast("a");
+        assert_ne!(config.request_timeout, Duration::from_secs(5));
+        lock.configure(&config);
+        assert_eq!(lock.request_timeout(), config.request_timeout);
+        let mut slow = Config::openshift("a");
+        slow.request_timeout = Duration::from_secs(53);
+        lock.clone().configure(&slow);
+        assert_eq!(
+            lock.request_timeout(),
+            slow.request_timeout,
+            "clones share it"
+        );
+    }
 
     #[test]
     fn r10_the_rewrite_counter_counts_up_and_keeps_other_annotations() {

@@ -420,7 +420,6 @@ async fn start(
         .unwrap_or_else(|| kube_config.default_namespace.clone());
     let client = kube_support::lock_client(kube_config)?;
     let lock = LeaseLock::builder(client, &namespace, lease)
-        .election_config(&config)
         .build()
         .map_err(|e| StartError::Lease(e.to_string()))?;
     tracing::info!(

@@ -22,15 +22,12 @@
 //! clients that still share a ConfigMap record.
 //!
 //! ```no_run
-//! use election_core::{Config, Lock};
+//! use election_core::Lock;
 //! use lock_configmap::ConfigMapLock;
 //!
 //! # async fn example(kube_config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
-//! let config = Config::client_go("controller-7f9c-abcde");
 //! let client = kube_support::lock_client(kube_config)?;
-//! let lock = ConfigMapLock::builder(client, "kube-system", "my-controller")
-//!     .election_config(&config)
-//!     .build()?;
+//! let lock = ConfigMapLock::builder(client, "kube-system", "my-controller").build()?;
 //! let observation = lock.get().await;
 //! # let _ = observation;
 //! # Ok(())

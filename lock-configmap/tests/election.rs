@@ -20,7 +20,6 @@ fn lock(emu: &Emulator, name: &str, config: &Config) -> ConfigMapLock {
     let id = &config.identity;
     let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
     ConfigMapLock::builder(client, "default", name)
-        .election_config(config)
         .build()
         .expect("valid names")
 }

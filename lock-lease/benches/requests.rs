@@ -80,7 +80,7 @@ fn candidate(emu: &Emulator, lease: &str, id: &str, mode: Mode, timings: Timings
         .config(id)
         .seed(SEED.fetch_add(0x9e37_79b9, Ordering::Relaxed));
     let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
-    let mut b = LeaseLock::builder(client, "default", lease).election_config(&config);
+    let mut b = LeaseLock::builder(client, "default", lease);
     if mode == Mode::Poll {
         b = b.polling_only();
     }

@@ -27,16 +27,15 @@
 //!   tokio reactor from `async-compat` when there is none).
 //!
 //! ```no_run
-//! use election_core::{Config, Lock};
+//! use election_core::Lock;
 //! use lock_lease::LeaseLock;
 //!
 //! # async fn example(kube_config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
-//! let config = Config::client_go("controller-7f9c-abcde");
 //! let client = kube_support::lock_client(kube_config)?; // kube's own retries off
 //! let lock = LeaseLock::builder(client, "kube-system", "my-controller")
 //!     .label("app.kubernetes.io/name", "my-controller")
-//!     .election_config(&config) // request timeout max(renew_deadline / 2, 1 s)
 //!     .build()?;
+//! // In an election, the driver hands the lock its `Config`'s request timeout.
 //! let observation = lock.get().await; // NotFound before anyone created it
 //! # let _ = observation;
 //! # Ok(())

@@ -23,7 +23,6 @@ fn lock(emu: &Emulator, name: &str, config: &Config) -> LeaseLock {
     let id = &config.identity;
     let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
     LeaseLock::builder(client, "default", name)
-        .election_config(config)
         .build()
         .expect("valid names")
 }

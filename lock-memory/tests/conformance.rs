@@ -34,7 +34,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use election_core::{
-    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Stamp, Version,
+    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Stamp, Version,
     WatchStream,
 };
 use futures_lite::StreamExt;
@@ -316,6 +316,8 @@ enum Drops {
     LeadershipChanged,
     /// Calls the wrapped lock's `leadership_changed` but drops its task.
     LeadershipTask,
+    /// Keeps the configuration to itself (the trait's default).
+    Configure,
 }
 
 struct Wrapper<L> {
@@ -361,6 +363,12 @@ impl<L: Lock> Lock for Wrapper<L> {
             _ => self.inner.leadership_changed(identity, change),
         }
     }
+
+    fn configure(&self, config: &Config) {
+        if self.drops != Drops::Configure {
+            self.inner.configure(config);
+        }
+    }
 }
 
 fn check(drops: Drops) -> Result<(), WrapperFailure> {
@@ -380,6 +388,13 @@ fn the_wrapper_check_catches_a_dropped_leadership_change_or_its_task() {
     let e = check(Drops::LeadershipTask).unwrap_err();
     assert_eq!(e.method, "leadership_changed", "{e}");
     assert!(e.expectation.contains("task_ran: false"), "{e}");
+}
+
+#[test]
+fn the_wrapper_check_catches_a_dropped_configuration() {
+    let e = check(Drops::Configure).unwrap_err();
+    assert_eq!(e.method, "configure", "{e}");
+    assert!(e.expectation.contains("was given []"), "{e}");
 }
 
 #[test]

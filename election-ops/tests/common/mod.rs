@@ -22,7 +22,6 @@ pub fn candidate(emu: &Emulator, id: &str) -> (Arc<Handle>, Arc<Monitor>) {
     let config = Config::fast(id).seed(id.len() as u64 + 11);
     let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
     let lock = LeaseLock::builder(client, "default", LEASE)
-        .election_config(&config)
         .build()
         .expect("valid names");
     let monitor = Monitor::new(format!("leases/default/{LEASE}"), id);

@@ -1,6 +1,6 @@
 //! The check for wrappers: a lock that wraps another (metrics, tracing, fault
-//! injection) forwards every [`Lock`] method to it, `watch` and
-//! `leadership_changed` included.
+//! injection) forwards every [`Lock`] method to it, `watch`,
+//! `leadership_changed` and `configure` included.
 //!
 //! The case-based suite cannot see this: it only holds the outermost lock, and
 //! what `leadership_changed` does is the backend's own business (an Event on a
@@ -13,8 +13,8 @@
 use std::sync::{Arc, Mutex};
 
 use election_core::{
-    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchEvent,
-    WatchStream,
+    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
+    WatchEvent, WatchStream,
 };
 
 use super::{Timeouts, held, next_is, ok, within};
@@ -25,12 +25,14 @@ pub const PROBE_IDENTITY: &str = "probe";
 
 /// The lock [`check_wrapper`] gives the wrapper under test: a [`MemoryLock`] on a
 /// store of its own that also notes what it is told through
-/// [`Lock::leadership_changed`], and returns a task that notes it ran.
+/// [`Lock::leadership_changed`], and returns a task that notes it ran, and the
+/// configurations it is given through [`Lock::configure`].
 #[derive(Clone, Debug)]
 pub struct Probe {
     inner: MemoryLock,
     store: MemoryStore,
     told: Arc<Mutex<Vec<Told>>>,
+    configured: Arc<Mutex<Vec<Config>>>,
 }
 
 /// One call of [`Lock::leadership_changed`] on a [`Probe`].
@@ -48,11 +50,19 @@ impl Probe {
             inner: store.client("probe"),
             store,
             told: Arc::default(),
+            configured: Arc::default(),
         }
     }
 
     fn told(&self) -> Vec<Told> {
         self.told.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn configured(&self) -> Vec<Config> {
+        self.configured
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -95,6 +105,14 @@ impl Lock for Probe {
             told.lock().unwrap_or_else(|e| e.into_inner())[at].task_ran = true;
         }))
     }
+
+    fn configure(&self, config: &Config) {
+        self.configured
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(config.clone());
+        self.inner.configure(config);
+    }
 }
 
 /// A method a wrapper does not forward.
@@ -110,11 +128,12 @@ pub struct WrapperFailure {
 /// Checks that the lock `wrap` makes of a [`Probe`] forwards each [`Lock`] method
 /// to it: reads and writes reach the probe's store, a watch through the wrapper
 /// sees them, and [`Lock::leadership_changed`] reaches the probe, whose task the
-/// wrapper hands back to be run. [`Lock::describe`] is the wrapper's to choose.
+/// wrapper hands back to be run, and the configuration given to
+/// [`Lock::configure`] reaches it. [`Lock::describe`] is the wrapper's to choose.
 /// Every call is bounded by the default [`Timeouts`]; runs on any executor.
 ///
 /// ```
-/// use election_core::{LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream};
+/// use election_core::{Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream};
 /// use lock_memory::conformance::check_wrapper;
 ///
 /// /// Counts nothing, forwards everything.
@@ -131,6 +150,7 @@ pub struct WrapperFailure {
 ///     fn leadership_changed(&self, id: &str, c: LeadershipChange) -> Option<LockTask> {
 ///         self.0.leadership_changed(id, c)
 ///     }
+///     fn configure(&self, config: &Config) { self.0.configure(config) }
 /// }
 ///
 /// futures_lite::future::block_on(check_wrapper(Counted)).unwrap();
@@ -145,6 +165,15 @@ pub async fn check_wrapper<W: Lock>(wrap: impl FnOnce(Probe) -> W) -> Result<(),
             expectation,
         }
     };
+
+    let config = Config::fast(PROBE_IDENTITY);
+    wrapper.configure(&config);
+    if probe.configured() != [config.clone()] {
+        return Err(fail("configure")(format!(
+            "the wrapped lock was given {:?}, expected the configuration once",
+            probe.configured()
+        )));
+    }
 
     let absent = within(t.call, wrapper.get()).await;
     if absent != Some(Err(LockError::NotFound)) {
