@@ -10,26 +10,15 @@
 //!   or past the expiry shows the same version (re-read before any takeover);
 //! - a higher priority: ask for a handover (default) or steal.
 
-use alloc::sync::Arc;
-
+use super::priority::outranks;
 use super::{Elector, Holding, Lead, Phase, Purpose, ReadDue};
 use crate::action::Action;
 use crate::config::{LockDelay, Preemption};
 use crate::event::{Event, Term, Warning};
 use crate::lock::LockError;
-use crate::record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version};
+use crate::record::{LockRecord, MAX_TRANSITIONS, Observation, Stamp};
 use crate::time::Instant;
 use crate::timer::Timer;
-
-/// Whether priority `a` outranks `b`: higher wins, equal never preempts, and no
-/// priority is outranked by any priority.
-pub(super) fn outranks(a: Option<i64>, b: Option<i64>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => a > b,
-        (Some(_), None) => true,
-        (None, _) => false,
-    }
-}
 
 impl Elector {
     /// A follower's attempt: read, create, acquire, ask, or wait.
@@ -42,9 +31,12 @@ impl Elector {
             self.send_read(now);
             return;
         }
+        if self.write_held_back() {
+            return;
+        }
         if self.absent {
             let record = self.leading_record(None, self.create_transitions());
-            self.send_acquisition(Purpose::Create, None, record, now);
+            self.send(Purpose::Create, |op| Action::Create { op, record }, now);
             return;
         }
         let Some(seen) = &self.seen else {
@@ -60,45 +52,24 @@ impl Elector {
             // Our own record (a late write of ours, or one whose outcome we did not
             // learn): take it back by compare-and-swap, as a new term.
             let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-            self.send_acquisition(Purpose::Acquire, Some(version), record, now);
+            self.send_update(Purpose::Acquire, version, record, now);
             return;
         }
         if !rec.is_held() && now >= expiry {
             let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-            self.send_acquisition(Purpose::Acquire, Some(version), record, now);
+            self.send_update(Purpose::Acquire, version, record, now);
             return;
         }
         if rec.is_held() && rec.holder != me && outranks(self.config.priority, rec.priority) {
             match self.config.preemption {
                 Preemption::Steal => {
                     let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-                    self.send_acquisition(Purpose::TakeOver, Some(version), record, now);
+                    self.send_update(Purpose::TakeOver, version, record, now);
                     return;
                 }
                 Preemption::Handover if self.should_ask(rec) => {
-                    let mut record = rec.clone();
-                    record.handover = Some(Handover {
-                        to: me,
-                        priority: self.config.priority,
-                    });
-                    // The holder's fields are kept (its stamps mark the request
-                    // as a foreign edit), but what this node writes is valid by
-                    // construction: a duration the API refuses (0, negative, over
-                    // an int32) is written as the one this node times the lease by.
-                    if !record
-                        .lease_duration_secs
-                        .is_none_or(|s| (1..=i64::from(i32::MAX)).contains(&s))
-                    {
-                        let secs = self.effective_duration().as_secs();
-                        record.lease_duration_secs = Some(
-                            i64::try_from(secs)
-                                .unwrap_or(i64::MAX)
-                                .clamp(1, i32::MAX.into()),
-                        );
-                    }
-                    if !self.write_held_back(false) {
-                        self.send_update(Purpose::AskHandover, version, record, now);
-                    }
+                    let record = self.handover_request(rec);
+                    self.send_update(Purpose::AskHandover, version, record, now);
                     return;
                 }
                 Preemption::Handover => {}
@@ -112,7 +83,7 @@ impl Elector {
                 } else {
                     Purpose::TakeOver
                 };
-                self.send_acquisition(purpose, Some(version), record, now);
+                self.send_update(purpose, version, record, now);
             } else {
                 self.send_read(now);
             }
@@ -129,34 +100,6 @@ impl Elector {
             expiry.min(self.next_poll)
         };
         self.timers.set(Timer::Attempt, next);
-    }
-
-    /// Sends a create (`expected` `None`) or an acquiring compare-and-swap,
-    /// unless a failed write holds acquisitions back.
-    fn send_acquisition(
-        &mut self,
-        purpose: Purpose,
-        expected: Option<Version>,
-        record: LockRecord,
-        now: Instant,
-    ) {
-        if self.write_held_back(true) {
-            return;
-        }
-        match expected {
-            None => self.send(purpose, |op| Action::Create { op, record }, now),
-            Some(v) => self.send_update(purpose, v, record, now),
-        }
-    }
-
-    /// Whether to write a handover request into `rec`: none is pending for us, and
-    /// any pending one is from a lower priority (an external one is never overridden).
-    fn should_ask(&self, rec: &LockRecord) -> bool {
-        match &rec.handover {
-            None => true,
-            Some(h) if h.to == *self.identity() => false,
-            Some(h) => h.priority.is_some() && outranks(self.config.priority, h.priority),
-        }
     }
 
     /// The transition count of a create: 0 for a lock never seen held, else one
@@ -277,59 +220,5 @@ impl Elector {
         self.timers.set(Timer::Deadline, deadline);
         let next_renew = (sent + self.config.retry_period).max(now);
         self.timers.set(Timer::Attempt, next_renew);
-    }
-
-    /// The lock is absent. Whoever held it before it was deleted may still believe
-    /// it leads until its deadline, which passes within one lease duration from now
-    /// (the deletion came before this observation). With the strict lock delay, do
-    /// not lead before then, whichever write wins (a create, or taking over a
-    /// record whose create's outcome was unknown). A node cannot tell a lock never
-    /// created from one deleted under a live leader, so this holds for a node that
-    /// never saw the lock held too.
-    pub(super) fn note_absent(&mut self, now: Instant) {
-        self.absent = true;
-        if self.config.lock_delay == LockDelay::Strict {
-            self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
-        }
-    }
-
-    /// A create of ours took the lock (its answer, or the answer of the write that
-    /// took back a record our create of unknown outcome made, came at `now`). The
-    /// lock was absent when that create was served, which may be later than any
-    /// read that found it absent: a leader of a lock deleted in between may believe
-    /// until its deadline, within one lease duration of the deletion. With the strict
-    /// lock delay, do not lead before one lease duration from `now`.
-    fn note_created(&mut self, now: Instant) {
-        self.create_unknown = false;
-        if self.config.lock_delay == LockDelay::Strict {
-            self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
-        }
-    }
-
-    /// The strict lock delay ended: lead, if still holding within the deadline.
-    pub(super) fn on_lock_delay_end(&mut self, now: Instant) {
-        let Some(h) = &mut self.holding else { return };
-        let Lead::Delayed { then_release } = &mut h.state else {
-            return;
-        };
-        if let Some(reason) = then_release.take() {
-            h.state = Lead::Releasing;
-            self.after_stop(&reason, now);
-            return;
-        }
-        if now >= h.deadline {
-            return;
-        }
-        h.state = Lead::Leading;
-        let term = h.term.clone();
-        self.emit(Event::StartedLeading { term });
-    }
-
-    /// The identity of a pending handover target, if the record seen names one.
-    pub(super) fn handover_target(&self) -> Option<Arc<str>> {
-        self.seen
-            .as_ref()
-            .and_then(|s| s.obs.record.handover.as_ref())
-            .map(|h| h.to.clone())
     }
 }

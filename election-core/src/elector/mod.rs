@@ -1,7 +1,10 @@
 //! The [`Elector`]: one candidate's view of the election, as a state machine.
 
 mod acquire;
+mod backoff;
+mod lock_delay;
 mod observe;
+mod priority;
 mod release;
 mod renew;
 
@@ -17,6 +20,8 @@ use crate::record::{LockRecord, Observation, Version};
 use crate::rng::Rng;
 use crate::time::Instant;
 use crate::timer::{Timer, TimerTable};
+
+use backoff::WriteHold;
 
 /// One candidate in a leader election, as a sans-IO state machine.
 ///
@@ -121,34 +126,6 @@ struct InFlight {
     expected: Option<Version>,
     /// The holder a write asked for: its answer must name it.
     holder: Option<Arc<str>>,
-}
-
-/// After a failed write (any error, a timeout or a broken answer included), the
-/// next write waits until `until`: a lock that keeps failing the same write at once
-/// (a spurious 409, a reset, a create answered 404) would otherwise make a busy
-/// loop. A read that finds out what happened goes at once, and once a read shows
-/// that the lock moved on past the version the failed write expected (another
-/// writer's write: progress, not a loop), the writes that must land between
-/// another writer's writes go at once too: a renew, a release, a handover request.
-/// Acquisitions still wait (FAULTS A2: a lost race retries after the jittered
-/// period).
-#[derive(Clone, Debug, Default)]
-struct WriteHold {
-    until: Instant,
-    /// The version the failed write expected (`None`: a create).
-    expected: Option<Version>,
-    /// A read since showed a newer version.
-    moved_on: bool,
-}
-
-impl WriteHold {
-    /// A read showed `version`.
-    fn saw(&mut self, version: &Version) {
-        self.moved_on |= self
-            .expected
-            .as_ref()
-            .is_none_or(|e| version.is_newer_than(e));
-    }
 }
 
 /// A read owed before the rules choose a call.
@@ -690,31 +667,13 @@ impl Elector {
         }
     }
 
-    /// Hands an outcome to the rule that made the call. A failed write, whatever
-    /// the error, holds the next write back for a retry interval (a holder: one
-    /// retry period; a candidate: a jittered one, doubling on repeated failures,
-    /// never before a server's `Retry-After`), so that no answer makes a busy loop.
+    /// Hands an outcome to the rule that made the call; a failed write first
+    /// holds the next ones back ([`WriteHold`]).
     fn dispatch(&mut self, call: InFlight, result: Result<Observation, LockError>, now: Instant) {
         if let (true, Err(e)) = (call.purpose.is_write(), &result) {
-            let wait = if self.holding.is_some() {
-                match e {
-                    LockError::Transient {
-                        retry_after: Some(after),
-                        ..
-                    } => (*after).min(self.config.lease_duration),
-                    _ => self.config.retry_period,
-                }
-            } else {
-                self.follower_backoff(e)
-            };
-            self.write_hold = WriteHold {
-                until: now + wait,
-                expected: call.expected.clone(),
-                moved_on: false,
-            };
-        } else if let (Purpose::Read { .. }, Ok(obs)) = (call.purpose, &result) {
-            self.write_hold.saw(&obs.version);
+            self.hold_writes(&call, e, now);
         }
+        let read = matches!(call.purpose, Purpose::Read { .. });
         match call.purpose {
             Purpose::Read { after_conflict } => self.on_read_answer(result, after_conflict, now),
             Purpose::Create | Purpose::Acquire | Purpose::TakeOver | Purpose::AskHandover => {
@@ -722,6 +681,11 @@ impl Elector {
             }
             Purpose::Renew => self.on_renew_answer(call, result, now),
             Purpose::Release => self.on_release_answer(result, now),
+        }
+        if read && let Some(seen) = &self.seen {
+            // What the read showed, as taken in (an echo of an older write of
+            // ours is not news).
+            self.write_hold.saw(&seen.obs.version.clone());
         }
     }
 
@@ -770,7 +734,7 @@ impl Elector {
         if self.phase == Phase::Terminated || self.in_flight.is_some() {
             return;
         }
-        if self.holding.is_some() && self.write_held_back(false) {
+        if self.holding.is_some() && self.write_held_back() {
             return; // the deadline timer ends leadership meanwhile if it must
         }
         if self.holding.is_some() {
@@ -782,40 +746,11 @@ impl Elector {
         }
     }
 
-    /// Whether a failed write holds the next write (an `acquisition` or not, see
-    /// [`WriteHold`]) back at `self.now`; if so, the next attempt is planned for
-    /// when it may go.
-    fn write_held_back(&mut self, acquisition: bool) -> bool {
-        let hold = &self.write_hold;
-        if self.now >= hold.until || (hold.moved_on && !acquisition) {
-            return false;
-        }
-        self.timers.set(Timer::Attempt, hold.until);
-        true
-    }
-
     fn terminate(&mut self) {
         self.phase = Phase::Terminated;
         self.timers = TimerTable::default();
         self.actions.clear();
         self.in_flight = None;
         self.emit(Event::Terminated);
-    }
-
-    /// A jittered retry interval: `retry_period × [1, 1 + jitter)`, longer after
-    /// repeated failures (doubling, up to one lease duration).
-    fn jittered_retry(&mut self) -> core::time::Duration {
-        // Saturating: a valid configuration may have durations near
-        // `Duration::MAX` (with a matching `max_lease_duration`), where
-        // `Duration::mul_f64` would panic.
-        let factor = 1.0 + self.config.jitter * self.rng.unit();
-        let base = crate::config::saturating_mul_f64(self.config.retry_period, factor);
-        let backoff = 1u32 << self.failures.saturating_sub(1).min(5);
-        if self.failures > 1 {
-            base.saturating_mul(backoff)
-                .min(self.config.lease_duration.max(base))
-        } else {
-            base
-        }
     }
 }

@@ -207,20 +207,6 @@ impl Elector {
         }
     }
 
-    /// How long a follower waits after a failed call: the jittered retry period,
-    /// doubled on repeated failures, and not less than a server's `Retry-After`
-    /// (capped at one lease duration).
-    pub(super) fn follower_backoff(&mut self, e: &LockError) -> Duration {
-        let jittered = self.jittered_retry();
-        match e {
-            LockError::Transient {
-                retry_after: Some(after),
-                ..
-            } => jittered.max((*after).min(self.config.lease_duration)),
-            _ => jittered,
-        }
-    }
-
     /// Ends leadership at once for a reason other than the host's wish.
     pub(super) fn lose(&mut self, reason: StopReason, now: Instant) {
         let Some(h) = &self.holding else { return };

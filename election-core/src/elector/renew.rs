@@ -8,7 +8,6 @@
 //! - leadership ends at its deadline, whatever is in flight: the send time of the
 //!   last successful write plus the renew deadline.
 
-use super::acquire::outranks;
 use super::observe::Novelty;
 use super::{Elector, Lead, Phase, Purpose};
 use crate::event::{StopReason, Warning};
@@ -35,14 +34,6 @@ impl Elector {
             record.handover = None;
         }
         self.send_update(Purpose::Renew, expected, record, now);
-    }
-
-    /// Whether the record's handover request is one this holder gives way to.
-    fn honoured_handover(&self, rec: &crate::record::LockRecord) -> bool {
-        rec.handover.as_ref().is_some_and(|h| {
-            h.to != *self.identity()
-                && (h.priority.is_none() || outranks(h.priority, self.config.priority))
-        })
     }
 
     /// The answer to a renew.
@@ -199,12 +190,6 @@ impl Elector {
         }
     }
 
-    fn honoured_handover_seen(&self) -> bool {
-        self.seen
-            .as_ref()
-            .is_some_and(|s| self.honoured_handover(&s.obs.record))
-    }
-
     /// Whether `obs` is our last record (as the lock stored it, with the stamps
     /// the backend put) with only fields that a holder does not stamp changed:
     /// same holder, acquire time, renew time and transitions. What changed is then
@@ -212,24 +197,13 @@ impl Elector {
     /// the record, so an edit of those shows as a new version of an identical
     /// record), or a handover request. A twin's renew would have stamped a new
     /// renew time; a twin's acquisition a new acquire time and transition count.
-    fn only_foreign_fields_changed(&self, obs: &Observation) -> bool {
+    pub(super) fn only_foreign_fields_changed(&self, obs: &Observation) -> bool {
         let Some(seen) = &self.seen else { return false };
         let (old, new) = (&seen.obs.record, &obs.record);
         new.holder == old.holder
             && new.renew_time == old.renew_time
             && new.acquire_time == old.acquire_time
             && new.transitions == old.transitions
-    }
-
-    /// A handover request is our last record with only `handover` changed (the
-    /// asker keeps every other field, timestamps included); a twin's renew would
-    /// have stamped a new renew time.
-    fn is_handover_request(&self, obs: &Observation) -> bool {
-        let Some(seen) = &self.seen else { return false };
-        let (old, new) = (&seen.obs.record, &obs.record);
-        new.handover.is_some()
-            && new.handover != old.handover
-            && self.only_foreign_fields_changed(obs)
     }
 
     /// Ends leadership if its deadline passed.

@@ -1,0 +1,57 @@
+//! The strict lock delay (DESIGN §4 "Absent lock while another may believe"): a
+//! node cannot tell a lock never created from one deleted under a live leader, so
+//! with [`LockDelay::Strict`] every node that creates the lock waits one lease
+//! duration, counted from its create's answer, before it leads.
+
+use super::{Elector, Lead};
+use crate::config::LockDelay;
+use crate::event::Event;
+use crate::time::Instant;
+
+impl Elector {
+    /// The lock is absent. Whoever held it before it was deleted may still believe
+    /// it leads until its deadline, which passes within one lease duration from now
+    /// (the deletion came before this observation). With the strict lock delay, do
+    /// not lead before then, whichever write wins (a create, or taking over a
+    /// record whose create's outcome was unknown). A node cannot tell a lock never
+    /// created from one deleted under a live leader, so this holds for a node that
+    /// never saw the lock held too.
+    pub(super) fn note_absent(&mut self, now: Instant) {
+        self.absent = true;
+        if self.config.lock_delay == LockDelay::Strict {
+            self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
+        }
+    }
+
+    /// A create of ours took the lock (its answer, or the answer of the write that
+    /// took back a record our create of unknown outcome made, came at `now`). The
+    /// lock was absent when that create was served, which may be later than any
+    /// read that found it absent: a leader of a lock deleted in between may believe
+    /// until its deadline, within one lease duration of the deletion. With the strict
+    /// lock delay, do not lead before one lease duration from `now`.
+    pub(super) fn note_created(&mut self, now: Instant) {
+        self.create_unknown = false;
+        if self.config.lock_delay == LockDelay::Strict {
+            self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
+        }
+    }
+
+    /// The strict lock delay ended: lead, if still holding within the deadline.
+    pub(super) fn on_lock_delay_end(&mut self, now: Instant) {
+        let Some(h) = &mut self.holding else { return };
+        let Lead::Delayed { then_release } = &mut h.state else {
+            return;
+        };
+        if let Some(reason) = then_release.take() {
+            h.state = Lead::Releasing;
+            self.after_stop(&reason, now);
+            return;
+        }
+        if now >= h.deadline {
+            return;
+        }
+        h.state = Lead::Leading;
+        let term = h.term.clone();
+        self.emit(Event::StartedLeading { term });
+    }
+}
