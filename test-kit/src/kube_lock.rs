@@ -15,7 +15,7 @@
 //!
 //! The lock bridges kube's client to the runtime itself, so its calls are made as
 //! they are; the suite's own direct `kube` calls go through
-//! [`compat`](crate::runtimes::compat), and its timers are `async-io`'s.
+//! [`compat`], and its timers are `async-io`'s.
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;

@@ -1,7 +1,7 @@
 //! The workspace's shared test tooling (`publish = false`): what the tests of
 //! several crates run, kept out of the libraries they test.
 //!
-//! - [`driver_suite`]: the driver test suite over the memory lock, written once
+//! - [`driver_suite`](mod@driver_suite): the driver test suite over the memory lock, written once
 //!   and instantiated by each adapter with [`driver_suite!`];
 //! - [`kube_lock`]: the suite of a Kubernetes lock (`kube_support::ObjectLock`
 //!   over a codec) against the API emulator, written once and instantiated by
