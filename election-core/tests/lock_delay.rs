@@ -196,6 +196,34 @@ fn a_create_of_unknown_outcome_does_not_delay_taking_over_another_holder() {
     assert_eq!(first_start(&n), Some(n.now));
 }
 
+/// A create of unknown outcome delays taking a record naming no one only if that
+/// record may be the create's: here the read after the timeout shows "b" holding
+/// the created lock, and later a released record counting one more transition
+/// than our create wrote (b took it by the rules, then released). Taking it is a
+/// new term, led at once (found by the simulator: two lock delays in a row, ours
+/// after b's, overshot the liveness bound).
+#[test]
+fn a_create_of_unknown_outcome_does_not_delay_taking_a_record_released_since() {
+    let mut n = Node::new(fast("a"));
+    let op = n.get();
+    n.answer(op, Err(LockError::NotFound));
+    let (_lost, create) = n.create();
+    assert_eq!(create.transitions, 0);
+    n.fire(); // the request timeout (500 ms): outcome unknown
+    let op = n.get();
+    n.set_clock(t(600));
+    n.answer(op, Ok(obs("5", held("b", 2, 1))));
+    n.watch_active(true);
+    n.set_clock(t(2_100)); // past the delay the 404 at 0 started
+    n.watch(WatchEvent::Changed(obs("7", held("", 1, 1))));
+    let (op, expected, record) = n.update();
+    assert_eq!(expected, Version::from("7"));
+    assert_eq!(record.transitions, 2);
+    n.answer(op, Ok(obs("8", stamped(record, 8))));
+    assert!(n.e.is_leader(n.now), "leads at once, not a lease later");
+    assert_eq!(first_start(&n), Some(t(2_100)));
+}
+
 /// A4: 404 on the renew (deleted while held): leadership ends at once (no later
 /// than the deadline), and the lock is re-created under the strict delay.
 #[test]

@@ -148,11 +148,15 @@ impl Elector {
                 self.stats.acquisitions += 1;
                 // The lock delay after a create, or after taking a record that
                 // may be the one a create of ours with an unknown outcome made
-                // (it names us or no one). A record another identity holds is not:
-                // that holder took it by the rules, a lease after seeing it, so
-                // whoever believed before that create is past its deadline.
+                // (it names us or no one, and counts no more transitions than
+                // that create wrote). A record another identity holds is not, nor
+                // one that counts more: another node acquired since that create,
+                // by the rules, a lease after seeing it, so whoever believed
+                // before that create is past its deadline.
+                let taken_from = call.transitions.saturating_sub(1);
+                let maybe_our_create = self.create_unknown.is_some_and(|t| taken_from <= t);
                 if call.purpose == Purpose::Create
-                    || (self.create_unknown && call.purpose == Purpose::Acquire)
+                    || (maybe_our_create && call.purpose == Purpose::Acquire)
                 {
                     self.note_created(now);
                 }

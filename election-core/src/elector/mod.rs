@@ -82,8 +82,9 @@ pub struct Elector {
     unknown_write_sent: Option<Instant>,
     /// A create's outcome is unknown: it may land later, after a deletion that no
     /// read of ours saw, so the strict lock delay counts again from the answer that
-    /// makes this node the holder.
-    create_unknown: bool,
+    /// makes this node the holder of a record that create may have made. Holds the
+    /// largest transition count such a create wrote.
+    create_unknown: Option<u32>,
     /// A read this node owes before anything else, and why.
     read_due: Option<ReadDue>,
     /// Versions seen naming us that we did not write; a second one proves a twin.
@@ -126,6 +127,8 @@ struct InFlight {
     expected: Option<Version>,
     /// The holder a write asked for: its answer must name it.
     holder: Option<Arc<str>>,
+    /// The transition count a write asked for (0 for a read).
+    transitions: u32,
 }
 
 /// A read owed before the rules choose a call.
@@ -277,7 +280,7 @@ impl Elector {
             written: Default::default(),
             written_at: 0,
             unknown_write_sent: None,
-            create_unknown: false,
+            create_unknown: None,
             read_due: Some(ReadDue::Now {
                 after_conflict: false,
             }),
@@ -494,12 +497,18 @@ impl Elector {
         let op = OpId(self.next_op);
         self.next_op += 1;
         let action = action(op);
-        let (expected, holder) = match &action {
-            Action::Get { .. } => (None, None),
-            Action::Create { record, .. } => (None, Some(record.holder.clone())),
+        let (expected, holder, transitions) = match &action {
+            Action::Get { .. } => (None, None, 0),
+            Action::Create { record, .. } => {
+                (None, Some(record.holder.clone()), record.transitions)
+            }
             Action::Update {
                 expected, record, ..
-            } => (Some(expected.clone()), Some(record.holder.clone())),
+            } => (
+                Some(expected.clone()),
+                Some(record.holder.clone()),
+                record.transitions,
+            ),
         };
         self.actions.push_back(action);
         self.in_flight = Some(InFlight {
@@ -508,6 +517,7 @@ impl Elector {
             sent_at: now,
             expected,
             holder,
+            transitions,
         });
         self.timers
             .set(Timer::Request, now + self.config.request_timeout);
@@ -663,7 +673,9 @@ impl Elector {
                 .unknown_write_sent
                 .map_or(call.sent_at, |t| t.min(call.sent_at));
             self.unknown_write_sent = Some(first);
-            self.create_unknown |= call.purpose == Purpose::Create;
+            if call.purpose == Purpose::Create {
+                self.create_unknown = self.create_unknown.max(Some(call.transitions));
+            }
         }
     }
 

@@ -158,7 +158,7 @@ impl Elector {
             return;
         }
         if self.config.lock_delay == LockDelay::Strict
-            && (self.create_unknown || now < self.lead_not_before)
+            && (self.create_unknown.is_some() || now < self.lead_not_before)
         {
             // The record may be the one a create of ours made (its outcome unknown),
             // or one taken while the strict lock delay runs: whoever led the lock
