@@ -99,14 +99,12 @@ pub trait Lock: Send + Sync + 'static {
     /// `config.request_timeout`); a lock that waits on something by itself (the
     /// reads that open a watch, a best-effort Event) takes its bound from here.
     ///
-    /// The default ignores it (a lock with nothing of its own to bound). A wrapper
-    /// forwards it to the lock it wraps, as every other method: one that forgot
-    /// would leave the wrapped lock on its own defaults (`lock-memory`'s
-    /// `check_wrapper` checks it). A lock shared by several elections keeps the
+    /// No default, as for every method: a lock with nothing of its own to bound
+    /// says so in its own words, and a wrapper forwards it to the lock it wraps
+    /// (one that forgot would leave the wrapped lock on its own defaults;
+    /// `lock-memory`'s `check_wrapper` checks it). A lock shared by several elections keeps the
     /// last configuration it was told.
-    fn configure(&self, config: &Config) {
-        let _ = config;
-    }
+    fn configure(&self, config: &Config);
 }
 
 /// Why a lock call failed, classified by what the elector must do about it.

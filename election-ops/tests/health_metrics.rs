@@ -78,6 +78,10 @@ impl<L: Lock> Lock for Wedging<L> {
     fn describe(&self) -> String {
         self.inner.describe()
     }
+
+    fn configure(&self, config: &election_core::Config) {
+        let _ = config; // nothing to configure
+    }
     fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
         self.inner.leadership_changed(identity, change)
     }

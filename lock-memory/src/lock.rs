@@ -266,6 +266,10 @@ impl Lock for MemoryLock {
         format!("memory/{}", self.name)
     }
 
+    fn configure(&self, config: &election_core::Config) {
+        let _ = config; // nothing to configure
+    }
+
     /// Nothing to record: the store has no Events.
     fn leadership_changed(&self, _identity: &str, _change: LeadershipChange) -> Option<LockTask> {
         None

@@ -133,6 +133,10 @@ impl Lock for Flawed {
         format!("flawed({:?})", self.flaw)
     }
 
+    fn configure(&self, config: &election_core::Config) {
+        let _ = config; // nothing to configure
+    }
+
     fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
         self.inner.leadership_changed(identity, change)
     }
@@ -282,6 +286,10 @@ impl Lock for Fat {
 
     fn describe(&self) -> String {
         "fat".into()
+    }
+
+    fn configure(&self, config: &election_core::Config) {
+        let _ = config; // nothing to configure
     }
 
     fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {

@@ -1228,6 +1228,10 @@ impl Lock for GoneOnResume {
         self.inner.describe()
     }
 
+    fn configure(&self, config: &election_core::Config) {
+        let _ = config; // nothing to configure
+    }
+
     fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
         self.inner.leadership_changed(identity, change)
     }
