@@ -65,6 +65,13 @@
 //! assert_eq!((lease.as_str(), command.as_slice()), ("db-migrate", &["sleep".to_string(), "5".into()][..]));
 //! ```
 #![forbid(unsafe_code)]
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
+
+// Not called: a dependency only to pick the Kubernetes version (feature `latest`)
+// that kube and the lock crates compile against, as k8s-openapi asks of a binary.
+use k8s_openapi as _;
 
 mod child;
 pub mod duration;
