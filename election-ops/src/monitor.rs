@@ -53,6 +53,8 @@ pub struct Monitor {
     name: Arc<str>,
     identity: Arc<str>,
     leading: AtomicBool,
+    /// "election started" was logged.
+    announced_start: AtomicBool,
     record: Mutex<Snapshot>,
     /// The last term this node started leading in, and when.
     term_started: Mutex<Option<(String, std::time::Instant)>>,
@@ -102,6 +104,7 @@ impl MonitorBuilder {
             name,
             identity: self.identity,
             leading: AtomicBool::new(false),
+            announced_start: AtomicBool::new(false),
             record: Mutex::new(Snapshot::default()),
             term_started: Mutex::new(None),
         })
@@ -205,12 +208,21 @@ impl Monitor {
                 self.metrics.started_leading(&self.name);
             }
             Change::Draining { reason } => {
-                tracing::info!(lock, identity, term = ?state.term.as_ref().map(ToString::to_string), %reason, "draining leader work");
+                // The term as `0@5`, as on the other lines (left out if none).
+                let term = state.term.as_ref().map(tracing::field::display);
+                tracing::info!(lock, identity, term, %reason, "draining leader work");
             }
             Change::StoppedLeading { term, reason } => {
                 self.leading.store(false, Ordering::Release);
                 relock(&self.record).last_stop = Some(reason.to_string());
-                tracing::warn!(lock, identity, %term, %reason, "stopped leading");
+                // Giving leadership up on purpose (shut down, stepped down) is
+                // routine; losing it (deadline, another holder, a deleted lock, a
+                // twin, a preemption) is worth a warning.
+                if reason.is_graceful() {
+                    tracing::info!(lock, identity, %term, %reason, "stopped leading");
+                } else {
+                    tracing::warn!(lock, identity, %term, %reason, "stopped leading");
+                }
                 #[cfg(feature = "metrics")]
                 self.metrics.stopped_leading(&self.name, reason.class());
             }
@@ -234,7 +246,14 @@ impl Monitor {
                     self.metrics.lock_error(&self.name, "timeout");
                 }
             }
-            Change::Started => tracing::info!(lock, identity, "election started"),
+            // Once: a stream that subscribed before the driver's first turn
+            // starts with the initial state, whose change is `Started` too, and
+            // then gets the driver's own `Started`.
+            Change::Started => {
+                if !self.announced_start.swap(true, Ordering::AcqRel) {
+                    tracing::info!(lock, identity, "election started");
+                }
+            }
             Change::Terminated => {
                 self.leading.store(false, Ordering::Release);
                 tracing::info!(lock, identity, "election ended");
@@ -398,5 +417,160 @@ impl<L: Lock> Lock for ObservedLock<L> {
     /// The wrapped lock's own (the Kubernetes locks' bound of their watch reads).
     fn configure(&self, config: &Config) {
         self.inner.configure(config);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+    use std::sync::atomic::AtomicU64;
+
+    use election_core::{Instant, Role, StopReason, Term};
+    use tracing::field::{Field, Visit};
+
+    use super::*;
+
+    /// Writes each event as `LEVEL message key=value…`, values as they were
+    /// recorded (a `%` field through Display, a `?` field through Debug).
+    struct Capture {
+        out: Arc<Mutex<Vec<String>>>,
+        next: AtomicU64,
+    }
+
+    struct Fields<'a>(&'a mut String);
+
+    impl Visit for Fields<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            let _ = write!(self.0, " {}={value:?}", field.name());
+        }
+    }
+
+    impl tracing::Subscriber for Capture {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(self.next.fetch_add(1, Ordering::Relaxed))
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut line = event.metadata().level().to_string();
+            event.record(&mut Fields(&mut line));
+            relock(&self.out).push(line);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    /// What a fresh monitor logs while observing `states`, one line per event.
+    fn logged(states: &[LeadershipState]) -> Vec<String> {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let capture = Capture {
+            out: Arc::clone(&out),
+            next: AtomicU64::new(1),
+        };
+        let monitor = Monitor::new("leases/default/m", "node-a");
+        tracing::subscriber::with_default(capture, || {
+            for state in states {
+                monitor.observe(state);
+            }
+        });
+        relock(&out).clone()
+    }
+
+    fn term() -> Term {
+        Term {
+            transitions: 0,
+            version: "5".into(),
+        }
+    }
+
+    fn state(role: Role, change: Change) -> LeadershipState {
+        LeadershipState {
+            role,
+            term: matches!(role, Role::Leader | Role::Draining).then(term),
+            change,
+            at: Instant::from_nanos(1),
+            ..LeadershipState::initial("node-a".into())
+        }
+    }
+
+    fn stopped(reason: StopReason) -> LeadershipState {
+        state(
+            Role::Follower,
+            Change::StoppedLeading {
+                term: term(),
+                reason,
+            },
+        )
+    }
+
+    #[test]
+    fn a_graceful_stop_is_info_and_a_loss_a_warning() {
+        for reason in [StopReason::ShutDown, StopReason::SteppedDown] {
+            let lines = logged(&[stopped(reason.clone())]);
+            assert_eq!(lines.len(), 1, "{reason}: {lines:?}");
+            assert!(
+                lines[0].starts_with("INFO message=stopped leading"),
+                "{lines:?}"
+            );
+            assert!(lines[0].contains(&format!("reason={reason}")), "{lines:?}");
+        }
+        let holder: Arc<str> = "node-b".into();
+        for reason in [
+            StopReason::DeadlineExceeded,
+            StopReason::LostConflict {
+                holder: Arc::clone(&holder),
+            },
+            StopReason::ObservedOtherHolder {
+                holder: Arc::clone(&holder),
+            },
+            StopReason::LockDeleted,
+            StopReason::IdentityCollision,
+        ] {
+            let lines = logged(&[stopped(reason.clone())]);
+            assert_eq!(lines.len(), 1, "{reason}: {lines:?}");
+            assert!(
+                lines[0].starts_with("WARN message=stopped leading"),
+                "{lines:?}"
+            );
+            assert!(lines[0].contains(" term=0@5 "), "{lines:?}");
+        }
+    }
+
+    #[test]
+    fn draining_names_the_term_as_the_other_lines_do() {
+        let lines = logged(&[state(
+            Role::Draining,
+            Change::Draining {
+                reason: StopReason::ShutDown,
+            },
+        )]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("INFO message=draining leader work"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[0].contains(" term=0@5 "),
+            "not Some(\"0@5\"): {lines:?}"
+        );
+    }
+
+    /// A stream that subscribed before the driver's first turn replays the
+    /// initial state (change `Started`), then brings the driver's own `Started`:
+    /// the sidecar logged "election started" twice.
+    #[test]
+    fn the_election_start_is_logged_once() {
+        let lines = logged(&[
+            LeadershipState::initial("node-a".into()),
+            state(Role::Follower, Change::Started),
+        ]);
+        let started: Vec<_> = lines
+            .iter()
+            .filter(|l| l.contains("message=election started"))
+            .collect();
+        assert_eq!(started.len(), 1, "{lines:?}");
     }
 }

@@ -137,8 +137,9 @@ mod tests {
         }
     }
 
-    /// Logs what a leadership change logs (the driver's and the monitor's lines)
-    /// through a subscriber of `format` filtered by `spec`; the lines written.
+    /// Logs what a leadership that is lost logs (the driver's and the monitor's
+    /// lines; the monitor warns of a loss, a graceful stop is info) through a
+    /// subscriber of `format` filtered by `spec`; the lines written.
     fn log_a_change(format: LogFormat, spec: Option<&str>) -> Vec<String> {
         let buffer = Buffer::default();
         let writer = buffer.clone();
@@ -150,8 +151,8 @@ mod tests {
                 tracing::info!(target: "election_ops::monitor", lock = "Lease default/a", identity = "a", term = "1@7", "started leading");
                 tracing::info!(target: "election_driver::driver", why = "idle", "restarting the lock watch");
                 tracing::debug!(target: "election_driver::driver", op = "Get", "lock call");
-                tracing::info!(target: "election_driver::driver", term = "1@7", reason = "shut down", "stopped leading");
-                tracing::warn!(target: "election_ops::monitor", lock = "Lease default/a", identity = "a", term = "1@7", reason = "shut down", "stopped leading");
+                tracing::info!(target: "election_driver::driver", term = "1@7", reason = "renew deadline exceeded", "stopped leading");
+                tracing::warn!(target: "election_ops::monitor", lock = "Lease default/a", identity = "a", term = "1@7", reason = "renew deadline exceeded", "stopped leading");
             },
         );
         buffer.text().lines().map(str::to_owned).collect()
@@ -183,7 +184,8 @@ mod tests {
         assert_eq!(started["target"], "election_ops::monitor");
         assert_eq!(started["term"], "1@7");
         assert_eq!(started["identity"], "a");
-        assert_eq!(events[2]["reason"], "shut down");
+        assert_eq!(events[2]["level"], "WARN");
+        assert_eq!(events[2]["reason"], "renew deadline exceeded");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The sidecar's logs against the API emulator: `--log-format json` lines on
 //! stderr, one for the start and one for the stop of leading, each with the term
-//! and the identity (the stop with its reason); `RUST_LOG` filters them.
+//! and the identity (the stop with its reason); `RUST_LOG` filters them. A
+//! graceful stop is an INFO line, a loss a WARN line.
 
 mod common;
 
@@ -9,18 +10,18 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use kube_emulator::Emulator;
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
-/// Runs a `serve` sidecar named by `--identity id` (`ELECTION_IDENTITY` says
-/// otherwise: the flag wins) with `extra` flags and `rust_log`, waits until it
-/// leads, stops it with SIGTERM; its `/status` while leading and its output.
-async fn lead_then_stop(
+/// Starts a `serve` sidecar named by `--identity id` (`ELECTION_IDENTITY` says
+/// otherwise: the flag wins) with `extra` flags and `rust_log`; it and the address
+/// it serves on.
+fn spawn_sidecar(
     emu: &Emulator,
     dir: &Path,
     id: &str,
     extra: &[&str],
     rust_log: Option<&str>,
-) -> (serde_json::Value, Output) {
+) -> (Child, String) {
     let kubeconfig = dir.join(format!("{id}.kubeconfig"));
     emu.write_kubeconfig(&kubeconfig, id).expect("kubeconfig");
     let addr = common::free_addr();
@@ -41,16 +42,39 @@ async fn lead_then_stop(
     if let Some(filter) = rust_log {
         command.env("RUST_LOG", filter);
     }
-    let sidecar = command.spawn().expect("spawn");
-    let status = common::wait_leading(&addr, Duration::from_secs(15)).await;
+    (command.spawn().expect("spawn"), addr)
+}
+
+/// SIGTERM, then waits (10 s at most) for a clean exit; the sidecar's output.
+async fn stop(sidecar: Child) -> Output {
     common::sigterm(&sidecar);
     let out = tokio::time::timeout(Duration::from_secs(10), sidecar.wait_with_output())
         .await
         .expect("exits after SIGTERM")
         .expect("output");
     assert!(out.status.success(), "{out:?}");
+    out
+}
+
+/// Runs a `serve` sidecar as [`spawn_sidecar`] does, waits until it leads, stops
+/// it with SIGTERM; its `/status` while leading and its output.
+async fn lead_then_stop(
+    emu: &Emulator,
+    dir: &Path,
+    id: &str,
+    extra: &[&str],
+    rust_log: Option<&str>,
+) -> (serde_json::Value, Output) {
+    let (sidecar, addr) = spawn_sidecar(emu, dir, id, extra, rust_log);
+    let status = common::wait_leading(&addr, Duration::from_secs(15)).await;
+    let out = stop(sidecar).await;
     assert_eq!(status["is_leader"], true, "it led: {status} {out:?}");
     (status, out)
+}
+
+/// The level of a text line: `<timestamp> <LEVEL> <target>: <message> <fields>`.
+fn level(line: &str) -> &str {
+    line.split_whitespace().nth(1).unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,6 +108,17 @@ async fn json_logs_name_the_term_and_identity_when_leading_starts_and_stops() {
     assert_eq!(stopped[0]["term"], term, "{stderr}");
     assert_eq!(stopped[0]["identity"], "log-json", "{stderr}");
     assert_eq!(stopped[0]["reason"], "shut down", "{stderr}");
+    // Giving leadership up on SIGTERM is routine, not a warning.
+    assert_eq!(stopped[0]["level"], "INFO", "{stderr}");
+
+    // The drain names the term as the other lines do (Display, not `Some("…")`).
+    let draining = with("draining leader work");
+    assert_eq!(draining.len(), 1, "{stderr}");
+    assert_eq!(draining[0]["term"], term, "{stderr}");
+
+    // The election starts once (its state stream used to replay the initial
+    // state, whose change is also `Started`, before the driver's own).
+    assert_eq!(with("election started").len(), 1, "{stderr}");
 
     // The timings as the sidecar took them: the request timeout by client-go's
     // rule, max(1.5s / 2, 1s).
@@ -99,27 +134,63 @@ async fn json_logs_name_the_term_and_identity_when_leading_starts_and_stops() {
 async fn rust_log_warn_leaves_out_the_info_lines() {
     let emu = Emulator::start().await.expect("emulator");
     let dir = common::temp("logs-warn");
+    // A start and a graceful stop are routine: at `warn` there is nothing to say.
     // Text lines by default: `<timestamp> <LEVEL> <target>: <message> <fields>`.
     let (_, out) = lead_then_stop(&emu, &dir, "log-warn", &[], Some("warn")).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains(" INFO "), "{stderr}");
     assert!(!stderr.contains("campaigning"), "{stderr}");
     assert!(!stderr.contains("started leading"), "{stderr}");
+    assert!(!stderr.contains("stopped leading"), "{stderr}");
     for line in stderr.lines() {
-        let level = line.split_whitespace().nth(1).unwrap_or_default();
-        assert!(["WARN", "ERROR"].contains(&level), "{line}");
+        assert!(["WARN", "ERROR"].contains(&level(line)), "{line}");
     }
-    // The same sidecar at the default level logs them.
-    let (_, out) = lead_then_stop(&emu, &dir, "log-info", &[], None).await;
+
+    // A loss is a warning, so `warn` keeps it: the leader is cut off from the API
+    // (its requests hang) and stops at its renew deadline.
+    let (sidecar, addr) = spawn_sidecar(&emu, &dir, "log-loss", &[], Some("warn"));
+    let status = common::wait_leading(&addr, Duration::from_secs(15)).await;
+    assert_eq!(status["is_leader"], true, "it led: {status}");
+    emu.faults("log-loss").hang();
+    let start = std::time::Instant::now();
+    loop {
+        let status = match common::get_path(&addr, "/status").await {
+            Some((_, body)) => serde_json::from_str(&body).expect("JSON status"),
+            None => serde_json::Value::Null,
+        };
+        if status["is_leader"] == false {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    emu.faults("log-loss").clear();
+    let out = stop(sidecar).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let started: Vec<&str> = stderr
+    for line in stderr.lines() {
+        assert!(["WARN", "ERROR"].contains(&level(line)), "{line}");
+    }
+    // The monitor's line (a failed Event write quotes "<id> stopped leading" too).
+    let lost: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.contains("started leading"))
+        .filter(|l| l.contains("election_ops::monitor: stopped leading"))
         .collect();
-    assert_eq!(started.len(), 1, "{stderr}");
+    assert_eq!(lost.len(), 1, "{stderr}");
     assert!(
-        started[0].contains(" INFO ") && started[0].contains("identity=\"log-info\""),
+        lost[0].contains("identity=\"log-loss\"")
+            && lost[0].contains("reason=renew deadline exceeded"),
         "{stderr}"
     );
+
+    // The same sidecar at the default level logs the routine lines, each once.
+    let (_, out) = lead_then_stop(&emu, &dir, "log-info", &[], None).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for message in ["started leading", "stopped leading"] {
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(message)).collect();
+        assert_eq!(lines.len(), 1, "{message}: {stderr}");
+        assert!(
+            level(lines[0]) == "INFO" && lines[0].contains("identity=\"log-info\""),
+            "{stderr}"
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
