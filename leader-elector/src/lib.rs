@@ -50,7 +50,11 @@
 //!
 //! Logs go to stderr, one line per event, text or JSON (`--log-format json`),
 //! filtered by `RUST_LOG` (default `info`); see [`logging`]. Leading starts and
-//! stops are one line each with the term, the identity and (on a stop) the reason.
+//! stops are one line each with the term, the identity and (on a stop) the reason
+//! (INFO for a graceful stop, WARN for a loss). They are also Kubernetes Events on
+//! the Lease, as client-go records them (`<identity> became leader` / `<identity>
+//! stopped leading`, reason `LeaderElection`); on exit the sidecar waits for those
+//! still being written, at most one request timeout, after the lease is released.
 //! A bad flag, an unusable kubeconfig or an invalid combination of timings ends the
 //! sidecar with one line on stderr and a non-zero exit (2 for the command line, 1
 //! otherwise). `deploy.yaml` beside this crate is a Deployment with its
@@ -75,6 +79,7 @@ use k8s_openapi as _;
 
 mod child;
 pub mod duration;
+mod lock_tasks;
 pub mod logging;
 
 use std::ffi::OsString;
@@ -96,6 +101,7 @@ use tokio::sync::watch;
 
 use crate::child::ChildWork;
 use crate::duration::{format_duration, parse_duration};
+use crate::lock_tasks::{LockTasks, TrackedLock};
 use crate::logging::LogFormat;
 
 /// client-go's lease duration.
@@ -392,10 +398,27 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// A running election with its health and metrics endpoint.
+/// A running election (its health and metrics endpoint comes with it from
+/// [`start`]).
 struct Election {
     handle: Arc<Handle>,
-    endpoint: Endpoint<Arc<Handle>>,
+    /// The lock's background tasks (its leadership Events).
+    lock_tasks: LockTasks,
+    /// How long one of them may take: the request timeout bounds each Event write.
+    request_timeout: Duration,
+}
+
+impl Election {
+    /// Shuts the election down (drain, release), then lets the lock's Events
+    /// (`<identity> stopped leading`) finish before the process exits and its
+    /// runtime drops them; the lease is released by then, so this wait delays
+    /// nobody's election.
+    async fn shutdown(&self) {
+        self.handle.shutdown().await;
+        if !self.lock_tasks.settled(self.request_timeout).await {
+            tracing::warn!("a leadership Event was still being written at exit: it may be lost");
+        }
+    }
 }
 
 async fn kube_config(cli: &Cli) -> Result<kube::Config, StartError> {
@@ -419,7 +442,7 @@ async fn start(
     config: Config,
     lease: &str,
     work: Option<ChildWork>,
-) -> Result<Election, StartError> {
+) -> Result<(Election, Endpoint<Arc<Handle>>), StartError> {
     let kube_config = kube_config(cli).await?;
     let namespace = cli
         .namespace
@@ -445,7 +468,10 @@ async fn start(
         .build();
     let mut registry = prometheus_client::registry::Registry::default();
     monitor.register_metrics(&mut registry);
-    let mut builder = Builder::new(monitor.lock(lock), config);
+    let request_timeout = config.request_timeout;
+    let lock_tasks = LockTasks::new();
+    let lock = TrackedLock::new(monitor.lock(lock), lock_tasks.clone());
+    let mut builder = Builder::new(lock, config);
     let handle_slot = work.as_ref().map(|w| Arc::clone(&w.handle));
     if let Some(work) = work {
         builder = builder.leader_work(move |term, cancel| work.clone().run(term, cancel));
@@ -469,7 +495,12 @@ async fn start(
                 serde_json::json!({ "name": name }).to_string(),
             )
         });
-    Ok(Election { handle, endpoint })
+    let election = Election {
+        handle,
+        lock_tasks,
+        request_timeout,
+    };
+    Ok((election, endpoint))
 }
 
 /// Binds `addr` and serves the endpoint on a task of its own.
@@ -508,10 +539,10 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
     let config = cli.election_config(id.clone())?;
     match &cli.mode {
         Mode::Serve { lease, addr } => {
-            let Election { handle, endpoint } = start(&cli, config, lease, None).await?;
+            let (election, endpoint) = start(&cli, config, lease, None).await?;
             spawn_endpoint(endpoint, *addr).await?;
             terminated().await;
-            handle.shutdown().await;
+            election.shutdown().await;
             Ok(0)
         }
         Mode::Run {
@@ -539,7 +570,7 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
                 handle: Arc::new(OnceLock::new()),
                 exited: Arc::new(exit_tx),
             };
-            let Election { handle, endpoint } = start(&cli, config, lease, Some(work)).await?;
+            let (election, endpoint) = start(&cli, config, lease, Some(work)).await?;
             if let Some(addr) = addr {
                 spawn_endpoint(endpoint, *addr).await?;
             }
@@ -548,7 +579,7 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
                 () = terminated() => 0,
             };
             // Drains the child (SIGTERM, bounded wait) and releases.
-            handle.shutdown().await;
+            election.shutdown().await;
             let code = exit_rx.borrow().unwrap_or(code);
             Ok(code)
         }
