@@ -96,6 +96,7 @@ pub use event::{BrokenAnswer, Event, StopReason, Term, Warning};
 pub use input::Input;
 pub use lock::{LeadershipChange, Lock, LockError, LockTask, WatchEvent, WatchStream};
 pub use record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version};
+pub use rng::SplitMix64;
 pub use time::{Instant, WallTime};
 
 /// Re-exported so that lock crates can name the watch stream's trait.

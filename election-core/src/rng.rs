@@ -1,15 +1,29 @@
-//! A small seeded generator for retry jitter (SplitMix64): deterministic, no_std,
-//! a few lines, and good enough to spread retries.
+//! A small seeded generator (SplitMix64): deterministic, no_std, a few lines, and
+//! good enough to spread retries. The elector draws its jitter from it; the
+//! simulator and the memory lock's fault plans use the same one, so every run
+//! replays from its seed.
 
+/// SplitMix64: a tiny deterministic generator, seeded by the caller.
+///
+/// ```
+/// let (mut a, mut b) = (election_core::SplitMix64::new(7), election_core::SplitMix64::new(7));
+/// assert_eq!(a.next_u64(), b.next_u64());
+/// assert!((0.0..1.0).contains(&a.unit()));
+/// ```
 #[derive(Clone, Debug)]
-pub(crate) struct Rng(u64);
+pub struct SplitMix64(u64);
 
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
-        Rng(seed)
+/// The elector's generator.
+pub(crate) type Rng = SplitMix64;
+
+impl SplitMix64 {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -18,7 +32,7 @@ impl Rng {
     }
 
     /// A float uniformly drawn from `[0, 1)`.
-    pub(crate) fn unit(&mut self) -> f64 {
+    pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }

@@ -1,27 +1,26 @@
-//! The simulator's seeded generator (SplitMix64): every run replays from its seed.
+//! The simulator's seeded generator: the core's SplitMix64, so every run replays
+//! from its seed.
+
+use election_core::SplitMix64;
 
 /// A small deterministic generator.
 #[derive(Clone, Debug)]
-pub struct SimRng(u64);
+pub struct SimRng(SplitMix64);
 
 impl SimRng {
     /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Self {
-        SimRng(seed ^ 0x5151_5151_dead_beef)
+        SimRng(SplitMix64::new(seed ^ 0x5151_5151_dead_beef))
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A float in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit()
     }
 
     /// True with probability `p`.

@@ -493,26 +493,22 @@ impl FaultHandle {
     }
 }
 
-/// SplitMix64: a tiny, seedable, good-enough generator for fault draws.
+/// The fault draws' generator: the core's SplitMix64, seeded per client.
 #[derive(Clone, Debug)]
-struct Rng(u64);
+struct Rng(election_core::SplitMix64);
 
 impl Rng {
     fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(election_core::SplitMix64::new(seed))
     }
 
     fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A uniform float in `0.0..1.0`.
     fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit()
     }
 
     /// True with probability `p`; draws nothing when `p` is 0 so that a plan
