@@ -164,8 +164,7 @@ impl Elector {
             // or one taken while the strict lock delay runs: whoever led the lock
             // deleted before that create may still believe, and an empty holder is
             // acquirable at once. Leave it to expire (others time it for a lease
-            // from seeing it) rather than release it (found by the simulator, seed
-            // 296119).
+            // from seeing it) rather than release it.
             self.warn(Warning::LeftToExpire);
             return;
         }
