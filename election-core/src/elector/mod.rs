@@ -350,10 +350,14 @@ impl Elector {
 
     // ---- commands ----
 
-    /// Gives up leadership gracefully: the leader work is drained
-    /// ([`Event::Draining`]), then the lock is released, and this node stays a
-    /// follower for one lease duration so that another can take over. Does nothing
-    /// unless this node holds the lock.
+    /// Begins giving up leadership gracefully; it does not end here. The elector
+    /// emits [`Event::Draining`]: the host must stop its leader work and then call
+    /// [`work_stopped`](Self::work_stopped). Only then does the elector report
+    /// [`Event::StoppedLeading`] and write the release (renewing meanwhile; if the
+    /// host never calls it, leadership ends at the release budget, one renew
+    /// deadline). Afterwards this node stays a follower for one lease duration so
+    /// that another can take over. Does nothing unless this node holds the lock;
+    /// a holder still in the strict lock delay releases once the delay is over.
     pub fn step_down(&mut self, now: Instant) {
         let now = self.clock(now);
         self.check_deadline(now);
@@ -367,9 +371,11 @@ impl Elector {
         self.drive(now);
     }
 
-    /// Shuts down: drains and releases if this node leads (when
-    /// [`Config::release_on_shutdown`]), then emits [`Event::Terminated`]. Without
-    /// leadership and without a write in flight it terminates at once.
+    /// Begins shutting down: a leader drains as for [`step_down`](Self::step_down)
+    /// ([`Event::Draining`], then the host's [`work_stopped`](Self::work_stopped))
+    /// and releases (when [`Config::release_on_shutdown`]); then the elector emits
+    /// [`Event::Terminated`]. Without leadership and without a write in flight it
+    /// terminates at once.
     pub fn shutdown(&mut self, now: Instant) {
         let now = self.clock(now);
         self.check_deadline(now);
