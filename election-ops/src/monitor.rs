@@ -198,6 +198,13 @@ impl Monitor {
     pub fn observe(&self, state: &LeadershipState) {
         let lock = &*self.lock_name;
         let identity = &*self.identity;
+        // Once, on the first state seen, whatever its change: a stream that
+        // subscribed before the driver's first turn starts with the initial state
+        // and then gets the driver's own `Started`; one that subscribed later
+        // starts with whatever the driver published last.
+        if !self.announced_start.swap(true, Ordering::AcqRel) {
+            tracing::info!(lock, identity, "election started");
+        }
         match &state.change {
             Change::StartedLeading { term } => {
                 self.leading.store(true, Ordering::Release);
@@ -246,14 +253,7 @@ impl Monitor {
                     self.metrics.lock_error(&self.name, "timeout");
                 }
             }
-            // Once: a stream that subscribed before the driver's first turn
-            // starts with the initial state, whose change is `Started` too, and
-            // then gets the driver's own `Started`.
-            Change::Started => {
-                if !self.announced_start.swap(true, Ordering::AcqRel) {
-                    tracing::info!(lock, identity, "election started");
-                }
-            }
+            Change::Started => {} // announced above, on the first state seen
             Change::Terminated => {
                 self.leading.store(false, Ordering::Release);
                 tracing::info!(lock, identity, "election ended");
@@ -479,6 +479,22 @@ mod tests {
         relock(&out).clone()
     }
 
+    /// The lines logged for `states` by a monitor that first saw the election
+    /// start (that announcement is checked and left out).
+    fn logged_after_start(states: &[LeadershipState]) -> Vec<String> {
+        let mut all = vec![LeadershipState::initial("node-a".into())];
+        all.extend_from_slice(states);
+        let mut lines = logged(&all);
+        assert!(
+            lines
+                .first()
+                .is_some_and(|l| l.contains("message=election started")),
+            "{lines:?}"
+        );
+        lines.remove(0);
+        lines
+    }
+
     fn term() -> Term {
         Term {
             transitions: 0,
@@ -509,7 +525,7 @@ mod tests {
     #[test]
     fn a_graceful_stop_is_info_and_a_loss_a_warning() {
         for reason in [StopReason::ShutDown, StopReason::SteppedDown] {
-            let lines = logged(&[stopped(reason.clone())]);
+            let lines = logged_after_start(&[stopped(reason.clone())]);
             assert_eq!(lines.len(), 1, "{reason}: {lines:?}");
             assert!(
                 lines[0].starts_with("INFO message=stopped leading"),
@@ -529,7 +545,7 @@ mod tests {
             StopReason::LockDeleted,
             StopReason::IdentityCollision,
         ] {
-            let lines = logged(&[stopped(reason.clone())]);
+            let lines = logged_after_start(&[stopped(reason.clone())]);
             assert_eq!(lines.len(), 1, "{reason}: {lines:?}");
             assert!(
                 lines[0].starts_with("WARN message=stopped leading"),
@@ -541,7 +557,7 @@ mod tests {
 
     #[test]
     fn draining_names_the_term_as_the_other_lines_do() {
-        let lines = logged(&[state(
+        let lines = logged_after_start(&[state(
             Role::Draining,
             Change::Draining {
                 reason: StopReason::ShutDown,
@@ -572,5 +588,20 @@ mod tests {
             .filter(|l| l.contains("message=election started"))
             .collect();
         assert_eq!(started.len(), 1, "{lines:?}");
+    }
+
+    /// A monitor that subscribed after the driver's first turn never sees a
+    /// `Started` change; it announces the election on the first state it sees.
+    #[test]
+    fn a_late_subscriber_announces_the_election_once() {
+        let lines = logged(&[
+            state(Role::Follower, Change::LeaderChanged { leader: None }),
+            state(Role::Follower, Change::LeaderChanged { leader: None }),
+        ]);
+        let started = lines
+            .iter()
+            .filter(|l| l.contains("message=election started"))
+            .count();
+        assert_eq!(started, 1, "{lines:?}");
     }
 }
