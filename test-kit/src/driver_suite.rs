@@ -382,11 +382,13 @@ impl<R: Runtime> Cluster<R> {
     }
 }
 
+/// A candidate for each name, spawned in order.
+fn spawn_all<R: Runtime>(c: &Cluster<R>, names: &[&str]) -> Vec<Node> {
+    names.iter().map(|n| c.spawn(n)).collect()
+}
+
 fn three<R: Runtime>(c: &Cluster<R>) -> Vec<Node> {
-    ["node-a", "node-b", "node-c"]
-        .into_iter()
-        .map(|n| c.spawn(n))
-        .collect()
+    spawn_all(c, &["node-a", "node-b", "node-c"])
 }
 
 // ---- the cases ----
@@ -454,10 +456,7 @@ pub async fn leader_shutdown_hands_over<R: Runtime>(rt: R) {
 /// follower (it does not campaign for one lease).
 pub async fn leader_step_down_hands_over<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
-    let mut nodes: Vec<Node> = ["node-a", "node-b"]
-        .into_iter()
-        .map(|n| c.spawn(n))
-        .collect();
+    let mut nodes = spawn_all(&c, &["node-a", "node-b"]);
     let i = c.elected(&nodes, FIRST_ELECTION).await;
     nodes[i].h().step_down().await;
     assert!(!nodes[i].is_leader());
@@ -473,10 +472,7 @@ pub async fn leader_step_down_hands_over<R: Runtime>(rt: R) {
 /// Dropping a leader's handle without shutdown still drains and releases.
 pub async fn dropped_handle_releases_best_effort<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
-    let mut nodes: Vec<Node> = ["node-a", "node-b"]
-        .into_iter()
-        .map(|n| c.spawn(n))
-        .collect();
+    let mut nodes = spawn_all(&c, &["node-a", "node-b"]);
     let i = c.elected(&nodes, FIRST_ELECTION).await;
     let old = nodes[i].name.clone();
     drop(nodes[i].handle.take());
@@ -1106,10 +1102,7 @@ pub async fn w1_broken_watch_resumes_and_polls_meanwhile<R: Runtime>(rt: R) {
 /// lease.
 pub async fn n7_w1_black_holed_watch_is_restarted_after_heal<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
-    let mut nodes: Vec<Node> = ["node-a", "node-b"]
-        .into_iter()
-        .map(|n| c.spawn(n))
-        .collect();
+    let mut nodes = spawn_all(&c, &["node-a", "node-b"]);
     let i = c.elected(&nodes, FIRST_ELECTION).await;
     let f = nodes[1 - i].name.clone();
     c.sleep(ms(300)).await;
