@@ -20,8 +20,11 @@ use crate::record::{LockRecord, Observation, Version};
 pub enum WatchEvent {
     /// The lock has this record at this version.
     Changed(Observation),
-    /// The lock no longer exists.
-    Deleted,
+    /// The lock no longer exists: deleted at this version, where the lock tells it
+    /// (a Kubernetes DELETED event's resourceVersion), so that a replayed deletion
+    /// older than what the elector saw since is recognised; `None` where it does
+    /// not (a watch that found the lock absent when it started).
+    Deleted(Option<Version>),
 }
 
 /// A stream of changes to the lock. It ends when the watch breaks; the caller then

@@ -35,7 +35,7 @@ enum Stimulus {
     /// An answer to an operation id the elector never issued or no longer waits for.
     StaleAnswer(u64, Result<Observation, LockError>),
     /// A watch event.
-    Watch(Option<Observation>),
+    Watch(WatchEvent),
     /// The watch starts or stops delivering.
     WatchActive(bool),
     StepDown,
@@ -162,7 +162,12 @@ fn step() -> impl Strategy<Value = Stimulus> {
         4 => result().prop_map(Stimulus::Answer),
         2 => observation().prop_map(Stimulus::AnswerAsLock),
         1 => (any::<u64>(), result()).prop_map(|(op, r)| Stimulus::StaleAnswer(op, r)),
-        2 => prop_oneof![observation().prop_map(Some), Just(None)].prop_map(Stimulus::Watch),
+        2 => prop_oneof![
+            observation().prop_map(WatchEvent::Changed),
+            Just(WatchEvent::Deleted(None)),
+            (0u8..12).prop_map(|v| WatchEvent::Deleted(Some(v.to_string().into()))),
+        ]
+        .prop_map(Stimulus::Watch),
         1 => any::<bool>().prop_map(Stimulus::WatchActive),
         1 => Just(Stimulus::StepDown),
         1 => Just(Stimulus::Shutdown),
@@ -325,10 +330,7 @@ impl Host {
                     self.e.handle(Input::Answer { op, result }, self.now);
                 }
             }
-            Stimulus::Watch(Some(obs)) => self
-                .e
-                .handle(Input::Watch(WatchEvent::Changed(obs)), self.now),
-            Stimulus::Watch(None) => self.e.handle(Input::Watch(WatchEvent::Deleted), self.now),
+            Stimulus::Watch(event) => self.e.handle(Input::Watch(event), self.now),
             Stimulus::WatchActive(active) => self.e.handle(Input::WatchActive(active), self.now),
             Stimulus::StepDown => self.e.step_down(self.now),
             Stimulus::Shutdown => self.e.shutdown(self.now),

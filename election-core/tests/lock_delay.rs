@@ -14,7 +14,7 @@ fn created_after_deletion(cfg: Config) -> Node {
     let mut n = Node::follower(cfg.clone(), obs("7", held("b", 2, 3)));
     n.watch_active(true);
     n.set_clock(t(1_000));
-    n.watch(WatchEvent::Deleted);
+    n.watch(WatchEvent::Deleted(None));
     let (op, record) = n.create();
     let mut want = acquiring(&cfg, 4);
     want.lease_duration_secs = Some(2);

@@ -254,7 +254,7 @@ fn shutdown_of_a_leader_drains_releases_and_terminates() {
     assert_eq!(n.timeout(), None);
     // Nothing more, whatever comes.
     n.advance_to(t(60_000));
-    n.watch(WatchEvent::Deleted);
+    n.watch(WatchEvent::Deleted(None));
     n.shutdown();
     n.no_action();
     n.no_events();

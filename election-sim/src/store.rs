@@ -130,13 +130,14 @@ impl Store {
         }
     }
 
-    /// The lock deleted.
-    pub fn delete(&mut self) -> AppliedWrite {
+    /// The lock deleted. The deletion takes a version, as in Kubernetes.
+    pub fn delete(&mut self) -> (AppliedWrite, Version) {
         let replaced = self.current.take().map(|c| c.record);
-        AppliedWrite {
+        let w = AppliedWrite {
             by: "human".into(),
             replaced,
             now: None,
-        }
+        };
+        (w, self.next_version())
     }
 }

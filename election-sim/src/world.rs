@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use election_core::{
-    Action, Config, Elector, Event, Input, Instant, LockError, Observation, OpId, Stamp, WallTime,
-    WatchEvent,
+    Action, Config, Elector, Event, Input, Instant, LockError, Observation, OpId, Stamp, Version,
+    WallTime, WatchEvent,
 };
 
 use crate::checker::{Checker, Violation};
@@ -516,7 +516,7 @@ impl World {
                 self.present_since = Some(self.now);
             }
             self.checker.on_write(&w, &id, self.now)?;
-            self.broadcast(&w);
+            self.broadcast(&w, None);
             if self.rng.chance(self.msg.unknown_after_commit) {
                 result = Err(LockError::unknown("500 after commit"));
             }
@@ -532,11 +532,12 @@ impl World {
         Ok(())
     }
 
-    /// Delivers a change to every watching node, in order per node.
-    fn broadcast(&mut self, w: &AppliedWrite) {
+    /// Delivers a change to every watching node, in order per node (a deletion
+    /// with its version).
+    fn broadcast(&mut self, w: &AppliedWrite, deleted_at: Option<Version>) {
         let event = match &w.now {
             Some(obs) => WatchEvent::Changed(obs.clone()),
-            None => WatchEvent::Deleted,
+            None => WatchEvent::Deleted(deleted_at),
         };
         for i in 0..self.nodes.len() {
             let n = &self.nodes[i];
@@ -573,9 +574,11 @@ impl World {
                 input: Input::WatchActive(true),
             },
         );
+        // An absent lock at a watch's start, as Kubernetes' lock reports it: a
+        // deletion whose version is unknown.
         let event = match self.store.current() {
             Some(obs) => WatchEvent::Changed(obs.clone()),
-            None => WatchEvent::Deleted,
+            None => WatchEvent::Deleted(None),
         };
         self.push(
             at,
@@ -658,10 +661,10 @@ impl World {
                 }
             }
             Fault::DeleteLock => {
-                let w = self.store.delete();
+                let (w, version) = self.store.delete();
                 self.present_since = None;
                 self.checker.on_delete(self.store.last_version());
-                self.broadcast(&w);
+                self.broadcast(&w, Some(version));
             }
             Fault::HumanEdit { holder } => {
                 let mut record = self
@@ -683,14 +686,14 @@ impl World {
                         self.checker.on_eviction(obs.version.clone());
                     }
                 }
-                self.broadcast(&w);
+                self.broadcast(&w, None);
             }
             Fault::MetadataEdit => {
                 // A label or annotation added: the record as stored, at a new version.
                 if let Some(record) = self.store.current().map(|o| o.record.clone()) {
                     let wall = WallTime::new((self.now / 1_000_000_000) as i64 + 1_700_000_000, 0);
                     let w = self.store.human_edit(record, wall);
-                    self.broadcast(&w);
+                    self.broadcast(&w, None);
                 }
             }
             Fault::Latency { max, until } => self.latency = Some((max, until)),

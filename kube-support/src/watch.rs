@@ -89,7 +89,7 @@ where
                         (String::new(), obj.meta().resource_version.clone())
                     }
                     Ok(None) => {
-                        initial.push(Ok(WatchEvent::Deleted));
+                        initial.push(Ok(WatchEvent::Deleted(None)));
                         (String::new(), None)
                     }
                     Err(e) => return stream::iter(vec![Err(e)]).boxed(),
@@ -141,8 +141,10 @@ where
                         Ok(KubeEvent::Added(o)) | Ok(KubeEvent::Modified(o)) => {
                             return Some((Ok(WatchEvent::Changed(map(&o))), Some(events)));
                         }
-                        Ok(KubeEvent::Deleted(_)) => {
-                            return Some((Ok(WatchEvent::Deleted), Some(events)));
+                        Ok(KubeEvent::Deleted(o)) => {
+                            // The object as deleted carries the deletion's version.
+                            let version = o.meta().resource_version.clone().map(Version::new);
+                            return Some((Ok(WatchEvent::Deleted(version)), Some(events)));
                         }
                         Ok(KubeEvent::Bookmark(_)) => continue,
                         Ok(KubeEvent::Error(status)) => {

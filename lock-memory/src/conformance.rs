@@ -862,13 +862,36 @@ async fn watch_sees_deletion<H: Harness>(
     if !Box::pin(h.delete()).await {
         return Ok(Outcome::Skipped("the harness cannot delete the lock"));
     }
-    next_is(t, &mut watch, &WatchEvent::Deleted, "the deletion").await?;
+    let deleted_at = match within(t.watch, watch.next()).await {
+        Some(Some(Ok(WatchEvent::Deleted(at)))) => at,
+        other => {
+            return Err(format!(
+                "the deletion: the watch yielded {other:?}, expected Deleted"
+            ));
+        }
+    };
+    // A deletion's version, where the lock tells it, comes after the record it
+    // deleted: the elector ignores news older than it.
+    if let Some(d) = &deleted_at {
+        ensure!(
+            d.is_newer_than(&v1.version),
+            "the deletion's version {d:?} is not newer than the deleted record's {:?}",
+            v1.version
+        );
+    }
     let again = ok(t, "re-create", a.create(&held("a"))).await?;
     ensure!(
         again.version != v1.version,
         "the re-created lock repeats the version {:?}",
         v1.version
     );
+    if let Some(d) = &deleted_at {
+        ensure!(
+            again.version.is_newer_than(d),
+            "the re-created lock's version {:?} is not newer than the deletion's {d:?}",
+            again.version
+        );
+    }
     next_is(
         t,
         &mut watch,

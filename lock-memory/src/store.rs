@@ -126,7 +126,7 @@ impl State {
         let current_is_last = self.history.back().is_some_and(|(v, _)| *v == self.counter);
         match n.checked_sub(2).and_then(|i| self.history.get(i)) {
             Some((_, WatchEvent::Changed(obs))) if current_is_last => Ok(obs.clone()),
-            Some((_, WatchEvent::Deleted)) if current_is_last => Err(LockError::NotFound),
+            Some((_, WatchEvent::Deleted(_))) if current_is_last => Err(LockError::NotFound),
             _ => self.get(),
         }
     }
@@ -168,7 +168,13 @@ impl State {
     fn commit_delete(&mut self, who: &str) {
         let wall = self.next_version();
         self.current = None;
-        self.record_change(who, WriteKind::Delete, wall, WatchEvent::Deleted);
+        let version = Version::new(self.counter.to_string());
+        self.record_change(
+            who,
+            WriteKind::Delete,
+            wall,
+            WatchEvent::Deleted(Some(version)),
+        );
     }
 
     /// Issues the next version; returns the wall time of the write.
@@ -181,7 +187,7 @@ impl State {
     fn record_change(&mut self, who: &str, kind: WriteKind, wall: WallTime, event: WatchEvent) {
         let record = match &event {
             WatchEvent::Changed(obs) => Some(obs.record.clone()),
-            WatchEvent::Deleted => None,
+            WatchEvent::Deleted(_) => None,
         };
         self.history.push_back((self.counter, event));
         self.trim_history();
@@ -230,7 +236,10 @@ impl State {
     pub(crate) fn current_event(&self) -> WatchEvent {
         match &self.current {
             Some(obs) => WatchEvent::Changed(obs.clone()),
-            None => WatchEvent::Deleted,
+            // Absent since its deletion at the current version (none: never created).
+            None => WatchEvent::Deleted(
+                (self.counter > 0).then(|| Version::new(self.counter.to_string())),
+            ),
         }
     }
 }

@@ -204,7 +204,7 @@ fn a_watch_from_nowhere_starts_with_the_current_state() {
     let store = MemoryStore::new();
     let (a, b) = (store.client("a"), store.client("b"));
     let mut absent = b.watch(None).unwrap();
-    assert_eq!(block_on(absent.next()), Some(Ok(WatchEvent::Deleted)));
+    assert_eq!(block_on(absent.next()), Some(Ok(WatchEvent::Deleted(None))));
     let v1 = block_on(a.create(&record("a"))).unwrap();
     assert_eq!(
         block_on(absent.next()),
@@ -327,7 +327,7 @@ fn a_client_without_watch_offers_none_and_shares_the_store() {
         loop {
             match events.next().await {
                 Some(Ok(WatchEvent::Changed(obs))) => break obs,
-                Some(Ok(WatchEvent::Deleted)) => continue,
+                Some(Ok(WatchEvent::Deleted(_))) => continue,
                 other => panic!("the watch ended or failed: {other:?}"),
             }
         }

@@ -516,10 +516,13 @@ pub async fn watch_yields_the_current_state_then_changes<S: KubeLock>() {
     })
     .await
     .unwrap();
-    assert!(matches!(
-        next_event(&mut w).await,
-        Some(Ok(WatchEvent::Deleted))
-    ));
+    // The deletion carries its own version, after the last write's.
+    match next_event(&mut w).await {
+        Some(Ok(WatchEvent::Deleted(Some(at)))) => {
+            assert!(at.is_newer_than(&v2.version), "{at:?} after {v2:?}")
+        }
+        other => panic!("expected the deletion with its version, got {other:?}"),
+    }
 }
 
 /// FAULTS W1: a broken watch ends; resumed from the last version seen, it yields

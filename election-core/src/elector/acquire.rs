@@ -11,7 +11,7 @@
 //! - a higher priority: ask for a handover (default) or steal.
 
 use super::priority::outranks;
-use super::{Elector, Holding, Lead, Phase, Purpose, ReadDue};
+use super::{Elector, Holding, Lead, LockView, Phase, Purpose, ReadDue};
 use crate::action::Action;
 use crate::config::{LockDelay, Preemption};
 use crate::event::{Event, Term, Warning};
@@ -34,12 +34,12 @@ impl Elector {
         if self.write_held_back() {
             return;
         }
-        if self.absent {
+        if matches!(self.lock, LockView::Absent { .. }) {
             let record = self.leading_record(None, self.create_transitions());
             self.send(Purpose::Create, |op| Action::Create { op, record }, now);
             return;
         }
-        let Some(seen) = &self.seen else {
+        let Some(seen) = self.lock.present() else {
             self.send_read(now);
             return;
         };
@@ -134,6 +134,12 @@ impl Elector {
         now: Instant,
     ) {
         match result {
+            Ok(obs) if self.lock.predates_deletion(&obs.version) => {
+                // Our write landed, but the watch already told of a deletion after
+                // it (FAULTS A4): there is nothing to hold. Campaign again.
+                self.remember_written(&obs.version);
+                self.timers.set(Timer::Attempt, now);
+            }
             Ok(obs) => {
                 self.remember_written(&obs.version);
                 let term = Term {
@@ -169,7 +175,7 @@ impl Elector {
                 self.want_read(false);
             }
             Err(LockError::NotFound) => {
-                self.note_absent(now);
+                self.note_absent(None, now);
                 self.timers.set(Timer::Attempt, now);
             }
             Err(e) => {

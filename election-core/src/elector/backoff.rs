@@ -64,7 +64,7 @@ impl Elector {
         let expected = call
             .expected
             .clone()
-            .or_else(|| self.seen.as_ref().map(|s| s.obs.version.clone()));
+            .or_else(|| self.lock.last().map(|s| s.obs.version.clone()));
         self.write_hold = WriteHold {
             until: now + wait,
             expected,

@@ -3,9 +3,10 @@
 //! with [`LockDelay::Strict`] every node that creates the lock waits one lease
 //! duration, counted from its create's answer, before it leads.
 
-use super::{Elector, Lead};
+use super::{Elector, Lead, LockView};
 use crate::config::LockDelay;
 use crate::event::Event;
+use crate::record::Version;
 use crate::time::Instant;
 
 impl Elector {
@@ -15,9 +16,26 @@ impl Elector {
     /// not lead before then, whichever write wins (a create, or taking over a
     /// record whose create's outcome was unknown). A node cannot tell a lock never
     /// created from one deleted under a live leader, so this holds for a node that
-    /// never saw the lock held too.
-    pub(super) fn note_absent(&mut self, now: Instant) {
-        self.absent = true;
+    /// never saw the lock held too. `deleted_at`: the deletion's version, where
+    /// the lock said it.
+    pub(super) fn note_absent(&mut self, deleted_at: Option<Version>, now: Instant) {
+        self.lock = match core::mem::replace(&mut self.lock, LockView::Unread) {
+            LockView::Unread => LockView::Absent {
+                deleted_at,
+                last: None,
+            },
+            LockView::Present(seen) => LockView::Absent {
+                deleted_at,
+                last: Some(seen),
+            },
+            LockView::Absent {
+                deleted_at: before,
+                last,
+            } => LockView::Absent {
+                deleted_at: deleted_at.or(before),
+                last,
+            },
+        };
         if self.config.lock_delay == LockDelay::Strict {
             self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
         }

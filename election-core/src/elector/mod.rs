@@ -62,10 +62,8 @@ pub struct Elector {
     in_flight: Option<InFlight>,
     actions: VecDeque<Action>,
     events: VecDeque<Event>,
-    /// The lock as last seen, and when (local time) its version was first seen.
-    seen: Option<Seen>,
-    /// The last read found no lock.
-    absent: bool,
+    /// What this node knows of the lock: not read yet, present, or absent.
+    lock: LockView,
     /// The lock was seen held at some point (strict lock delay applies to a create).
     seen_held: bool,
     /// The largest transition count seen (a re-created lock continues from it).
@@ -108,7 +106,49 @@ pub struct Elector {
 
 const WRITTEN: usize = 8;
 
-/// What this node has seen of the lock.
+/// What this node knows of the lock.
+#[derive(Clone, Debug)]
+enum LockView {
+    /// Not read yet.
+    Unread,
+    /// The lock exists, as last seen.
+    Present(Seen),
+    /// The last read, write or watch event found no lock.
+    Absent {
+        /// The version at which the lock was deleted, where the lock said it:
+        /// news older than the deletion is not news.
+        deleted_at: Option<Version>,
+        /// The lock as seen before it went (the basis of a create's write hold).
+        last: Option<Seen>,
+    },
+}
+
+impl LockView {
+    /// The record last seen, whether or not the lock still exists.
+    fn last(&self) -> Option<&Seen> {
+        match self {
+            LockView::Unread => None,
+            LockView::Present(seen) => Some(seen),
+            LockView::Absent { last, .. } => last.as_ref(),
+        }
+    }
+
+    /// The lock as seen, if it exists.
+    fn present(&self) -> Option<&Seen> {
+        match self {
+            LockView::Present(seen) => Some(seen),
+            _ => None,
+        }
+    }
+
+    /// Whether `version` was written before a deletion this node saw.
+    fn predates_deletion(&self, version: &Version) -> bool {
+        matches!(self, LockView::Absent { deleted_at: Some(d), .. }
+            if version.order(d) == Some(core::cmp::Ordering::Less))
+    }
+}
+
+/// The lock as this node saw it.
 #[derive(Clone, Debug)]
 struct Seen {
     obs: Observation,
@@ -271,8 +311,7 @@ impl Elector {
             in_flight: None,
             actions: VecDeque::with_capacity(2),
             events: VecDeque::with_capacity(8),
-            seen: None,
-            absent: false,
+            lock: LockView::Unread,
             seen_held: false,
             max_transitions: 0,
             reported_leader: None,
@@ -317,7 +356,7 @@ impl Elector {
                 self.on_answer(call, result, now);
             }
             Input::Watch(WatchEvent::Changed(obs)) => self.on_watch(obs, now),
-            Input::Watch(WatchEvent::Deleted) => self.on_watch_deleted(now),
+            Input::Watch(WatchEvent::Deleted(version)) => self.on_watch_deleted(version, now),
             Input::WatchActive(active) => {
                 self.watching = active;
                 if self.holding.is_none() {
@@ -465,9 +504,9 @@ impl Elector {
         self.holding.as_ref().map(|h| h.renewed_sent)
     }
 
-    /// The lock as last seen, if read.
+    /// The record last seen, if read (kept once the lock was found deleted).
     pub fn observed(&self) -> Option<&Observation> {
-        self.seen.as_ref().map(|s| &s.obs)
+        self.lock.last().map(|s| &s.obs)
     }
 
     /// The configuration.
@@ -700,7 +739,7 @@ impl Elector {
             Purpose::Renew => self.on_renew_answer(call, result, now),
             Purpose::Release => self.on_release_answer(result, now),
         }
-        if read && let Some(seen) = &self.seen {
+        if read && let Some(seen) = self.lock.last() {
             // What the read showed, as taken in (an echo of an older write of
             // ours is not news).
             self.write_hold.saw(&seen.obs.version.clone());

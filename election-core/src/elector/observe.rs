@@ -7,10 +7,10 @@
 
 use core::time::Duration;
 
-use super::{Elector, Lead, Seen};
+use super::{Elector, Lead, LockView, Seen};
 use crate::event::{Event, StopReason, Warning};
 use crate::lock::LockError;
-use crate::record::Observation;
+use crate::record::{Observation, Version};
 use crate::time::Instant;
 
 /// What an observation turned out to be.
@@ -18,8 +18,9 @@ use crate::time::Instant;
 pub(super) enum Novelty {
     /// The version already seen.
     Same,
-    /// An older write of our own, delivered late: ignored.
-    StaleEcho,
+    /// An older write of our own, delivered late, or a version older than a
+    /// deletion already seen: ignored.
+    Stale,
     /// A version not seen before.
     New,
 }
@@ -28,8 +29,10 @@ impl Elector {
     /// Records an observation; the local observation time resets only on a new
     /// version.
     pub(super) fn observe(&mut self, obs: Observation, from_read: bool, now: Instant) -> Novelty {
-        self.absent = false;
-        if let Some(seen) = &mut self.seen {
+        if self.lock.predates_deletion(&obs.version) {
+            return Novelty::Stale;
+        }
+        if let LockView::Present(seen) = &mut self.lock {
             if seen.obs.version == obs.version {
                 if from_read {
                     seen.read_at = Some(now);
@@ -38,7 +41,7 @@ impl Elector {
             }
         }
         if self.wrote(&obs.version) && self.last_written() != Some(&obs.version) {
-            return Novelty::StaleEcho;
+            return Novelty::Stale;
         }
         let rec = &obs.record;
         let cap = self.config.max_lease_duration;
@@ -57,7 +60,7 @@ impl Elector {
             self.reported_leader = leader.clone();
             self.emit(Event::LeaderChanged { leader });
         }
-        self.seen = Some(Seen {
+        self.lock = LockView::Present(Seen {
             obs,
             at: now,
             read_at: from_read.then_some(now),
@@ -68,7 +71,7 @@ impl Elector {
     /// The lease duration that applies to the record seen: the record's own when
     /// usable, capped; the configured one otherwise.
     pub(super) fn effective_duration(&self) -> Duration {
-        let rec = self.seen.as_ref().map(|s| &s.obs.record);
+        let rec = self.lock.present().map(|s| &s.obs.record);
         rec.and_then(|r| r.lease_duration())
             .unwrap_or(self.config.lease_duration)
             .min(self.config.max_lease_duration)
@@ -78,7 +81,7 @@ impl Elector {
     /// record naming a handover target counts as held, for one configured lease
     /// duration, by anyone but the target.
     pub(super) fn expiry(&self) -> Instant {
-        let Some(seen) = &self.seen else {
+        let Some(seen) = self.lock.present() else {
             return Instant::ZERO;
         };
         let rec = &seen.obs.record;
@@ -100,11 +103,7 @@ impl Elector {
     /// ([`crate::Version::order`]): it would restart the expiry clock of a lease
     /// already timed.
     pub(super) fn on_watch(&mut self, obs: Observation, now: Instant) {
-        let stale = self
-            .seen
-            .as_ref()
-            .is_some_and(|s| obs.version.order(&s.obs.version) == Some(core::cmp::Ordering::Less));
-        if stale {
+        if self.is_older_news(&obs.version) {
             return;
         }
         if self.holding.is_some() {
@@ -128,21 +127,40 @@ impl Elector {
         }
     }
 
-    /// The watch saw the lock deleted.
-    pub(super) fn on_watch_deleted(&mut self, now: Instant) {
-        if self.holding.is_some() {
-            self.want_read(false);
-        } else {
-            self.note_absent(now);
-            self.timers.set(crate::timer::Timer::Attempt, now);
+    /// Whether news at `version` is older than what this node already saw: the
+    /// record's version or its deletion, where versions are ordered.
+    fn is_older_news(&self, version: &Version) -> bool {
+        let older = |seen: &Version| version.order(seen) == Some(core::cmp::Ordering::Less);
+        match &self.lock {
+            LockView::Unread => false,
+            LockView::Present(s) => older(&s.obs.version),
+            LockView::Absent { deleted_at, last } => deleted_at
+                .as_ref()
+                .or(last.as_ref().map(|s| &s.obs.version))
+                .is_some_and(older),
         }
+    }
+
+    /// The watch saw the lock deleted (at `version`, where the lock says it): the
+    /// server's own word that nothing is left to lead (FAULTS A4). A holder stops
+    /// at once, with no read first and no release (there is nothing to release);
+    /// a deletion older than the version already seen is a replay, and ignored.
+    pub(super) fn on_watch_deleted(&mut self, version: Option<Version>, now: Instant) {
+        if version.as_ref().is_some_and(|v| self.is_older_news(v)) {
+            return;
+        }
+        self.lose(StopReason::LockDeleted, now);
+        self.note_absent(version, now);
+        self.timers.set(crate::timer::Timer::Attempt, now);
     }
 
     /// A follower sees a version it did not write that names it: either it
     /// restarted (its previous life wrote it), or a twin uses its identity. It is
     /// treated as held by another; a second such version proves a twin.
     pub(super) fn note_foreign_self_record(&mut self) {
-        let Some(seen) = &self.seen else { return };
+        let Some(seen) = self.lock.present() else {
+            return;
+        };
         // A write of ours in flight or of unknown outcome may be what we see.
         let own_write_pending = self
             .in_flight
@@ -183,13 +201,11 @@ impl Elector {
                 }
             }
             Err(LockError::NotFound) => {
-                if self.holding.is_some() {
-                    self.lose(StopReason::LockDeleted, now);
-                }
+                self.lose(StopReason::LockDeleted, now);
                 if self.phase == super::Phase::ShuttingDown {
                     self.unknown_write_sent = None; // nothing of ours to release
                 }
-                self.note_absent(now);
+                self.note_absent(None, now);
                 self.timers.set(crate::timer::Timer::Attempt, now);
             }
             Err(e) => {

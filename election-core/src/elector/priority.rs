@@ -64,8 +64,8 @@ impl Elector {
     }
 
     pub(super) fn honoured_handover_seen(&self) -> bool {
-        self.seen
-            .as_ref()
+        self.lock
+            .present()
             .is_some_and(|s| self.honoured_handover(&s.obs.record))
     }
 
@@ -73,7 +73,9 @@ impl Elector {
     /// asker keeps every other field, timestamps included); a twin's renew would
     /// have stamped a new renew time.
     pub(super) fn is_handover_request(&self, obs: &Observation) -> bool {
-        let Some(seen) = &self.seen else { return false };
+        let Some(seen) = self.lock.present() else {
+            return false;
+        };
         let (old, new) = (&seen.obs.record, &obs.record);
         new.handover.is_some()
             && new.handover != old.handover
@@ -82,8 +84,8 @@ impl Elector {
 
     /// The identity of a pending handover target, if the record seen names one.
     pub(super) fn handover_target(&self) -> Option<Arc<str>> {
-        self.seen
-            .as_ref()
+        self.lock
+            .present()
             .and_then(|s| s.obs.record.handover.as_ref())
             .map(|h| h.to.clone())
     }

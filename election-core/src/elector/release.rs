@@ -70,7 +70,7 @@ impl Elector {
 
     /// Sends the release write, at the version last seen naming us.
     pub(super) fn send_release(&mut self, now: Instant) {
-        let Some(seen) = &self.seen else {
+        let Some(seen) = self.lock.present() else {
             self.let_go(now);
             return;
         };
@@ -113,7 +113,7 @@ impl Elector {
                 self.want_read(true);
             }
             Err(LockError::NotFound) => {
-                self.note_absent(now);
+                self.note_absent(None, now);
                 self.let_go(now);
             }
             Err(LockError::Invalid { .. }) => {
@@ -150,7 +150,9 @@ impl Elector {
     /// Shutting down without holding, a read shows the lock still names us at a
     /// version we wrote (or one whose write's outcome we never learned): release it.
     pub(super) fn hold_for_release(&mut self, now: Instant) {
-        let Some(seen) = &self.seen else { return };
+        let Some(seen) = self.lock.present() else {
+            return;
+        };
         let ours = seen.obs.record.holder == *self.identity()
             && (self.wrote(&seen.obs.version) || self.unknown_write_sent.is_some());
         self.unknown_write_sent = None;

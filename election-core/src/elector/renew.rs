@@ -24,7 +24,9 @@ impl Elector {
             self.send_release(now);
             return;
         }
-        let Some(seen) = &self.seen else { return };
+        let Some(seen) = self.lock.present() else {
+            return;
+        };
         let expected = seen.obs.version.clone();
         let mut record = seen.obs.record.clone();
         record.renew_time = Stamp::Now;
@@ -59,8 +61,8 @@ impl Elector {
         match result {
             Ok(obs)
                 if self
-                    .seen
-                    .as_ref()
+                    .lock
+                    .present()
                     .is_some_and(|s| s.obs.version == obs.version) =>
             {
                 // The write made no new version (a server that skips identical
@@ -83,7 +85,7 @@ impl Elector {
             }
             Err(LockError::NotFound) => {
                 self.lose(StopReason::LockDeleted, now);
-                self.note_absent(now);
+                self.note_absent(None, now);
                 self.timers.set(Timer::Attempt, now);
             }
             Err(LockError::Unknown { .. }) => {
@@ -122,8 +124,8 @@ impl Elector {
     /// A read while holding: is the lock still ours?
     pub(super) fn confirm_holding(&mut self, obs: Observation, after_conflict: bool, now: Instant) {
         let ours_now = self
-            .seen
-            .as_ref()
+            .lock
+            .present()
             .is_some_and(|s| s.obs.version == obs.version);
         if ours_now {
             self.observe(obs, true, now);
@@ -198,7 +200,9 @@ impl Elector {
     /// record), or a handover request. A twin's renew would have stamped a new
     /// renew time; a twin's acquisition a new acquire time and transition count.
     pub(super) fn only_foreign_fields_changed(&self, obs: &Observation) -> bool {
-        let Some(seen) = &self.seen else { return false };
+        let Some(seen) = self.lock.present() else {
+            return false;
+        };
         let (old, new) = (&seen.obs.record, &obs.record);
         new.holder == old.holder
             && new.renew_time == old.renew_time
