@@ -48,7 +48,7 @@ fn warm_leader() -> (Elector, Instant, LockRecord) {
                     ))
                 }
             };
-            e.handle(Input::Answer { op: a.op(), result }, now);
+            e.handle(a.op().answer(result), now);
         }
         while e.poll_event().is_some() {}
         if round == 20 {
@@ -73,13 +73,7 @@ fn warm_follower() -> (Elector, Instant, LockRecord) {
         ..LockRecord::default()
     };
     let op = e.poll_action().expect("first read").op();
-    e.handle(
-        Input::Answer {
-            op,
-            result: Ok(Observation::new("1", held.clone())),
-        },
-        now,
-    );
+    e.handle(op.answer(Ok(Observation::new("1", held.clone()))), now);
     e.handle(Input::WatchActive(true), now);
     for k in 0..10u64 {
         now = now + Duration::from_millis(250);
@@ -98,13 +92,7 @@ fn renew_cycle(e: &mut Elector, now: &mut Instant, answer: Observation) {
     *now = e.poll_timeout().expect("renew timer").max(*now);
     e.handle_timeout(*now);
     let action = e.poll_action().expect("a renew");
-    e.handle(
-        Input::Answer {
-            op: action.op(),
-            result: Ok(answer),
-        },
-        *now,
-    );
+    e.handle(action.op().answer(Ok(answer)), *now);
     black_box(action);
     while let Some(ev) = e.poll_event() {
         black_box(ev);

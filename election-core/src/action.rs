@@ -4,20 +4,82 @@ use core::fmt;
 
 use crate::record::{LockRecord, Version};
 
-/// Identifies one lock call. The driver hands it back with the answer; an answer
-/// whose id the elector no longer waits for (it timed out, or the elector moved
-/// on) is ignored.
+/// Identifies one read ([`Action::Get`]); its answer is [`crate::Input::Read`].
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct OpId(pub u64);
+pub struct ReadId(pub u64);
+
+/// Identifies one write ([`Action::Create`] or [`Action::Update`]); its answer is
+/// [`crate::Input::Written`].
+///
+/// A read's id and a write's id are different types, so an answer handed back as
+/// the wrong kind does not compile.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WriteId(pub u64);
+
+/// Identifies one lock call of either kind, for a driver's bookkeeping and reports.
+/// The elector numbers its calls in one sequence, so an id is unique whatever its
+/// kind. An answer whose id the elector no longer waits for (the call timed out,
+/// or the elector moved on) is ignored.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OpId {
+    /// A read.
+    Read(ReadId),
+    /// A write.
+    Write(WriteId),
+}
+
+impl OpId {
+    /// The input that hands `result` back as this call's answer (a read's or a
+    /// write's, by the id's kind). For a driver that runs every [`Action`] the
+    /// same way; a hand-written loop that matches on the action can build
+    /// [`crate::Input::Read`] and [`crate::Input::Written`] directly.
+    pub fn answer(
+        self,
+        result: Result<crate::record::Observation, crate::lock::LockError>,
+    ) -> crate::input::Input {
+        match self {
+            OpId::Read(op) => crate::input::Input::Read { op, result },
+            OpId::Write(op) => crate::input::Input::Written { op, result },
+        }
+    }
+}
+
+impl From<ReadId> for OpId {
+    fn from(op: ReadId) -> OpId {
+        OpId::Read(op)
+    }
+}
+
+impl From<WriteId> for OpId {
+    fn from(op: WriteId) -> OpId {
+        OpId::Write(op)
+    }
+}
+
+impl fmt::Debug for ReadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "read#{}", self.0)
+    }
+}
+
+impl fmt::Debug for WriteId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "write#{}", self.0)
+    }
+}
 
 impl fmt::Debug for OpId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "op#{}", self.0)
+        match self {
+            OpId::Read(op) => op.fmt(f),
+            OpId::Write(op) => op.fmt(f),
+        }
     }
 }
 
 /// A lock call to make. At most one is in flight per elector: the driver starts it,
-/// and answers with [`crate::Input::Answer`] carrying the same [`OpId`].
+/// and answers a read with [`crate::Input::Read`] and a write with
+/// [`crate::Input::Written`], carrying the action's id.
 ///
 /// The elector runs its own request timer (the configured request timeout); the
 /// driver should also cancel the call then, and may drop a late answer.
@@ -26,19 +88,19 @@ pub enum Action {
     /// Read the lock ([`crate::Lock::get`]).
     Get {
         /// The call's id.
-        op: OpId,
+        op: ReadId,
     },
     /// Create the lock with this record ([`crate::Lock::create`]).
     Create {
         /// The call's id.
-        op: OpId,
+        op: WriteId,
         /// The record to store.
         record: LockRecord,
     },
     /// Replace the record if the lock is still at `expected` ([`crate::Lock::update`]).
     Update {
         /// The call's id.
-        op: OpId,
+        op: WriteId,
         /// The version the elector read; the write must fail if the lock moved on.
         expected: Version,
         /// The record to store.
@@ -50,7 +112,8 @@ impl Action {
     /// The id of the call.
     pub fn op(&self) -> OpId {
         match self {
-            Action::Get { op } | Action::Create { op, .. } | Action::Update { op, .. } => *op,
+            Action::Get { op } => OpId::Read(*op),
+            Action::Create { op, .. } | Action::Update { op, .. } => OpId::Write(*op),
         }
     }
 

@@ -1,17 +1,26 @@
 //! What the driver feeds the elector: answers to its calls and what a watch saw.
 
-use crate::action::OpId;
+use crate::action::{ReadId, WriteId};
 use crate::lock::{LockError, WatchEvent};
 use crate::record::Observation;
 
 /// An input to [`crate::Elector::handle`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
-    /// The answer to the lock call `op`: the lock as read or as written, or why the
-    /// call failed.
-    Answer {
-        /// The id of the [`crate::Action`] answered.
-        op: OpId,
+    /// The answer to the read `op` ([`crate::Action::Get`]): the lock as read, or
+    /// why the read failed.
+    Read {
+        /// The id of the read answered.
+        op: ReadId,
+        /// The outcome.
+        result: Result<Observation, LockError>,
+    },
+    /// The answer to the write `op` ([`crate::Action::Create`] or
+    /// [`crate::Action::Update`]): the lock as written (with the backend's stamps
+    /// and the new version), or why the write failed.
+    Written {
+        /// The id of the write answered.
+        op: WriteId,
         /// The outcome.
         result: Result<Observation, LockError>,
     },

@@ -39,16 +39,16 @@
 //! for _ in 0..20 {
 //!     // 1. Run the one lock call the elector asked for, and hand back its answer.
 //!     while let Some(action) = elector.poll_action() {
-//!         let result = match action.clone() {
-//!             Action::Get { .. } => lock.clone().ok_or(LockError::NotFound),
-//!             Action::Create { record, .. } | Action::Update { record, .. } => {
+//!         let input = match action {
+//!             Action::Get { op } => Input::Read { op, result: lock.clone().ok_or(LockError::NotFound) },
+//!             Action::Create { op, record } | Action::Update { op, record, .. } => {
 //!                 version += 1;
 //!                 let obs = Observation::new(version.to_string().as_str(), record);
 //!                 lock = Some(obs.clone());
-//!                 Ok(obs)
+//!                 Input::Written { op, result: Ok(obs) }
 //!             }
 //!         };
-//!         elector.handle(Input::Answer { op: action.op(), result }, now);
+//!         elector.handle(input, now);
 //!     }
 //!     // 2. Deliver the events.
 //!     while let Some(event) = elector.poll_event() {
@@ -86,10 +86,11 @@ mod input;
 mod lock;
 mod record;
 mod rng;
+pub mod testing;
 mod time;
 mod timer;
 
-pub use action::{Action, OpId, OpKind};
+pub use action::{Action, OpId, OpKind, ReadId, WriteId};
 pub use config::{Config, ConfigError, LockDelay, Preemption};
 pub use elector::{Elector, Role, Stats};
 pub use event::{BrokenAnswer, Event, StopReason, Term, Warning};

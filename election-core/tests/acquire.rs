@@ -18,18 +18,18 @@ fn absent_lock_is_created_with_zero_transitions_and_leads_after_one_lease() {
     let mut n = Node::new(cfg.clone());
     // The first thing a candidate does is read the lock; the read has a timeout.
     let op = n.get();
-    assert_eq!(op, OpId(0));
+    assert_eq!(op, ReadId(0));
     assert_eq!(n.timeout(), Some(t(500)), "request timeout of the read");
     n.no_events();
     n.answer(op, Err(LockError::NotFound));
     assert_eq!(
         n.action(),
         Action::Create {
-            op: OpId(1),
+            op: WriteId(1),
             record: acquiring(&cfg, 0)
         }
     );
-    n.answer(OpId(1), Ok(obs("1", stamped(acquiring(&cfg, 0), 1))));
+    n.answer(WriteId(1), Ok(obs("1", stamped(acquiring(&cfg, 0), 1))));
     assert_eq!(
         n.events(),
         vec![Event::LeaderChanged {

@@ -39,7 +39,7 @@ fn warm_leader() -> (Elector, Instant, LockRecord) {
                     ))
                 }
             };
-            e.handle(Input::Answer { op: a.op(), result }, now);
+            e.handle(a.op().answer(result), now);
         }
         while e.poll_event().is_some() {}
         if round == 20 {
@@ -82,13 +82,7 @@ fn leader_renew_cycle_allocates_nothing_in_steady_state() {
                 // The action (a clone of the cached record) is dropped here: a
                 // driver hands it to the lock; dropping frees, never allocates.
                 drop(action);
-                e.handle(
-                    Input::Answer {
-                        op,
-                        result: Ok(answer),
-                    },
-                    now,
-                );
+                e.handle(op.answer(Ok(answer)), now);
                 renews += 1;
             }
             while let Some(ev) = e.poll_event() {
@@ -119,13 +113,7 @@ fn follower_watch_events_allocate_nothing_in_steady_state() {
         ..LockRecord::default()
     };
     held = stamped(held);
-    e.handle(
-        Input::Answer {
-            op,
-            result: Ok(Observation::new("1", held.clone())),
-        },
-        now,
-    );
+    e.handle(op.answer(Ok(Observation::new("1", held.clone()))), now);
     e.handle(Input::WatchActive(true), now);
     while e.poll_event().is_some() {}
     // Warm-up with a few watch events.

@@ -204,7 +204,7 @@ proptest! {
                 let gone = matches!(action, Action::Update { .. })
                     && matches!(result, Err(LockError::NotFound));
                 let mut write_failed = is_write && result.is_err() && !gone;
-                e.handle(Input::Answer { op: action.op(), result }, now);
+                e.handle(action.op().answer(result), now);
                 while let Some(event) = e.poll_event() {
                     // A success that cannot be the write is a failed write too.
                     write_failed |= matches!(event, Event::Warning(Warning::BrokenWriteAnswer { .. }));

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use election_core::{
     Action, Config, Elector, Event, Handover, Input, Instant, LockDelay, LockError, LockRecord,
-    Observation, OpId, Preemption, Role, Stamp, Term, WallTime, WatchEvent,
+    Observation, OpId, Preemption, ReadId, Role, Stamp, Term, WallTime, WatchEvent, WriteId,
 };
 use proptest::prelude::*;
 
@@ -301,8 +301,7 @@ impl Host {
             }
             Stimulus::Answer(result) => {
                 if let Some(action) = self.outstanding.take() {
-                    let op = action.op();
-                    self.e.handle(Input::Answer { op, result }, self.now);
+                    self.e.handle(action.op().answer(result), self.now);
                 }
             }
             Stimulus::AnswerAsLock(read) => {
@@ -315,19 +314,18 @@ impl Host {
                             Observation::new(self.next_version.to_string(), record)
                         }
                     };
-                    self.e.handle(
-                        Input::Answer {
-                            op,
-                            result: Ok(result),
-                        },
-                        self.now,
-                    );
+                    self.e.handle(op.answer(Ok(result)), self.now);
                 }
             }
             Stimulus::StaleAnswer(op, result) => {
-                let op = OpId(op);
+                // Either kind, so that a right number of the wrong kind comes too.
+                let op = if op % 2 == 0 {
+                    OpId::Read(ReadId(op / 2))
+                } else {
+                    OpId::Write(WriteId(op / 2))
+                };
                 if Some(op) != self.outstanding.as_ref().map(Action::op) {
-                    self.e.handle(Input::Answer { op, result }, self.now);
+                    self.e.handle(op.answer(result), self.now);
                 }
             }
             Stimulus::Watch(event) => self.e.handle(Input::Watch(event), self.now),

@@ -306,7 +306,7 @@ fn no_stop_without_a_start_while_delayed() {
 
 /// Answers renews until the release comes (no later than the end of the delay at
 /// 3 s); returns the release.
-fn renew_until_release(n: &mut Node) -> (OpId, LockRecord) {
+fn renew_until_release(n: &mut Node) -> (WriteId, LockRecord) {
     let mut v = 10;
     loop {
         let (op, _, rec) = n.fire_until_action(4).into_update();

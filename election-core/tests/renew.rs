@@ -347,8 +347,17 @@ fn answers_with_stale_op_ids_are_ignored() {
     n.fire(); // request timeout at 500 ms
     n.events();
     let second = n.fire_until_action(10).op();
-    assert_ne!(first, second);
-    for stale in [first, OpId(99), OpId(u64::MAX)] {
+    assert_ne!(OpId::from(first), second);
+    // The right number as the wrong kind is no answer either.
+    let OpId::Read(ReadId(n_second)) = second else {
+        panic!("{second:?} is a read")
+    };
+    for stale in [
+        first.into(),
+        OpId::Write(WriteId(n_second)),
+        OpId::Read(ReadId(99)),
+        OpId::Write(WriteId(u64::MAX)),
+    ] {
         n.answer(stale, Ok(obs("7", held("b", 2, 1))));
         n.no_events();
         n.no_action();
@@ -472,19 +481,13 @@ fn handle_timeout_returns_when_a_timer_fires_during_a_call() {
         cfg.lock_delay = LockDelay::Immediate;
         let mut e = Elector::new(cfg, t(0)).expect("valid");
         let get = e.poll_action().expect("read").op();
-        e.handle(
-            Input::Answer {
-                op: get,
-                result: Err(LockError::NotFound),
-            },
-            t(0),
-        );
+        e.handle(get.answer(Err(LockError::NotFound)), t(0));
         let create = e.poll_action().expect("create");
         let Action::Create { op, record } = create else {
             panic!("{create:?}")
         };
         e.handle(
-            Input::Answer {
+            Input::Written {
                 op,
                 result: Ok(obs("1", record)),
             },

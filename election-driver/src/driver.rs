@@ -578,7 +578,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                     && result
                         .as_ref()
                         .is_ok_and(|obs| self.watch_is_behind(&obs.version));
-                self.elector.handle(Input::Answer { op, result }, now);
+                self.elector.handle(op.answer(result), now);
                 if behind {
                     self.restart_lagging_watch("a read saw a newer version", now);
                 }
@@ -589,7 +589,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 let result = Err(LockError::unknown(format!(
                     "no answer within the request timeout ({timeout:?})"
                 )));
-                self.elector.handle(Input::Answer { op, result }, now);
+                self.elector.handle(op.answer(result), now);
             }
             Wake::Watch(Some(Ok(event))) => {
                 self.watch_failures = 0;

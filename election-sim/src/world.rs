@@ -357,7 +357,7 @@ impl World {
                 let id = self.nodes[node].id.clone();
                 self.log(|| format!("{id} <- {op:?} {}", brief_result(&result)));
                 if let Some(e) = &mut self.nodes[node].elector {
-                    e.handle(Input::Answer { op, result }, local);
+                    e.handle(op.answer(result), local);
                 }
                 self.pump(node)
             }

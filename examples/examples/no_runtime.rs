@@ -41,15 +41,27 @@ fn run(name: &str, lock: MemoryLock, stop: Arc<AtomicBool>, clock: BootClock, st
     loop {
         // 1. The one lock call the elector wants, answered at once (blocking).
         while let Some(action) = elector.poll_action() {
-            let op = action.op();
-            let result = match &action {
-                Action::Get { .. } => lock.blocking_get(),
-                Action::Create { record, .. } => lock.blocking_create(record),
+            // A read's answer and a write's are different inputs: the compiler
+            // checks that each call is answered as what it was.
+            let input = match action {
+                Action::Get { op } => Input::Read {
+                    op,
+                    result: lock.blocking_get(),
+                },
+                Action::Create { op, record } => Input::Written {
+                    op,
+                    result: lock.blocking_create(&record),
+                },
                 Action::Update {
-                    expected, record, ..
-                } => lock.blocking_update(expected, record),
+                    op,
+                    expected,
+                    record,
+                } => Input::Written {
+                    op,
+                    result: lock.blocking_update(&expected, &record),
+                },
             };
-            elector.handle(Input::Answer { op, result }, clock.now());
+            elector.handle(input, clock.now());
         }
         // 2. Events. There is no leader work to drain here, so a drain ends at once.
         let mut more = false;

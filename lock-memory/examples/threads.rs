@@ -31,20 +31,27 @@ fn run(name: &str, lock: MemoryLock, start: StdInstant, stop: Arc<AtomicBool>) {
             elector.shutdown(now(start));
         }
         while let Some(action) = elector.poll_action() {
-            let result = match &action {
-                Action::Get { .. } => lock.blocking_get(),
-                Action::Create { record, .. } => lock.blocking_create(record),
-                Action::Update {
-                    expected, record, ..
-                } => lock.blocking_update(expected, record),
-            };
-            elector.handle(
-                Input::Answer {
-                    op: action.op(),
-                    result,
+            // A read's answer and a write's are different inputs: the compiler
+            // checks that each call is answered as what it was.
+            let input = match action {
+                Action::Get { op } => Input::Read {
+                    op,
+                    result: lock.blocking_get(),
                 },
-                now(start),
-            );
+                Action::Create { op, record } => Input::Written {
+                    op,
+                    result: lock.blocking_create(&record),
+                },
+                Action::Update {
+                    op,
+                    expected,
+                    record,
+                } => Input::Written {
+                    op,
+                    result: lock.blocking_update(&expected, &record),
+                },
+            };
+            elector.handle(input, now(start));
         }
         while let Some(event) = elector.poll_event() {
             println!("{} {name}: {event:?}", now(start));

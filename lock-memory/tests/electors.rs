@@ -4,7 +4,7 @@
 //! believe it leads.
 
 use election_core::WallTime;
-use election_core::{Action, Config, Elector, Event, Input, Instant, LockError, OpKind};
+use election_core::{Action, Config, Elector, Event, Instant, LockError, OpKind};
 use lock_memory::{Faults, ManualClock, MemoryLock, MemoryStore};
 
 struct Node {
@@ -40,7 +40,7 @@ impl Node {
                     } => self.lock.blocking_update(expected, record),
                 };
                 let op = action.op();
-                self.elector.handle(Input::Answer { op, result }, now);
+                self.elector.handle(op.answer(result), now);
             }
             while let Some(event) = self.elector.poll_event() {
                 busy = true;

@@ -12,7 +12,7 @@
 
 use super::priority::outranks;
 use super::{Elector, Holding, Lead, LockView, Phase, Purpose, ReadDue};
-use crate::action::Action;
+use crate::action::{Action, WriteId};
 use crate::config::{LockDelay, Preemption};
 use crate::event::{Event, Term, Warning};
 use crate::lock::LockError;
@@ -36,7 +36,14 @@ impl Elector {
         }
         if matches!(self.lock, LockView::Absent { .. }) {
             let record = self.leading_record(None, self.create_transitions());
-            self.send(Purpose::Create, |op| Action::Create { op, record }, now);
+            self.send(
+                Purpose::Create,
+                |n| Action::Create {
+                    op: WriteId(n),
+                    record,
+                },
+                now,
+            );
             return;
         }
         let Some(seen) = self.lock.present() else {

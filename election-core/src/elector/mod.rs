@@ -11,7 +11,7 @@ mod renew;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 
-use crate::action::{Action, OpId, OpKind};
+use crate::action::{Action, OpId, OpKind, ReadId, WriteId};
 use crate::config::{Config, ConfigError};
 use crate::event::{BrokenAnswer, Event, StopReason, Term, Warning};
 use crate::input::Input;
@@ -348,13 +348,8 @@ impl Elector {
             return;
         }
         match input {
-            Input::Answer { op, result } => {
-                let Some(call) = self.in_flight.take_if(|c| c.op == op) else {
-                    return; // an answer we no longer wait for
-                };
-                self.timers.stop(Timer::Request);
-                self.on_answer(call, result, now);
-            }
+            Input::Read { op, result } => self.on_call_answered(OpId::Read(op), result, now),
+            Input::Written { op, result } => self.on_call_answered(OpId::Write(op), result, now),
             Input::Watch(WatchEvent::Changed(obs)) => self.on_watch(obs, now),
             Input::Watch(WatchEvent::Deleted(version)) => self.on_watch_deleted(version, now),
             Input::WatchActive(active) => {
@@ -536,12 +531,13 @@ impl Elector {
         self.now
     }
 
-    /// Starts a lock call.
-    fn send(&mut self, purpose: Purpose, action: impl FnOnce(OpId) -> Action, now: Instant) {
+    /// Starts a lock call; `action` builds it from the next number in the one
+    /// sequence of call ids.
+    fn send(&mut self, purpose: Purpose, action: impl FnOnce(u64) -> Action, now: Instant) {
         debug_assert!(self.in_flight.is_none(), "one call at a time");
-        let op = OpId(self.next_op);
+        let action = action(self.next_op);
         self.next_op += 1;
-        let action = action(op);
+        let op = action.op();
         let (expected, holder, transitions) = match &action {
             Action::Get { .. } => (None, None, 0),
             Action::Create { record, .. } => {
@@ -581,7 +577,7 @@ impl Elector {
         self.next_poll = now + self.jittered_retry();
         self.send(
             Purpose::Read { after_conflict },
-            |op| Action::Get { op },
+            |n| Action::Get { op: ReadId(n) },
             now,
         );
     }
@@ -608,8 +604,8 @@ impl Elector {
     ) {
         self.send(
             purpose,
-            |op| Action::Update {
-                op,
+            |n| Action::Update {
+                op: WriteId(n),
                 expected,
                 record,
             },
@@ -640,6 +636,15 @@ impl Elector {
 
     fn identity(&self) -> &Arc<str> {
         &self.config.identity
+    }
+
+    /// The answer to call `op`, if it is the one in flight.
+    fn on_call_answered(&mut self, op: OpId, result: Result<Observation, LockError>, now: Instant) {
+        let Some(call) = self.in_flight.take_if(|c| c.op == op) else {
+            return; // an answer we no longer wait for
+        };
+        self.timers.stop(Timer::Request);
+        self.on_answer(call, result, now);
     }
 
     /// Dispatches an answer by the call's purpose.

@@ -18,8 +18,8 @@ use std::time::Duration;
 #[allow(unused_imports)] // each test file uses a part of the names
 pub use election_core::{
     Action, BrokenAnswer, Config, Elector, Event, Handover, Input, Instant, LockDelay, LockError,
-    LockRecord, MAX_TRANSITIONS, Observation, OpId, OpKind, Preemption, Role, Stamp, StopReason,
-    Term, Version, WallTime, Warning, WatchEvent,
+    LockRecord, MAX_TRANSITIONS, Observation, OpId, OpKind, Preemption, ReadId, Role, Stamp,
+    StopReason, Term, Version, WallTime, Warning, WatchEvent, WriteId,
 };
 
 /// `n` milliseconds.
@@ -199,8 +199,8 @@ impl Node {
     }
 
     /// Hands the answer to call `op` to the elector.
-    pub fn answer(&mut self, op: OpId, result: Result<Observation, LockError>) {
-        self.e.handle(Input::Answer { op, result }, self.now);
+    pub fn answer(&mut self, op: impl Into<OpId>, result: Result<Observation, LockError>) {
+        self.e.handle(op.into().answer(result), self.now);
         self.drain();
     }
 
@@ -277,7 +277,7 @@ impl Node {
     }
 
     /// The next action, which must be a read.
-    pub fn get(&mut self) -> OpId {
+    pub fn get(&mut self) -> ReadId {
         match self.action() {
             Action::Get { op } => op,
             other => panic!("expected a read at {:?}, got {other:?}", self.now),
@@ -285,7 +285,7 @@ impl Node {
     }
 
     /// The next action, which must be a create.
-    pub fn create(&mut self) -> (OpId, LockRecord) {
+    pub fn create(&mut self) -> (WriteId, LockRecord) {
         match self.action() {
             Action::Create { op, record } => (op, record),
             other => panic!("expected a create at {:?}, got {other:?}", self.now),
@@ -293,7 +293,7 @@ impl Node {
     }
 
     /// The next action, which must be an update.
-    pub fn update(&mut self) -> (OpId, Version, LockRecord) {
+    pub fn update(&mut self) -> (WriteId, Version, LockRecord) {
         match self.action() {
             Action::Update {
                 op,
@@ -401,20 +401,20 @@ impl Node {
 /// the scenario expects.
 pub trait ActionExt {
     /// The parts of a create.
-    fn into_create(self) -> (OpId, LockRecord);
+    fn into_create(self) -> (WriteId, LockRecord);
     /// The parts of an update.
-    fn into_update(self) -> (OpId, Version, LockRecord);
+    fn into_update(self) -> (WriteId, Version, LockRecord);
 }
 
 impl ActionExt for Action {
-    fn into_create(self) -> (OpId, LockRecord) {
+    fn into_create(self) -> (WriteId, LockRecord) {
         match self {
             Action::Create { op, record } => (op, record),
             other => panic!("expected a create, got {other:?}"),
         }
     }
 
-    fn into_update(self) -> (OpId, Version, LockRecord) {
+    fn into_update(self) -> (WriteId, Version, LockRecord) {
         match self {
             Action::Update {
                 op,
