@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use adapter_smol::SmolRuntime;
+use election_core::Event;
 use election_core::{Config, ConfigError, StopReason};
 use election_driver::{Builder, CancelSignal, Change, DriverError};
 use futures_lite::StreamExt;
@@ -28,7 +29,7 @@ async fn stream_and_signal_follow_leadership() {
     // The first election on a fresh lock waits one lease (strict lock delay).
     let term = loop {
         let s = states.next().await.expect("the stream runs until shutdown");
-        if let Change::StartedLeading { term } = s.change {
+        if let Change::Elector(Event::StartedLeading { term }) = s.change {
             break term;
         }
     };
@@ -38,7 +39,7 @@ async fn stream_and_signal_follow_leadership() {
     let shutdown = h.shutdown();
     let collect = async {
         while let Some(s) = states.next().await {
-            if let Change::StoppedLeading { reason, .. } = s.change {
+            if let Change::Elector(Event::StoppedLeading { reason, .. }) = s.change {
                 stopped = Some(reason);
             }
         }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use adapter_tokio::{CancellationToken, TokioRuntime, state_watch, token_work};
+use election_core::Event;
 use election_core::{
     Config, ConfigError, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation,
     Role, Version, WatchStream,
@@ -44,7 +45,9 @@ async fn watch_and_token_follow_leadership() {
         .unwrap();
     let term = loop {
         rx.changed().await.unwrap();
-        if let Change::StartedLeading { term } = rx.borrow_and_update().change.clone() {
+        if let Change::Elector(Event::StartedLeading { term }) =
+            rx.borrow_and_update().change.clone()
+        {
             break term;
         }
     };
@@ -62,7 +65,10 @@ async fn watch_and_token_follow_leadership() {
     assert_eq!(h.term(), None);
     assert_eq!(rx.borrow().role, Role::Follower);
     h.shutdown().await;
-    assert!(matches!(rx.borrow().change, Change::Terminated));
+    assert!(matches!(
+        rx.borrow().change,
+        Change::Elector(Event::Terminated)
+    ));
     assert_eq!(
         store.current().map(|o| o.record.holder.is_empty()),
         Some(true)
@@ -92,13 +98,20 @@ async fn a_hook_of_ones_own_and_the_watch_both_see_the_states() {
     h.shutdown().await;
     let seen = seen.lock().unwrap().clone();
     assert!(matches!(seen.first(), Some(Change::Started)), "{seen:?}");
-    assert!(matches!(seen.last(), Some(Change::Terminated)), "{seen:?}");
     assert!(
-        seen.iter()
-            .any(|c| matches!(c, Change::StartedLeading { .. })),
+        matches!(seen.last(), Some(Change::Elector(Event::Terminated))),
         "{seen:?}"
     );
-    assert_eq!(rx.borrow().change, Change::Terminated, "the watch's last");
+    assert!(
+        seen.iter()
+            .any(|c| matches!(c, Change::Elector(Event::StartedLeading { .. }))),
+        "{seen:?}"
+    );
+    assert_eq!(
+        rx.borrow().change,
+        Change::Elector(Event::Terminated),
+        "the watch's last"
+    );
 }
 
 /// An invalid configuration is a typed error naming the rule, not a panic.

@@ -48,7 +48,7 @@ pub enum OnLoss {
     #[default]
     Campaign,
     /// End the driver, as client-go's `RunOrDie` does: the state stream ends with
-    /// [`Change::Terminated`].
+    /// [`Change::Elector(Event::Terminated)`].
     Exit,
 }
 
@@ -366,43 +366,39 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         });
     }
 
-    /// Delivers one event: state, tracing, leader work.
+    /// Delivers one event: tracing, leader work, the lock's news, then the state.
     fn deliver(&mut self, event: Event, now: Instant) {
-        match event {
+        let mut then_work_stopped = false;
+        let mut then_exit = false;
+        match &event {
             Event::StartedLeading { term } => {
                 info!(%term, "started leading");
                 self.work.start(&self.rt, term.clone());
                 self.tell_lock(election_core::LeadershipChange::BecameLeader);
-                self.publish(Change::StartedLeading { term }, now);
             }
             Event::Draining { reason } => {
                 info!(%reason, "draining leader work");
                 self.work.cancel();
-                self.publish(Change::Draining { reason }, now);
-                if !self.work.is_running() {
-                    self.elector.work_stopped(now);
-                }
+                then_work_stopped = !self.work.is_running();
             }
             Event::StoppedLeading { term, reason } => {
                 info!(%term, %reason, "stopped leading");
                 self.work.cancel();
                 self.tell_lock(election_core::LeadershipChange::StoppedLeading);
-                let lost = !reason.is_graceful();
-                self.publish(Change::StoppedLeading { term, reason }, now);
-                if lost && self.on_loss == OnLoss::Exit {
-                    self.elector.shutdown(now);
-                }
+                then_exit = !reason.is_graceful() && self.on_loss == OnLoss::Exit;
             }
-            Event::LeaderChanged { leader } => {
-                debug!(?leader, "leader changed");
-                self.publish(Change::LeaderChanged { leader }, now);
-            }
-            Event::Warning(w) => {
-                warn!(warning = %w, "election problem");
-                self.publish(Change::Problem(DriverError::Lock(w)), now);
-            }
-            Event::Terminated => debug!("elector terminated"),
-            other => debug!(event = ?other, "event not acted on"),
+            Event::LeaderChanged { leader } => debug!(?leader, "leader changed"),
+            Event::Warning(w) => warn!(warning = %w, "election problem"),
+            // The driver's last state says it, once the driver has ended.
+            Event::Terminated => return debug!("elector terminated"),
+            other => return debug!(event = ?other, "event not acted on"),
+        }
+        self.publish(Change::Elector(event), now);
+        if then_work_stopped {
+            self.elector.work_stopped(now);
+        }
+        if then_exit {
+            self.elector.shutdown(now);
         }
     }
 
@@ -635,7 +631,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         self.work.cancel();
         let now = self.rt.now();
         info!("election driver ended");
-        self.publish(Change::Terminated, now);
+        self.publish(Change::Elector(Event::Terminated), now);
         self.shared.set_deadline(None);
         for w in self
             .step_down_waiters

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use election_core::{ConfigError, Instant, LockError, Role, StopReason, Term, Warning};
+use election_core::{ConfigError, Event, Instant, LockError, Role, Term};
 
 /// A problem the driver reports through the state stream and `tracing`. None of
 /// them stops the driver: lock errors are retried by the elector, a broken watch is
@@ -14,9 +14,6 @@ pub enum DriverError {
     /// The configuration breaks a rule; nothing was started. Fix the configuration.
     #[error("invalid configuration: {0}")]
     Config(#[from] ConfigError),
-    /// A lock call failed or a record was odd; the elector retries with backoff.
-    #[error("lock problem: {0}")]
-    Lock(#[from] Warning),
     /// The lock's watch broke; the driver resumes it with backoff and the elector
     /// polls meanwhile.
     #[error("lock watch failed: {0}")]
@@ -40,39 +37,18 @@ pub enum DriverError {
 pub enum Change {
     /// The driver started and campaigns.
     Started,
-    /// This node started leading in `term`.
-    StartedLeading {
-        /// The fencing token.
-        term: Term,
-    },
-    /// This node is giving leadership up: its leader work is being cancelled and
-    /// awaited, renewals go on meanwhile.
-    Draining {
-        /// Why.
-        reason: StopReason,
-    },
-    /// This node stopped leading.
-    StoppedLeading {
-        /// The term that ended.
-        term: Term,
-        /// Why.
-        reason: StopReason,
-    },
-    /// The lock's holder as this node sees it changed.
-    LeaderChanged {
-        /// The new holder (`None`: nobody).
-        leader: Option<Arc<str>>,
-    },
+    /// What the elector reported: leadership started, is draining or stopped, the
+    /// holder changed, a warning (a failed lock call, an odd record), or the end
+    /// of the election (the driver's last state, after a shutdown or an exit on
+    /// loss: [`Event::Terminated`]).
+    Elector(Event),
     /// The leader work of `term` ended by itself (without being cancelled).
     WorkEnded {
         /// The term the work ran in.
         term: Term,
     },
-    /// A problem worth reporting; the driver carries on.
+    /// A problem of the driver's own (the watch, the leader work); it carries on.
     Problem(DriverError),
-    /// The driver finished (shut down, or ended after a loss with
-    /// [`crate::OnLoss::Exit`]).
-    Terminated,
     /// The driver was aborted without releasing ([`crate::Handle::abort`]), as a crash.
     Aborted,
 }

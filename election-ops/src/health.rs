@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use election_core::Event;
 use election_core::{Instant, Role, Term};
 use election_driver::Change;
 use serde::Serialize;
@@ -265,7 +266,8 @@ impl<V: LeadershipView + Clone> Health<V> {
     /// How long ago (ns) `term` started: from the state that started it, else from
     /// the monitor, else 0 (first seen now, which only makes the check later).
     fn term_age(&self, state: &election_driver::LeadershipState, term: &Term) -> u64 {
-        let age = if matches!(&state.change, Change::StartedLeading { term: t } if t == term) {
+        let age = if matches!(&state.change, Change::Elector(Event::StartedLeading { term: t }) if t == term)
+        {
             Some(self.view.now().saturating_duration_since(state.at))
         } else {
             self.monitor

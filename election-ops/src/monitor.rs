@@ -19,11 +19,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use election_core::{
-    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
+    Config, Event, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
     WatchStream,
 };
-#[cfg(feature = "metrics")]
-use election_driver::DriverError;
 use election_driver::{Change, LeadershipState, StateStream};
 use futures::StreamExt;
 use tracing::Instrument;
@@ -206,7 +204,7 @@ impl Monitor {
             tracing::info!(lock, identity, "election started");
         }
         match &state.change {
-            Change::StartedLeading { term } => {
+            Change::Elector(Event::StartedLeading { term }) => {
                 self.leading.store(true, Ordering::Release);
                 relock(&self.record).term = Some(term.to_string());
                 *relock(&self.term_started) = Some((term.to_string(), std::time::Instant::now()));
@@ -214,12 +212,12 @@ impl Monitor {
                 #[cfg(feature = "metrics")]
                 self.metrics.started_leading(&self.name);
             }
-            Change::Draining { reason } => {
+            Change::Elector(Event::Draining { reason }) => {
                 // The term as `0@5`, as on the other lines (left out if none).
                 let term = state.term.as_ref().map(tracing::field::display);
                 tracing::info!(lock, identity, term, %reason, "draining leader work");
             }
-            Change::StoppedLeading { term, reason } => {
+            Change::Elector(Event::StoppedLeading { term, reason }) => {
                 self.leading.store(false, Ordering::Release);
                 relock(&self.record).last_stop = Some(reason.to_string());
                 // Giving leadership up on purpose (shut down, stepped down) is
@@ -233,7 +231,7 @@ impl Monitor {
                 #[cfg(feature = "metrics")]
                 self.metrics.stopped_leading(&self.name, reason.class());
             }
-            Change::LeaderChanged { leader } => {
+            Change::Elector(Event::LeaderChanged { leader }) => {
                 tracing::info!(
                     lock,
                     identity,
@@ -245,16 +243,20 @@ impl Monitor {
                 relock(&self.record).work_ended_term = Some(term.to_string());
                 tracing::info!(lock, identity, %term, "leader work ended");
             }
-            Change::Problem(problem) => {
-                self.record_error(problem.to_string());
-                tracing::warn!(lock, identity, error = %problem, "election problem");
+            Change::Elector(Event::Warning(warning)) => {
+                self.record_error(warning.to_string());
+                tracing::warn!(lock, identity, error = %warning, "election problem");
                 #[cfg(feature = "metrics")]
-                if let DriverError::Lock(election_core::Warning::RequestTimedOut { .. }) = problem {
+                if let election_core::Warning::RequestTimedOut { .. } = warning {
                     self.metrics.lock_error(&self.name, "timeout");
                 }
             }
+            Change::Problem(problem) => {
+                self.record_error(problem.to_string());
+                tracing::warn!(lock, identity, error = %problem, "election problem");
+            }
             Change::Started => {} // announced above, on the first state seen
-            Change::Terminated => {
+            Change::Elector(Event::Terminated) => {
                 self.leading.store(false, Ordering::Release);
                 tracing::info!(lock, identity, "election ended");
             }
@@ -515,10 +517,10 @@ mod tests {
     fn stopped(reason: StopReason) -> LeadershipState {
         state(
             Role::Follower,
-            Change::StoppedLeading {
+            Change::Elector(Event::StoppedLeading {
                 term: term(),
                 reason,
-            },
+            }),
         )
     }
 
@@ -559,9 +561,9 @@ mod tests {
     fn draining_names_the_term_as_the_other_lines_do() {
         let lines = logged_after_start(&[state(
             Role::Draining,
-            Change::Draining {
+            Change::Elector(Event::Draining {
                 reason: StopReason::ShutDown,
-            },
+            }),
         )]);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
@@ -595,8 +597,14 @@ mod tests {
     #[test]
     fn a_late_subscriber_announces_the_election_once() {
         let lines = logged(&[
-            state(Role::Follower, Change::LeaderChanged { leader: None }),
-            state(Role::Follower, Change::LeaderChanged { leader: None }),
+            state(
+                Role::Follower,
+                Change::Elector(Event::LeaderChanged { leader: None }),
+            ),
+            state(
+                Role::Follower,
+                Change::Elector(Event::LeaderChanged { leader: None }),
+            ),
         ]);
         let started = lines
             .iter()

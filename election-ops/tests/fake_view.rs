@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use election_core::Event;
 use election_core::{Instant, Role, Term, Version};
 use election_driver::{Change, LeadershipState};
 use election_ops::LeadershipView;
@@ -32,9 +33,9 @@ impl Fake {
             transitions: 3,
             version: Version::new("42"),
         });
-        state.change = Change::StartedLeading {
+        state.change = Change::Elector(Event::StartedLeading {
             term: state.term.clone().unwrap(),
-        };
+        });
         Fake {
             now: Arc::new(AtomicU64::new(0)),
             deadline: Some(Instant::from_millis(deadline_ms)),
@@ -309,9 +310,9 @@ fn h6_heartbeat_counts_only_while_this_terms_work_runs_and_from_its_start() {
     {
         let mut s = view.state.lock().unwrap();
         s.role = Role::Draining;
-        s.change = Change::Draining {
+        s.change = Change::Elector(Event::Draining {
             reason: election_core::StopReason::SteppedDown,
-        };
+        });
     }
     assert_eq!(health.liveness(), Ok(()));
     // A new term at 20 s; the last beat is from the previous one (1 s).
@@ -323,7 +324,7 @@ fn h6_heartbeat_counts_only_while_this_terms_work_runs_and_from_its_start() {
         let mut s = view.state.lock().unwrap();
         s.role = Role::Leader;
         s.term = Some(next.clone());
-        s.change = Change::StartedLeading { term: next };
+        s.change = Change::Elector(Event::StartedLeading { term: next });
         s.at = Instant::from_millis(20_000);
     }
     view.at(22_000);

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use adapter_tokio::TokioRuntime;
+use election_core::Event;
 use election_core::{Config, WallTime};
 use election_driver::{Builder, Change, Handle};
 use lock_memory::MemoryStore;
@@ -59,7 +60,7 @@ impl Pool {
         let started = self.started.clone();
         let config = Config::fast(name.as_str()).seed(self.next);
         let hook = move |s: &election_driver::LeadershipState| {
-            if let Change::StartedLeading { .. } = s.change {
+            if let Change::Elector(Event::StartedLeading { .. }) = s.change {
                 let now = WallTime::from_system_time(SystemTime::now());
                 started.lock().unwrap().push((s.identity.to_string(), now));
             }

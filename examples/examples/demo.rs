@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use adapter_tokio::TokioRuntime;
 use election_core::Config;
+use election_core::Event;
 use election_driver::{Builder, Change, Handle, LeadershipState};
 use examples::millis;
 use futures::StreamExt;
@@ -27,16 +28,16 @@ fn say(start: Instant, who: &str, what: &str) {
 
 fn describe(s: &LeadershipState) -> Option<String> {
     Some(match &s.change {
-        Change::StartedLeading { term } => format!("STARTED LEADING (term {term})"),
-        Change::Draining { reason } => format!("draining leader work ({reason})"),
-        Change::StoppedLeading { term, reason } => {
+        Change::Elector(Event::StartedLeading { term }) => format!("STARTED LEADING (term {term})"),
+        Change::Elector(Event::Draining { reason }) => format!("draining leader work ({reason})"),
+        Change::Elector(Event::StoppedLeading { term, reason }) => {
             format!("stopped leading (term {term}: {reason})")
         }
-        Change::LeaderChanged { leader } => match leader {
+        Change::Elector(Event::LeaderChanged { leader }) => match leader {
             Some(l) => format!("sees leader {l}"),
             None => "sees no leader".to_owned(),
         },
-        Change::Terminated => "shut down".to_owned(),
+        Change::Elector(Event::Terminated) => "shut down".to_owned(),
         Change::Aborted => "CRASHED (no release)".to_owned(),
         Change::Problem(e) => format!("problem: {e}"),
         Change::WorkEnded { term } => format!("leader work of term {term} ended"),

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use election_core::Event;
 use election_core::{
     Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, OpKind, Role,
     StopReason, Term, Version, WatchStream,
@@ -118,7 +119,7 @@ impl Recorder {
         self.changes()
             .into_iter()
             .filter_map(|c| match c {
-                Change::StoppedLeading { reason, .. } => Some(reason),
+                Change::Elector(Event::StoppedLeading { reason, .. }) => Some(reason),
                 _ => None,
             })
             .collect()
@@ -129,11 +130,11 @@ impl Recorder {
         let mut open: Option<Term> = None;
         for c in self.changes() {
             match c {
-                Change::StartedLeading { term } => {
+                Change::Elector(Event::StartedLeading { term }) => {
                     assert!(open.is_none(), "{who}: two starts without a stop");
                     open = Some(term);
                 }
-                Change::StoppedLeading { term, .. } => {
+                Change::Elector(Event::StoppedLeading { term, .. }) => {
                     assert_eq!(open.take(), Some(term), "{who}: a stop without its start");
                 }
                 _ => {}
@@ -446,7 +447,7 @@ pub async fn leader_shutdown_hands_over<R: Runtime>(rt: R) {
     assert_ne!(nodes[new].name, old);
     assert!(matches!(
         nodes[i].states.changes().last(),
-        Some(Change::Terminated)
+        Some(Change::Elector(Event::Terminated))
     ));
     assert_eq!(nodes[i].states.stops(), [StopReason::ShutDown]);
     c.shutdown_all(&mut nodes).await;
@@ -484,7 +485,7 @@ pub async fn dropped_handle_releases_best_effort<R: Runtime>(rt: R) {
         .await;
     assert!(matches!(
         nodes[i].states.changes().last(),
-        Some(Change::Terminated)
+        Some(Change::Elector(Event::Terminated))
     ));
     c.shutdown_all(&mut nodes).await;
 }
@@ -556,7 +557,10 @@ pub async fn on_loss_exit_ends_the_driver<R: Runtime>(rt: R) {
     rec.holder = "someone-else".into();
     let edit = c.store.set_record(rec);
     let last = c.until(ms(1_000), "the driver ended", || {
-        matches!(n.states.changes().last(), Some(Change::Terminated))
+        matches!(
+            n.states.changes().last(),
+            Some(Change::Elector(Event::Terminated))
+        )
     });
     last.await;
     assert!(!n.is_leader());
@@ -564,7 +568,10 @@ pub async fn on_loss_exit_ends_the_driver<R: Runtime>(rt: R) {
     while let Some(s) = stream.next().await {
         seen.push(s.change);
     }
-    assert!(matches!(seen.last(), Some(Change::Terminated)), "{seen:?}");
+    assert!(
+        matches!(seen.last(), Some(Change::Elector(Event::Terminated))),
+        "{seen:?}"
+    );
     assert_stopped_for(&n.states.stops(), "someone-else");
     let seq = c
         .store
@@ -641,7 +648,7 @@ pub async fn h2_shutdown_while_read_in_flight_exits_promptly<R: Runtime>(rt: R) 
     assert!(c.rt.now() - start < ms(100), "shutdown waited for the read");
     assert!(matches!(
         n.states.changes().last(),
-        Some(Change::Terminated)
+        Some(Change::Elector(Event::Terminated))
     ));
     assert!(c.writes_by("node-a", 0).is_empty());
 }
@@ -799,7 +806,7 @@ pub async fn h5_shutdown_racing_a_create_leaves_it_to_expire<R: Runtime>(rt: R) 
         assert!(
             n.states.changes().iter().any(|ch| matches!(
                 ch,
-                Change::Problem(DriverError::Lock(election_core::Warning::LeftToExpire))
+                Change::Elector(Event::Warning(election_core::Warning::LeftToExpire))
             )),
             "reported (lost answer: {lose_answer}): {:?}",
             n.states.changes()
@@ -808,7 +815,7 @@ pub async fn h5_shutdown_racing_a_create_leaves_it_to_expire<R: Runtime>(rt: R) 
             !n.states
                 .changes()
                 .iter()
-                .any(|ch| matches!(ch, Change::StartedLeading { .. })),
+                .any(|ch| matches!(ch, Change::Elector(Event::StartedLeading { .. }))),
             "never started"
         );
         n.states.assert_paired("node-a");
@@ -858,7 +865,7 @@ pub async fn h6_panicking_work_closure_is_reported_and_renewals_go_on<R: Runtime
     assert_eq!(c.releases_by("node-a").len(), 1);
     assert!(matches!(
         n.states.changes().last(),
-        Some(Change::Terminated)
+        Some(Change::Elector(Event::Terminated))
     ));
     n.states.assert_paired("node-a");
 }
