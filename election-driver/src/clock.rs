@@ -3,7 +3,7 @@
 //! Rust's `std::time::Instant` is `CLOCK_MONOTONIC` on Linux, which stops while the
 //! machine is suspended or the VM frozen: a leader resumed after an hour would
 //! believe only a moment passed and keep leading on a lease that expired long ago
-//! (FAULTS N4). [`BootClock`] reads `CLOCK_BOOTTIME` instead, which keeps counting.
+//! (docs/faults.md N4). [`BootClock`] reads `CLOCK_BOOTTIME` instead, which keeps counting.
 
 use election_core::Instant;
 
@@ -37,8 +37,8 @@ impl Default for BootClock {
 }
 
 /// The clock [`BootClock`] reads on Linux and Android: `CLOCK_BOOTTIME`, which
-/// keeps counting while the machine is suspended (`CLOCK_MONOTONIC` stops: FAULTS
-/// N4). The one place that names it; the tests check it is this one.
+/// keeps counting while the machine is suspended (`CLOCK_MONOTONIC` stops:
+/// docs/faults.md N4). The one place that names it; the tests check it is this one.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 const CLOCK: rustix::time::ClockId = rustix::time::ClockId::Boottime;
 
@@ -99,7 +99,7 @@ mod tests {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     use rustix::time::ClockId;
 
-    /// FAULTS N4: the clock read is `CLOCK_BOOTTIME`, which keeps counting while
+    /// docs/faults.md N4: the clock read is `CLOCK_BOOTTIME`, which keeps counting while
     /// the machine is suspended, not `CLOCK_MONOTONIC`, which stops. (The two
     /// differ only by the time this machine spent suspended, often none, so
     /// comparing readings alone could not tell them apart: this is the guard that
@@ -110,7 +110,7 @@ mod tests {
         assert_eq!(CLOCK, ClockId::Boottime);
     }
 
-    /// FAULTS N4: readings fall between two `CLOCK_BOOTTIME` readings; where this
+    /// docs/faults.md N4: readings fall between two `CLOCK_BOOTTIME` readings; where this
     /// machine has been suspended (boot time ahead of monotonic time by more than
     /// the reading takes), they also fall outside the `CLOCK_MONOTONIC` ones.
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -142,7 +142,7 @@ mod tests {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     const SUSPENDED_SECS: u64 = 3_600;
 
-    /// FAULTS N4 on a machine that was suspended for an hour: this test runs
+    /// docs/faults.md N4 on a machine that was suspended for an hour: this test runs
     /// itself again in a new time namespace whose `CLOCK_BOOTTIME` is an hour
     /// ahead of its `CLOCK_MONOTONIC` (`unshare --time --boottime 3600`, Linux
     /// 5.6+, needs `CAP_SYS_ADMIN`), where the clock must read an hour ahead of

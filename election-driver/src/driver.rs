@@ -36,7 +36,7 @@ pub const MAX_SLEEP: Duration = Duration::from_secs(1);
 const SPIN_GUARD: Duration = Duration::from_millis(1);
 
 /// How many lease durations a watch may stay silent before the driver restarts
-/// it (FAULTS W1: silence never means "unchanged"). A healthy watch delivers every
+/// it (docs/faults.md W1: silence never means "unchanged"). A healthy watch delivers every
 /// renewal of whoever leads, so a long silence means a quiet lock or a hung watch.
 pub const WATCH_IDLE_LEASES: u32 = 3;
 
@@ -449,7 +449,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         self.watch_failures = self.watch_failures.saturating_add(1);
         // A resumed watch that fails before delivering anything: its version may be
         // gone (410 Gone, which some backends report as another error), so the next
-        // one starts afresh rather than from the same version again (FAULTS W2).
+        // one starts afresh rather than from the same version again (docs/faults.md W2).
         self.watch_fresh_next = self.watch_resumed_unproven && error.is_some();
         let config = self.elector.config();
         let backoff = config

@@ -10,7 +10,7 @@
 //! `lease_duration + timeout` and for the same reason. A standby is never
 //! unhealthy, and neither is a node that cannot reach the API server (restarting
 //! it would not help). It also fails when the leader work stops beating its
-//! [`Heartbeat`] for longer than the stall limit (FAULTS H6), if one is set: only
+//! [`Heartbeat`] for longer than the stall limit (docs/faults.md H6), if one is set: only
 //! while the leader work of the current term runs (the node leads and is not
 //! draining, and the work has not ended by itself), and measured from the later of
 //! the last beat and the start of the term (as this health first saw it), so that a

@@ -1,4 +1,4 @@
-//! A default identity that two processes never share by accident (FAULTS N1).
+//! A default identity that two processes never share by accident (docs/faults.md N1).
 //!
 //! The identity names this candidate in the lock record (`holderIdentity`). Two live
 //! processes with one identity both believe they hold the lock, so the default

@@ -1,5 +1,5 @@
 //! The guard and health fed by a fake view: a wedged driver (its deadline stays,
-//! its clock runs) — FAULTS N5 (pause past the lease: guarded writes refused) and
+//! its clock runs) — docs/faults.md N5 (pause past the lease: guarded writes refused) and
 //! A14 / H6 on the health side.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -284,7 +284,7 @@ fn the_term_annotation_goes_into_objects_and_merge_patches_only() {
     assert_eq!(send(Method::POST, "application/json", cm.clone()), cm);
 }
 
-/// FAULTS H6: the heartbeat is checked only while the leader work of the current
+/// docs/faults.md H6: the heartbeat is checked only while the leader work of the current
 /// term runs (not once it ended by itself, not while draining), and measured from
 /// the later of the last beat and the term's start: a beat from an earlier term
 /// does not make a new term's work look stalled.

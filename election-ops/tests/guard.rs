@@ -1,6 +1,6 @@
 //! The write guard on a real `kube::Client` against the API emulator: a
 //! non-leader's writes never reach the server, a leader's pass, the guard closes by
-//! the deadline after a partition (FAULTS N7) and after `StoppedLeading`.
+//! the deadline after a partition (docs/faults.md N7) and after `StoppedLeading`.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! The monitor's lock wrapper ([`election_ops::ObservedLock`]) keeps what the
-//! wrapped lock does (STYLE: a wrapper forwards everything): it passes
+//! wrapped lock does (a wrapper forwards every method: docs/design.md §5): it passes
 //! `lock-memory`'s wrapper check, and with the monitor and its metrics on, as the
 //! `leader-elector` sidecar runs them, the Lease lock still records client-go's
 //! leadership Events (`<identity> became leader` / `<identity> stopped leading`)

@@ -1,4 +1,4 @@
-//! Many elections in one process (DESIGN §9): `E` independent elections of three
+//! Many elections in one process (docs/design.md §9): `E` independent elections of three
 //! candidates each, every candidate an `election-driver` task on one tokio
 //! runtime, every election on its own memory lock; followers watch, and as the
 //! baseline in the same run they poll (client-go's behaviour, the lock offering

@@ -1,5 +1,5 @@
-//! The quick start as an operator runs it (STYLE: the README's snippet as a
-//! program): the example binary against the API emulator, with `KUBECONFIG`
+//! The quick start as an operator runs it (the README's snippet as a program,
+//! docs/design.md §8): the example binary against the API emulator, with `KUBECONFIG`
 //! pointing at it and `ELECTION_IDENTITY` set. It leads (after the strict lock
 //! delay of one lease, the Lease being new), SIGTERM makes it cancel its work
 //! and release the Lease, and it exits 0. The README's quick start is the

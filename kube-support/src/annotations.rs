@@ -1,5 +1,5 @@
 //! The annotations both Kubernetes locks keep next to the record for priority
-//! preemption (DESIGN §4), and their reading and writing, written once.
+//! preemption (docs/design.md §4), and their reading and writing, written once.
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@
 //! | 409 `AlreadyExists` | [`LockError::AlreadyExists`] |
 //! | 409 otherwise | [`LockError::Conflict`] |
 //! | 404 of the object | [`LockError::NotFound`] |
-//! | 404 of the namespace | [`LockError::Invalid`] naming the namespace (FAULTS A5) |
+//! | 404 of the namespace | [`LockError::Invalid`] naming the namespace (docs/faults.md A5) |
 //! | 401, 403 | [`LockError::Forbidden`] naming verb and resource |
 //! | 400, 422, other 4xx | [`LockError::Invalid`] |
 //! | 429, 503 | [`LockError::Transient`] with the server's retry-after |

@@ -2,7 +2,7 @@
 //! `<identity> became leader` / `<identity> stopped leading`, reason
 //! `LeaderElection`, type `Normal`, on the lock object.
 //!
-//! Recording is best-effort (FAULTS H9): a failure is returned for the caller to
+//! Recording is best-effort (docs/faults.md H9): a failure is returned for the caller to
 //! log and never touches the election. [`EventRecorder::record`] is bounded by
 //! the request timeout, so a hung API server cannot stall the caller either.
 

@@ -8,7 +8,7 @@
 //! the API server rejects them with 409 if the object moved on: never a blind
 //! write. The object is the one last read or written at that version (cached), so
 //! labels, annotations, owner references and data that others put on it are kept
-//! (FAULTS R12). When the cache holds another version, the lock reads the object
+//! (docs/faults.md R12). When the cache holds another version, the lock reads the object
 //! first and answers [`LockError::Conflict`] at once if it is not at the expected
 //! version.
 
@@ -232,7 +232,7 @@ impl<C: Codec> ObjectLock<C> {
 
     /// Records `event` as a Kubernetes Event on the lock object (reason
     /// `LeaderElection`, type `Normal`). Best-effort: log the error and go on; it
-    /// never affects the election (FAULTS H9). The call is bounded by the request
+    /// never affects the election (docs/faults.md H9). The call is bounded by the request
     /// timeout.
     pub async fn record_event(&self, event: LeaderEvent) -> Result<(), EventError> {
         let recorder = EventRecorder::new(
@@ -247,7 +247,7 @@ impl<C: Codec> ObjectLock<C> {
 
     /// The task that records the Event for `change` of `identity`'s leadership,
     /// or `None` when Events are off. Its failure is logged by
-    /// [`EventRecorder::record`] and goes no further (FAULTS H9).
+    /// [`EventRecorder::record`] and goes no further (docs/faults.md H9).
     pub fn event_task(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
         if !self.inner.config.events_enabled {
             return None;
@@ -403,8 +403,8 @@ impl<C: Codec> Lock for ObjectLock<C> {
             merge_labels(obj.meta_mut(), &inner.config.labels);
             if before.is_some() && before == serde_json::to_value(&obj).ok() {
                 // The API server turns a byte-identical PUT into a no-op that keeps
-                // the version, and followers would then see no renewal (FAULTS
-                // R10): make the write visible.
+                // the version, and followers would then see no renewal
+                // (docs/faults.md R10): make the write visible.
                 bump_rewrite_counter(obj.meta_mut());
             }
             // The PUT carries `expected` as its resourceVersion: a compare-and-swap.

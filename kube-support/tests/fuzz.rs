@@ -1,6 +1,6 @@
-//! Fuzzing of the timestamp code both Kubernetes locks read records with (DESIGN
-//! §8, FAULTS R8): any string parses or is ignored, any wall time formats, and
-//! within Kubernetes' range what we write reads back as written.
+//! Fuzzing of the timestamp code both Kubernetes locks read records with
+//! (docs/design.md §8, docs/faults.md R8): any string parses or is ignored, any wall
+//! time formats, and within Kubernetes' range what we write reads back as written.
 
 use election_core::WallTime;
 use kube_support::time::{format_micro, format_rfc3339_secs, parse_timestamp};

@@ -1,6 +1,6 @@
 //! Two (then three) sidecars in `run` mode against the API emulator: their children
 //! never run at the same time, through a graceful hand-over (SIGTERM to the leading
-//! sidecar), a partition of the next leader (FAULTS N7) and another hand-over back
+//! sidecar), a partition of the next leader (docs/faults.md N7) and another hand-over back
 //! to it after the heal; a child's own children die with it; the child's exit
 //! code is passed through; and a SIGKILLed sidecar's child dies with it.
 
@@ -98,7 +98,7 @@ async fn nth_start(log: &Path, n: usize, within: Duration) -> String {
 /// (as a shell script's background job might). Each child appends `start <id>
 /// <epoch-ns>` when it starts and `stop <id> <epoch-ns>` from an EXIT trap, at its
 /// real exit. Checked: the children's [start, stop] intervals never overlap
-/// (through a graceful hand-over, FAULTS N7's partition and a second hand-over),
+/// (through a graceful hand-over, docs/faults.md N7's partition and a second hand-over),
 /// the partitioned sidecar campaigns again and leads after the heal, and no
 /// grandchild outlives its child's sidecar's stop (the group is killed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,7 +14,7 @@
 //! - A write that would be byte-identical to the stored object (a holder whose
 //!   wall clock is frozen) bumps the annotation `election.rs/rewrite`, because the
 //!   API server answers an identical PUT without a new `resourceVersion` and
-//!   followers would not see the renewal (FAULTS R10).
+//!   followers would not see the renewal (docs/faults.md R10).
 //! - Watches, Events, error classification and runtime bridging are the same as
 //!   the Lease lock's ([`kube_support`]).
 //!

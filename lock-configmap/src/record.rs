@@ -16,10 +16,10 @@
 //!
 //! A record that is not JSON, or has a field of the wrong type (a holder that is
 //! not a string, a duration that is neither a number nor a numeric string), reads
-//! as held by [`MALFORMED_HOLDER`] with no duration (FAULTS R6): the elector times
+//! as held by [`MALFORMED_HOLDER`] with no duration (docs/faults.md R6): the elector times
 //! it like any version and takes it over by compare-and-swap after a lease. It is
 //! reported as a `tracing` warning, never a permanent error. Timestamps that do not
-//! parse are ignored (FAULTS R8): they are never used for expiry.
+//! parse are ignored (docs/faults.md R8): they are never used for expiry.
 //!
 //! Priority and handover requests live in the same annotations as on a Lease
 //! ([`PRIORITY`], [`HANDOVER_TO`], [`HANDOVER_PRIORITY`]), outside the JSON, so the

@@ -6,7 +6,7 @@
 //! `adapter-smol`'s under smol and async-std.
 //!
 //! The candidates record client-go's Events on the ConfigMap as they start and stop
-//! leading; with Events forbidden (FAULTS H9) the election goes on as before.
+//! leading; with Events forbidden (docs/faults.md H9) the election goes on as before.
 
 mod common;
 
@@ -25,14 +25,14 @@ async fn three_candidates_on_tokio() {
     on_tokio::<ConfigMapSuite>(tokio_runtime(), "tokio-election", false).await;
 }
 
-/// FAULTS H9: with Events forbidden the three-candidate story (election, failover
+/// docs/faults.md H9: with Events forbidden the three-candidate story (election, failover
 /// after a crash, graceful handover) runs as it does with Events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h9_events_forbidden_leave_the_election_unchanged_on_tokio() {
     on_tokio::<ConfigMapSuite>(tokio_runtime(), "tokio-no-events", true).await;
 }
 
-/// FAULTS H9 under smol (`adapter-smol`).
+/// docs/faults.md H9 under smol (`adapter-smol`).
 #[test]
 fn h9_events_forbidden_leave_the_election_unchanged_on_smol() {
     Runtime::Smol

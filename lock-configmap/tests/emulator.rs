@@ -1,6 +1,6 @@
 //! The ConfigMap lock against the project's API emulator: the Kubernetes lock
 //! suite (`test_kit::kube_lock`, shared with the Lease lock), each case named after
-//! the FAULTS.md row it covers, and the cases of the ConfigMap record alone (its
+//! the docs/faults.md row it covers, and the cases of the ConfigMap record alone (its
 //! annotation, malformed records, other clients' formats); each test runs on
 //! tokio, smol and async-std (`on_tokio::a1_…`, `on_smol::a1_…`,
 //! `on_async_std::a1_…`).

@@ -1,5 +1,5 @@
 //! The ConfigMap record byte for byte: golden annotation JSON as client-go writes
-//! it, the fabric8 and Python variants (FAULTS R11), malformed records (R6),
+//! it, the fabric8 and Python variants (docs/faults.md R11), malformed records (R6),
 //! missing fields (R3, R7), extremes (R4, R5) and odd timestamps (R8).
 
 use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};

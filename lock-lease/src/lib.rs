@@ -12,7 +12,7 @@
 //! - A write that would be byte-identical to the stored object (a holder whose
 //!   wall clock is frozen) bumps the annotation `election.rs/rewrite`, because the
 //!   API server answers an identical PUT without a new `resourceVersion` and
-//!   followers would not see the renewal (FAULTS R10).
+//!   followers would not see the renewal (docs/faults.md R10).
 //! - [`Lock::watch`] watches the Lease with `fieldSelector=metadata.name=<name>`
 //!   and bookmarks; the stream ends when the watch breaks, stays silent too long or
 //!   gets `410 Gone`, and the elector polls and resumes.
@@ -20,7 +20,7 @@
 //!   and stops leading (`<identity> became leader` / `<identity> stopped leading`,
 //!   reason `LeaderElection`): the driver tells it through
 //!   [`Lock::leadership_changed`] and runs the write in the background, so a
-//!   failure (logged) never touches the election (FAULTS H9). Turn them off with
+//!   failure (logged) never touches the election (docs/faults.md H9). Turn them off with
 //!   [`LockBuilder::without_events`]; [`LeaseLock::record_event`](ObjectLock::record_event) writes one by hand.
 //! - API failures are classified for the elector by [`kube_support::error`].
 //! - The futures run under tokio, smol and async-std alike (kube's client gets a

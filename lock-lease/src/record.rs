@@ -24,7 +24,7 @@ use kube_support::time::{from_timestamp, to_timestamp};
 pub use kube_support::annotations::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY};
 use kube_support::annotations::{annotation, int_annotation, set_annotations};
 
-/// Reads the record from a Lease, tolerantly (DESIGN §4 "Tolerant reading").
+/// Reads the record from a Lease, tolerantly (docs/design.md §4 "Tolerant reading").
 pub fn record_from_lease(lease: &Lease) -> LockRecord {
     let spec = lease.spec.clone().unwrap_or_default();
     let meta = &lease.metadata;

@@ -1,8 +1,8 @@
 //! The Lease mapping field for field: golden `LeaseSpec` JSON with the fields,
 //! names, values and timestamp formats client-go writes (MicroTime with six
 //! fractional digits in UTC, an empty holder present on release, unset fields
-//! absent), and tolerant reading of what others write (FAULTS R3, R5, R7, R8,
-//! DESIGN §4).
+//! absent), and tolerant reading of what others write (docs/faults.md R3, R5, R7, R8,
+//! docs/design.md §4).
 //!
 //! The comparisons are of JSON values, not of bytes: the API server decodes a
 //! written object and serialises it afresh, so the key order of our request body

@@ -7,7 +7,7 @@
 //! on tokio with paused (virtual) time, on smol and on async-std in real time.
 //!
 //! The cases read like stories of a small cluster; those covering a row of
-//! `FAULTS.md` are named after it.
+//! `docs/faults.md` are named after it.
 //!
 //! Every case panics (fails) with a message saying what it waited for.
 
@@ -586,7 +586,7 @@ pub async fn on_loss_exit_ends_the_driver<R: Runtime>(rt: R) {
     );
 }
 
-/// FAULTS H1: shutdown while a renew is in flight, whose answer is lost although
+/// docs/faults.md H1: shutdown while a renew is in flight, whose answer is lost although
 /// it was applied: the release re-reads and still releases.
 pub async fn h1_shutdown_while_renew_in_flight_releases<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
@@ -633,7 +633,7 @@ pub async fn h1_shutdown_while_renew_in_flight_releases<R: Runtime>(rt: R) {
     n.states.assert_paired("node-a");
 }
 
-/// FAULTS H2: shutdown while a read hangs: the driver ends at once, reporting it.
+/// docs/faults.md H2: shutdown while a read hangs: the driver ends at once, reporting it.
 pub async fn h2_shutdown_while_read_in_flight_exits_promptly<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
     c.store
@@ -653,7 +653,7 @@ pub async fn h2_shutdown_while_read_in_flight_exits_promptly<R: Runtime>(rt: R) 
     assert!(c.writes_by("node-a", 0).is_empty());
 }
 
-/// FAULTS H3: the leader work is slow to stop: the release waits for it, and the
+/// docs/faults.md H3: the leader work is slow to stop: the release waits for it, and the
 /// leader keeps renewing meanwhile.
 pub async fn h3_slow_work_delays_release_while_renewals_go_on<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
@@ -691,7 +691,7 @@ pub async fn h3_slow_work_delays_release_while_renewals_go_on<R: Runtime>(rt: R)
     assert!(releases[0].seq > ended);
 }
 
-/// FAULTS H4: the lock was taken from the leader (a human set another holder):
+/// docs/faults.md H4: the lock was taken from the leader (a human set another holder):
 /// on shutdown it writes nothing.
 pub async fn h4_release_when_another_holds_writes_nothing<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
@@ -762,7 +762,7 @@ async fn shut_down_during_first_write<R: Runtime>(
     n
 }
 
-/// FAULTS H5: shutdown races an acquisition in flight (answered, or applied with
+/// docs/faults.md H5: shutdown races an acquisition in flight (answered, or applied with
 /// its answer lost): the node either started and stopped and released, or
 /// released without starting; the lock is never left held. The lock exists,
 /// released (empty holder), so the acquisition is a compare-and-swap.
@@ -788,8 +788,8 @@ pub async fn h5_shutdown_racing_acquisition_never_holds_silently<R: Runtime>(rt:
     }
 }
 
-/// FAULTS H5 for a lock this node creates while it shuts down (answered, or
-/// applied with its answer lost), under the strict lock delay (DESIGN §4): it
+/// docs/faults.md H5 for a lock this node creates while it shuts down (answered, or
+/// applied with its answer lost), under the strict lock delay (docs/design.md §4): it
 /// never starts, and it does not release the record its create made, since a
 /// leader of a lock deleted just before may still believe and an empty holder is
 /// taken at once. Not silently: it reports `LeftToExpire`, and the record expires
@@ -822,7 +822,7 @@ pub async fn h5_shutdown_racing_a_create_leaves_it_to_expire<R: Runtime>(rt: R) 
     }
 }
 
-/// FAULTS H6: the leader work panics: the panic is reported and the node keeps
+/// docs/faults.md H6: the leader work panics: the panic is reported and the node keeps
 /// leading and renewing; it still shuts down cleanly.
 pub async fn h6_panicking_work_is_reported_and_renewals_go_on<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
@@ -842,7 +842,7 @@ pub async fn h6_panicking_work_is_reported_and_renewals_go_on<R: Runtime>(rt: R)
     assert_eq!(c.holder(), None);
 }
 
-/// FAULTS H6: the closure making the leader work panics (on the driver's task,
+/// docs/faults.md H6: the closure making the leader work panics (on the driver's task,
 /// before any future exists): the panic is reported, the driver lives on, the
 /// node keeps leading and renewing, and shutdown releases and terminates.
 pub async fn h6_panicking_work_closure_is_reported_and_renewals_go_on<R: Runtime>(rt: R) {
@@ -870,7 +870,7 @@ pub async fn h6_panicking_work_closure_is_reported_and_renewals_go_on<R: Runtime
     n.states.assert_paired("node-a");
 }
 
-/// FAULTS H6: the leader work blocks and ignores cancellation: shutdown ends
+/// docs/faults.md H6: the leader work blocks and ignores cancellation: shutdown ends
 /// within the release budget (one renew deadline), leadership ends, and the lock
 /// is not released under the running work (it expires instead).
 pub async fn h6_blocking_work_is_bounded_by_the_release_budget<R: Runtime>(rt: R) {
@@ -929,7 +929,7 @@ impl<F: Future<Output = ()>> Future for Freezable<F> {
     }
 }
 
-/// FAULTS N5: the leader's process is frozen for longer than a lease. Its
+/// docs/faults.md N5: the leader's process is frozen for longer than a lease. Its
 /// `is_leader` turns false at the deadline while frozen (no event needed), another
 /// node takes over, and on resume the frozen node checks its deadline before
 /// acting: it never writes as leader again.
@@ -989,7 +989,7 @@ pub async fn n5_paused_leader_is_past_its_deadline_on_resume<R: Runtime>(rt: R) 
     c.shutdown_all(&mut others).await;
 }
 
-/// FAULTS N7: the leader is partitioned from the lock: it stops at its deadline,
+/// docs/faults.md N7: the leader is partitioned from the lock: it stops at its deadline,
 /// another takes over a lease after its last observed change, never overlapping;
 /// after healing, the old leader follows the new one.
 pub async fn n7_partitioned_leader_stops_at_deadline_and_others_take_over<R: Runtime>(rt: R) {
@@ -1046,7 +1046,7 @@ pub async fn n7_partitioned_leader_stops_at_deadline_and_others_take_over<R: Run
     c.shutdown_all(&mut nodes).await;
 }
 
-/// FAULTS W1: the followers' watches break just before the leader releases: they
+/// docs/faults.md W1: the followers' watches break just before the leader releases: they
 /// poll meanwhile (a new leader within a polling interval, not a lease), and the
 /// watches are resumed.
 pub async fn w1_broken_watch_resumes_and_polls_meanwhile<R: Runtime>(rt: R) {
@@ -1101,7 +1101,7 @@ pub async fn w1_broken_watch_resumes_and_polls_meanwhile<R: Runtime>(rt: R) {
     c.shutdown_all(&mut nodes).await;
 }
 
-/// FAULTS N7 and W1: a follower is black-holed (its calls and its watch hang,
+/// docs/faults.md N7 and W1: a follower is black-holed (its calls and its watch hang,
 /// nothing ends or errs) while the leader renews, then healed. Its old watch stays
 /// silent for good; the driver must not trust that silence: its next read shows a
 /// newer version than the watch delivered and the watch is restarted. After that,
@@ -1145,7 +1145,7 @@ pub async fn n7_w1_black_holed_watch_is_restarted_after_heal<R: Runtime>(rt: R) 
     c.shutdown_all(&mut nodes).await;
 }
 
-/// FAULTS W1: the leader is black-holed briefly (shorter than its renew deadline,
+/// docs/faults.md W1: the leader is black-holed briefly (shorter than its renew deadline,
 /// so it keeps leading); its watch stays silent for good and nothing it reads is
 /// newer than what the watch delivered, so only the idle limit can tell: the watch is restarted once it has said nothing
 /// for that long, not before.
@@ -1237,7 +1237,7 @@ impl Lock for GoneOnResume {
     }
 }
 
-/// FAULTS W2: a watch resumed from a version that is gone fails at once; the
+/// docs/faults.md W2: a watch resumed from a version that is gone fails at once; the
 /// next watch starts afresh (no version) instead of resuming from the same
 /// version again. The resume here is the restart of a black-holed follower's
 /// watch after heal (the first failure in a row, so backoff alone would retry

@@ -4,7 +4,7 @@
 //! sampled instant do two candidates report leadership. The candidates record
 //! client-go's Events on the lock object as they start and stop leading (the
 //! driver tells the lock, which writes them in the background); with Events
-//! forbidden (FAULTS H9) the election goes on as before.
+//! forbidden (docs/faults.md H9) the election goes on as before.
 //!
 //! The driver runs on the runtime the test passes: `adapter-tokio`'s on tokio
 //! ([`on_tokio`]); `adapter-smol`'s under smol and async-std ([`on_any_runtime`]),
@@ -90,7 +90,7 @@ async fn check_events(emu: &Emulator, name: &str, events_forbidden: bool) {
     }
 }
 
-/// Every client's Event creates are answered 403 (FAULTS H9).
+/// Every client's Event creates are answered 403 (docs/faults.md H9).
 fn forbid_events(emu: &Emulator) {
     emu.faults_for_all()
         .on(Match::verbs(&[Verb::Create]).resource(Resource::Event))
