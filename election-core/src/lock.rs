@@ -21,9 +21,10 @@ pub enum WatchEvent {
     /// The lock has this record at this version.
     Changed(Observation),
     /// The lock no longer exists: deleted at this version, where the lock tells it
-    /// (a Kubernetes DELETED event's resourceVersion), so that a replayed deletion
-    /// older than what the elector saw since is recognised; `None` where it does
-    /// not (a watch that found the lock absent when it started).
+    /// (a Kubernetes DELETED event's resourceVersion). A holder stops leading at
+    /// once on a deletion newer than what it saw. `None` where the lock cannot
+    /// say (a watch that found the lock absent when it started): the elector
+    /// cannot order that against its own writes, so a holder reads first.
     Deleted(Option<Version>),
 }
 

@@ -115,16 +115,29 @@ fn a4_watch_deletion_stops_the_leader_whatever_its_read_does() {
     }
 }
 
-/// A deletion with no version (the watch found the lock absent when it started)
-/// stops a leader as well.
+/// An absence with no version (the watch found the lock absent when it
+/// started) may predate this node's own create: a holder confirms it by a read
+/// first, and stops on the read's `NotFound`.
 #[test]
-fn a4_watch_absence_at_watch_start_stops_the_leader() {
+fn a4_absence_reported_at_watch_start_is_confirmed_by_a_read() {
     let mut n = leader();
     n.advance(ms(100));
-    let deletion = n.now;
     n.watch(WatchEvent::Deleted(None));
+    assert!(n.e.is_leader(n.now), "not yet: it reads first");
+    let read = n.get();
+    let deletion = n.now;
+    n.answer(read, Err(LockError::NotFound));
     assert_stopped_by_deletion(&mut n);
     assert_recreates_without_release(&mut n, deletion);
+    // The same absence while the lock is in fact ours: the read shows it, and
+    // leadership goes on.
+    let mut n = leader();
+    n.watch(WatchEvent::Deleted(None));
+    let read = n.get();
+    let ours = n.e.observed().cloned().expect("ours");
+    n.answer(read, Ok(ours));
+    assert!(n.e.is_leader(n.now));
+    n.no_events();
 }
 
 /// A replayed deletion, older than the version the leader wrote since (a watch

@@ -141,13 +141,17 @@ impl Elector {
         }
     }
 
-    /// The watch saw the lock deleted (at `version`, where the lock says it): the
-    /// server's own word that nothing is left to lead (FAULTS A4). A holder stops
-    /// at once, with no read first and no release (there is nothing to release);
-    /// a deletion older than the version already seen is a replay, and ignored.
+    /// The watch saw the lock deleted at `version`: the server's own word that
+    /// nothing is left to lead (FAULTS A4). A holder stops at once, with no read
+    /// first and no release (there is nothing to release); a deletion older than
+    /// the version already seen is a replay, and ignored. An absence without a
+    /// version (a watch that found no lock when it started) cannot be placed
+    /// before or after this node's own writes: a holder confirms it by a read.
     pub(super) fn on_watch_deleted(&mut self, version: Option<Version>, now: Instant) {
-        if version.as_ref().is_some_and(|v| self.is_older_news(v)) {
-            return;
+        match &version {
+            Some(v) if self.is_older_news(v) => return,
+            None if self.holding.is_some() => return self.want_read(false),
+            _ => {}
         }
         self.lose(StopReason::LockDeleted, now);
         self.note_absent(version, now);
