@@ -79,7 +79,7 @@ pub use election_core as core;
 /// The async driver (`election-driver`): the builder, the handle, the runtime trait.
 pub use election_driver as driver;
 
-pub use election_core::{Config, Lock, LockError, Role, StopReason, Term};
+pub use election_core::{Config, Event, Lock, LockError, Role, StopReason, Term};
 pub use election_driver::{
     Builder, CancelSignal, Change, DriverError, Handle, LeaderWork, LeadershipState, OnLoss,
     Runtime,
@@ -134,7 +134,9 @@ pub fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
 
 /// The names most programs use: `use kube_election::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Builder, CancelSignal, Change, Config, Handle, LeadershipState, Lock, OnLoss};
+    pub use crate::{
+        Builder, CancelSignal, Change, Config, Event, Handle, LeadershipState, Lock, OnLoss,
+    };
 
     #[cfg(feature = "tokio")]
     pub use crate::TokioRuntime;
