@@ -36,38 +36,87 @@ use std::time::Duration;
 
 use election_driver::{CancelSignal, Handle};
 use rustix::process::{Pid, Signal};
+use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{oneshot, watch};
 
 /// The hidden subcommand that runs the shim.
 pub const EXEC_CHILD: &str = "__exec-child";
 
-/// The shim: asks for SIGKILL at the parent's death, checks that the parent is
-/// still `parent`, and replaces itself with `command`. Returns only on failure:
-/// 1 if the parent is already gone, 127 if the command was not found, 126 if it
-/// could not be executed.
+/// The shim: leads a process group (the sidecar started it in a new one), asks
+/// for SIGTERM at the parent's death, checks that the parent is still `parent`,
+/// runs `command` in its group and waits for it. Exits with the command's code
+/// (128 + the signal if a signal killed it); 1 if the parent is already gone, 127
+/// if the command was not found, 126 if it could not be started. If the parent
+/// dies first, it SIGKILLs its whole group, itself included.
 pub fn exec_child(parent: u32, command: &[OsString]) -> ExitCode {
-    use std::os::unix::process::CommandExt;
     let Some((program, args)) = command.split_first() else {
         eprintln!("leader-elector: {EXEC_CHILD}: no command");
         return ExitCode::from(2);
     };
     let shown = program.to_string_lossy();
-    if let Err(e) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
-        eprintln!("leader-elector: failed to set the parent-death signal for {shown}: {e}");
-        return ExitCode::from(1);
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        eprintln!("leader-elector: {EXEC_CHILD}: {what} for {shown}: {e}");
+        ExitCode::from(1)
+    };
+    // The group the shim SIGKILLs must be its own, never its caller's.
+    let me = rustix::process::getpid();
+    if rustix::process::getpgrp() != me {
+        if let Err(e) = rustix::process::setpgid(None, None) {
+            return fail("failed to start a process group", &e);
+        }
     }
-    // Asked after the request: a parent that died before it has re-parented us.
-    let ppid = rustix::process::getppid().map(|p| p.as_raw_pid().unsigned_abs());
-    if ppid != Some(parent) {
-        eprintln!("leader-elector: the sidecar (pid {parent}) is gone; not starting {shown}");
-        return ExitCode::from(1);
-    }
-    let error = std::process::Command::new(program).args(args).exec();
-    eprintln!("leader-elector: failed to start {shown}: {error}");
-    ExitCode::from(if error.kind() == io::ErrorKind::NotFound {
-        127
-    } else {
-        126
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail("failed to start a runtime", &e),
+    };
+    runtime.block_on(async {
+        // Caught before it is asked for: the parent-death signal, and the
+        // sidecar's SIGTERM to the group on a stop (the command got it too: the
+        // shim waits on for it). The command, `exec`ed, starts with the default.
+        let mut terms = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(e) => return fail("failed to catch SIGTERM", &e),
+        };
+        if let Err(e) = rustix::process::set_parent_process_death_signal(Some(Signal::TERM)) {
+            return fail("failed to set the parent-death signal", &e);
+        }
+        // Asked after the request: a parent that died before it has re-parented us.
+        let parent_gone =
+            || rustix::process::getppid().map(|p| p.as_raw_pid().unsigned_abs()) != Some(parent);
+        if parent_gone() {
+            eprintln!("leader-elector: the sidecar (pid {parent}) is gone; not starting {shown}");
+            return ExitCode::from(1);
+        }
+        let mut child = match tokio::process::Command::new(program).args(args).spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("leader-elector: failed to start {shown}: {e}");
+                return ExitCode::from(if e.kind() == io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                });
+            }
+        };
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status,
+                Some(()) = terms.recv() => {
+                    if parent_gone() {
+                        // Kills the shim too: this is its end.
+                        let _ = rustix::process::kill_process_group(me, Signal::KILL);
+                    }
+                }
+            }
+        };
+        if parent_gone() {
+            // Nobody is left to clean up what the command left in the group.
+            let _ = rustix::process::kill_process_group(me, Signal::KILL);
+        }
+        ExitCode::from(status.map_or(1, exit_code))
     })
 }
 
@@ -151,6 +200,17 @@ fn signal_group(group: Option<Pid>, signal: Signal) {
     }
 }
 
+/// SIGKILLs the child's group when dropped: the work's future was dropped with
+/// the child still running (a runtime shutting down). Disarmed once the group is
+/// stopped.
+struct GroupGuard(Option<Pid>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        signal_group(self.0, Signal::KILL);
+    }
+}
+
 /// How often a stopping child's bound is re-checked (a loss during a graceful
 /// stop shortens it).
 const RECHECK: Duration = Duration::from_millis(50);
@@ -178,9 +238,10 @@ impl ChildWork {
             .args(self.command.iter())
             .env("LEADER_ELECTOR_TERM", term.to_string())
             .env("LEADER_ELECTOR_IDENTITY", &*self.identity)
-            // A group of its own: signals reach everything the child started.
-            .process_group(0)
-            .kill_on_drop(true);
+            // A group of its own: signals reach the shim, the command and
+            // everything it started. No `kill_on_drop`: it would kill the shim
+            // alone (see `GroupGuard`).
+            .process_group(0);
         Ok(command)
     }
 
@@ -204,6 +265,8 @@ impl ChildWork {
         let group = pid
             .and_then(|p| i32::try_from(p).ok())
             .and_then(Pid::from_raw);
+        // If this future is dropped before the group is stopped, the group dies.
+        let mut guard = GroupGuard(group);
         tracing::info!(program, pid, %term, identity = &*self.identity, "child started");
         tokio::select! {
             status = child.wait() => {
@@ -217,6 +280,8 @@ impl ChildWork {
                 self.stop(program, &mut child, group).await;
             }
         }
+        // Stopped: the group was SIGKILLed already.
+        guard.0 = None;
     }
 
     /// Stops the child's group: SIGTERM, then SIGKILL once the bound has passed.

@@ -2,7 +2,8 @@
 //! never run at the same time, through a graceful hand-over (SIGTERM to the leading
 //! sidecar), a partition of the next leader (docs/faults.md N7) and another hand-over back
 //! to it after the heal; a child's own children die with it; the child's exit
-//! code is passed through; and a SIGKILLed sidecar's child dies with it.
+//! code is passed through; and a SIGKILLed sidecar's child and its group die with
+//! it.
 
 mod common;
 
@@ -272,70 +273,156 @@ async fn a_graceful_stop_waits_for_the_child_and_a_loss_does_not() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// The sidecar is SIGKILLed while its child runs: no chance to stop it. The kernel
-/// kills the child (the parent-death signal its shim set), so no leaderless worker
-/// runs on.
+/// The pids of every live (not zombie) process in process group `pgid`.
+fn group_members(pgid: u64) -> Vec<u64> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+        .filter(|&pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // `pid (comm) state ppid pgrp …`
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                return false;
+            };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next().unwrap_or("Z");
+            let pgrp = fields.nth(1).and_then(|g| g.parse::<u64>().ok());
+            !state.starts_with(['Z', 'X']) && pgrp == Some(pgid)
+        })
+        .collect()
+}
+
+/// The process group of `pid`.
+fn pgid_of(pid: u64) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let (_, rest) = stat.rsplit_once(')').expect("stat format");
+    rest.split_whitespace()
+        .nth(2)
+        .expect("pgrp")
+        .parse()
+        .expect("a pgid")
+}
+
+/// The sidecar is SIGKILLed while its child runs: no chance to stop it. The child
+/// is a shell that started a grandchild in the background (same group) and then
+/// `exec`ed a long sleep. Within a second the child, the grandchild and every
+/// process of the group are gone: the shim between sidecar and child got its
+/// parent-death signal and SIGKILLed the group, itself included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_child_dies_with_a_sigkilled_sidecar() {
+async fn the_child_and_its_group_die_with_a_sigkilled_sidecar() {
     let emu = Emulator::start().await.expect("emulator");
     let dir = temp("pdeathsig");
     let log = dir.join("children.log");
-    // `exec`: the sleeping process is the direct child (the kernel signals only it).
     let script = format!(
-        "echo \"up $LEADER_ELECTOR_IDENTITY $$\" >> {log}; exec sleep 1000",
+        "sleep 1000 & echo \"grand $LEADER_ELECTOR_IDENTITY $!\" >> {log}; \
+         echo \"up $LEADER_ELECTOR_IDENTITY $$\" >> {log}; exec sleep 1000",
         log = log.display()
     );
     let s = sidecar(&emu, &dir, "sidecar-k", &["sh", "-c", script.as_str()]);
     wait_count(&log, "up", Some("sidecar-k"), 1, Duration::from_secs(15)).await;
     let pid = entries(&log, "up")[0].1;
-    assert!(!gone(pid), "the child runs");
+    let grand = entries(&log, "grand")[0].1;
+    let pgid = pgid_of(pid);
+    assert_eq!(
+        pgid_of(grand),
+        pgid,
+        "the grandchild is in the child's group"
+    );
+    let sidecar_pid = u64::from(s.id().expect("running"));
+    assert_ne!(pgid, sidecar_pid, "the child's group is not the sidecar's");
+    let members = group_members(pgid);
+    assert!(
+        members.contains(&pid) && members.contains(&grand) && members.contains(&pgid),
+        "the shim (the group's leader), the child and the grandchild run: {members:?}"
+    );
+
     common::sigkill(&s);
+    let killed = Instant::now();
+    let mut left = group_members(pgid);
+    while !left.is_empty() && killed.elapsed() < Duration::from_secs(1) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        left = group_members(pgid);
+    }
+    let took = killed.elapsed();
     let status = tokio::time::timeout(Duration::from_secs(5), s.wait_with_output())
         .await
         .expect("the sidecar dies")
         .expect("status");
     assert!(!status.status.success());
-    let died = common::wait_gone(pid, Duration::from_secs(2)).await;
-    if !died {
-        // Do not leave it behind.
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+    if !left.is_empty() {
+        // Do not leave them behind.
+        let _ = rustix::process::kill_process_group(
+            rustix::process::Pid::from_raw(pgid as i32).expect("pgid"),
             rustix::process::Signal::KILL,
         );
     }
-    assert!(died, "the child {pid} outlived its SIGKILLed sidecar");
+    assert!(
+        left.is_empty(),
+        "the group {pgid} outlived its SIGKILLed sidecar by {took:?}: {left:?}"
+    );
+    assert!(
+        gone(pid) && gone(grand),
+        "the child and the grandchild are gone"
+    );
+    eprintln!("the group was gone {took:?} after the SIGKILL");
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// The shim alone: it becomes the command (same pid, the command's exit code),
-/// answers 127 for a command that does not exist, and refuses to start anything
-/// when its parent is not the pid it was given (the sidecar died before it could
-/// ask for the parent-death signal).
+/// The shim alone: it runs the command as its own child, in the group it leads
+/// (never its caller's), and exits with the command's code (128 + the signal that
+/// killed it); it answers 127 for a command that does not exist, and refuses to
+/// start anything when its parent is not the pid it was given (the sidecar died
+/// before it could ask for the parent-death signal).
 #[tokio::test]
-async fn the_exec_child_shim_becomes_the_command_only_under_its_parent() {
+async fn the_exec_child_shim_runs_the_command_only_under_its_parent() {
     let me = std::process::id().to_string();
     let shim = |parent: &str, command: &[&str]| {
-        std::process::Command::new(common::BIN)
+        let child = std::process::Command::new(common::BIN)
             .args(["__exec-child", "--parent", parent, "--"])
             .args(command)
             .stdin(Stdio::null())
-            .output()
-            .expect("run the shim")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run the shim");
+        let id = u64::from(child.id());
+        (id, child.wait_with_output().expect("the shim's output"))
     };
-    let out = shim(&me, &["sh", "-c", "echo $$; exit 7"]);
+    let (shim_pid, out) = shim(
+        &me,
+        &[
+            "sh",
+            "-c",
+            "echo $$ $PPID $(ps -o pgid= -p $$ 2>/dev/null); exit 7",
+        ],
+    );
     assert_eq!(out.status.code(), Some(7), "{out:?}");
-    let ran_as: u32 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("a pid");
-    assert_ne!(ran_as, std::process::id());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut ids = stdout
+        .split_whitespace()
+        .map(|w| w.parse::<u64>().expect("a pid"));
+    let (ran_as, its_parent) = (ids.next().expect("pid"), ids.next().expect("ppid"));
+    assert_ne!(ran_as, shim_pid);
+    assert_eq!(its_parent, shim_pid, "the shim is the command's parent");
+    if let Some(group) = ids.next() {
+        assert_eq!(
+            group, shim_pid,
+            "the command runs in the group the shim leads"
+        );
+    }
 
-    let out = shim(&me, &["/nonexistent/command"]);
+    let (_, out) = shim(&me, &["sh", "-c", "kill -KILL $$"]);
+    assert_eq!(out.status.code(), Some(128 + 9), "{out:?}");
+
+    let (_, out) = shim(&me, &["/nonexistent/command"]);
     assert_eq!(out.status.code(), Some(127), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("/nonexistent/command"), "{stderr}");
 
-    let out = shim("1", &["sh", "-c", "echo ran"]);
+    let (_, out) = shim("1", &["sh", "-c", "echo ran"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(out.stdout.is_empty(), "the command did not run: {out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
