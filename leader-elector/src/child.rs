@@ -6,21 +6,28 @@
 //! The sidecar does not fork the command itself. It starts its own executable
 //! ([`std::env::current_exe`]) as `leader-elector __exec-child --parent <pid> -- CMD
 //! ARGS…`, in a new process group, with the child's environment. The shim
-//! ([`exec_child`]) asks the kernel for SIGKILL when its parent dies
-//! (`PR_SET_PDEATHSIG`, through rustix, no `unsafe`), checks that its parent is
-//! still the sidecar (if the sidecar died before the request, the signal would
-//! never come: the shim exits at once instead), then replaces itself with the
-//! command (`exec`: same pid, same group, same environment). The parent-death
-//! signal survives `exec` (except into a set-user-ID or set-group-ID program, or
-//! one with file capabilities, where the kernel clears it).
+//! ([`exec_child`]) catches SIGTERM, asks the kernel for SIGTERM when its parent
+//! dies (`PR_SET_PDEATHSIG`, through rustix, no `unsafe`), checks that its parent
+//! is still the sidecar (if the sidecar died before the request, the signal would
+//! never come: the shim exits at once instead), then starts the command as its own
+//! child, in its group, and waits for it. The command starts with SIGTERM's default
+//! action (a caught signal is reset by `exec`).
 //!
-//! So if the sidecar is SIGKILLed (or dies any other way), the kernel SIGKILLs the
-//! command at once: no leaderless worker runs on. The kernel signals only the
-//! direct child: processes the command started (its group's other members, a
-//! shell's jobs) are not signalled by the kernel and are re-parented to the
-//! nearest subreaper or PID 1. A command that starts others should `exec` the
-//! long-running one, or run the sidecar as the container's entry point, whose end
-//! takes the whole PID namespace along.
+//! - The command exits: the shim exits with its code (128 + the signal if a signal
+//!   killed it), which the sidecar passes on.
+//! - A SIGTERM arrives and the parent is still the sidecar: the sidecar is stopping
+//!   the group, which got the same SIGTERM; the shim waits on for the command (and
+//!   the sidecar's SIGKILL to the group, if it comes, ends the shim too).
+//! - A SIGTERM arrives and the parent is gone (`getppid` changed: the kernel
+//!   re-parents before it signals): the shim SIGKILLs its whole group, itself
+//!   included.
+//!
+//! So if the sidecar is SIGKILLed (or dies any other way), the command and
+//! everything it started in its group die at once: no leaderless worker runs on.
+//! Only a process that left the group (`setsid`, `setpgid`) escapes; the sidecar as
+//! the container's entry point covers that too, since its end takes the whole PID
+//! namespace along. The sidecar itself never kills the shim alone (no
+//! `kill_on_drop`, which would orphan the command): every signal goes to the group.
 //!
 //! Linux sends the parent-death signal when the *thread* that forked the child
 //! exits, not the process. Every child is therefore forked by one dedicated thread

@@ -24,14 +24,14 @@
 //!   if it was killed by one; 127 if the command was not found, 126 if it could not
 //!   be executed).
 //!
-//!   If the sidecar itself dies (SIGKILL, a crash), the kernel SIGKILLs the child
-//!   at once: it is started through a small shim that sets Linux's parent-death
-//!   signal (`PR_SET_PDEATHSIG`) and then `exec`s the command, so no leaderless
-//!   child runs on (see the `child` module's source for the design, with no
-//!   `unsafe`). Only the direct child gets that signal: processes it started
-//!   itself are not signalled by the kernel and outlive it (re-parented to PID 1
-//!   or a subreaper). Let the command `exec` its long-running process, or run the
-//!   sidecar as the container's entry point, whose end takes everything along.
+//!   If the sidecar itself dies (SIGKILL, a crash), the child and everything it
+//!   started in its group die at once: the sidecar starts it through a small shim
+//!   that leads the group, asks for Linux's parent-death signal
+//!   (`PR_SET_PDEATHSIG`), runs the command as its own child and, when that signal
+//!   comes, SIGKILLs the whole group, so no leaderless child runs on (see the
+//!   `child` module's source for the design, with no `unsafe`). Only a process
+//!   that left the group (`setsid`) escapes; run the sidecar as the container's
+//!   entry point, whose end takes everything along, if the command does that.
 //!
 //! The identity is `--identity NAME`, else `ELECTION_IDENTITY`, else
 //! `$POD_NAME-<random>` or `<hostname>-<random>` ([`election_ops::identity`]); the
@@ -201,8 +201,8 @@ pub enum Mode {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
-    /// Internal: the shim `run` mode starts the child through; it ties the child
-    /// to the sidecar's life, then becomes the command.
+    /// Internal: the shim `run` mode starts the child through; it runs the
+    /// command in its group and kills the group when the sidecar dies.
     #[doc(hidden)]
     #[command(name = child::EXEC_CHILD, hide = true)]
     ExecChild {
