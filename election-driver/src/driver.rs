@@ -48,7 +48,7 @@ pub enum OnLoss {
     #[default]
     Campaign,
     /// End the driver, as client-go's `RunOrDie` does: the state stream ends with
-    /// [`Change::Elector(Event::Terminated)`].
+    /// [`Change::Elector`]`(`[`Event::Terminated`]`)`.
     Exit,
 }
 

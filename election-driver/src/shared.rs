@@ -138,7 +138,7 @@ impl Shared {
 /// A stream of leadership states: the current one first, then every new one in
 /// order, each with the [`crate::Change`] that produced it. A reader more than
 /// [`STREAM_BUFFER`] states behind loses the oldest. The stream ends after the
-/// driver's final state ([`crate::Change::Elector(Event::Terminated)`] or [`crate::Change::Aborted`]).
+/// driver's final state ([`crate::Change::Elector`]`(Event::Terminated)` or [`crate::Change::Aborted`]).
 pub struct StateStream {
     sub: Arc<Subscriber>,
     done: bool,
