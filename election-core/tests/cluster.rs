@@ -87,7 +87,7 @@ fn n7_blackholed_leader_stops_at_its_deadline() {
         c.run_until(100);
         c.links[1] = Link::Up;
         c.run_until(1_000);
-        c.links[0] = Link::Blackhole;
+        c.links[0] = Link::Hang;
         c.run_until(8_000);
         assert_eq!(c.leaders(), vec![1]);
         assert_eq!(c.starts(0), 1);
@@ -105,7 +105,7 @@ fn n8_answers_lost_gives_a_gap_never_an_overlap() {
         c.run_until(100);
         c.links[1] = Link::Up;
         c.run_until(1_000);
-        c.links[0] = Link::AnswersLost;
+        c.links[0] = Link::AnswerLost;
         c.run_until(4_000);
         c.links[0] = Link::Paused; // then it crashes
         let last_write = c.store.history.len();

@@ -34,7 +34,7 @@ mod store;
 mod world;
 
 pub use checker::{Checker, Violation};
-pub use plan::{Fault, MessageFaults, SimOptions, WatchUse};
+pub use plan::{Cut, Fault, MessageFaults, SimOptions, WatchUse};
 pub use rng::SimRng;
 pub use store::{AppliedWrite, Store, WriteMode};
 pub use world::{Report, World};

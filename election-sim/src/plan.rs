@@ -112,8 +112,8 @@ pub enum Fault {
     Shutdown { node: usize },
     /// The node asks to step down.
     StepDown { node: usize },
-    /// The node is cut off from the lock: requests fail or vanish.
-    Partition { node: usize, answers_only: bool },
+    /// The node is cut off from the lock, as `cut` says.
+    Partition { node: usize, cut: Cut },
     /// The partition heals.
     Heal { node: usize },
     /// Someone deletes the lock.
@@ -128,6 +128,16 @@ pub enum Fault {
     HealNetwork,
     /// Messages take up to this long, until the given real time.
     Latency { max: Duration, until: u64 },
+}
+
+/// How a partitioned node's calls fail (the fault vocabulary of `docs/design.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// Each request is either refused at once (`Transient`) or never arrives and
+    /// never answers (`Hang`); none is applied. Watches fall silent.
+    RefusedOrHang,
+    /// Requests are applied but their answers are lost. Watches fall silent.
+    AnswerLost,
 }
 
 /// Per-message fault rates.
@@ -190,7 +200,11 @@ pub fn draw_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Fault)>, M
                     at,
                     Fault::Partition {
                         node,
-                        answers_only: rng.chance(0.3),
+                        cut: if rng.chance(0.3) {
+                            Cut::AnswerLost
+                        } else {
+                            Cut::RefusedOrHang
+                        },
                     },
                 ));
                 faults.push((end, Fault::Heal { node }));
@@ -216,7 +230,7 @@ pub fn draw_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Fault)>, M
                         at,
                         Fault::Partition {
                             node: n,
-                            answers_only: false,
+                            cut: Cut::RefusedOrHang,
                         },
                     ));
                     faults.push((end, Fault::Heal { node: n }));

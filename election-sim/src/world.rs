@@ -13,7 +13,7 @@ use election_core::{
 };
 
 use crate::checker::{Checker, Violation};
-use crate::plan::{Fault, MessageFaults, SimOptions, WatchUse, draw_faults};
+use crate::plan::{Cut, Fault, MessageFaults, SimOptions, WatchUse, draw_faults};
 use crate::rng::SimRng;
 use crate::store::{AppliedWrite, Store};
 
@@ -84,7 +84,7 @@ struct Node {
     /// Local clock at real time zero.
     offset: u64,
     paused_until: u64,
-    partitioned: Option<bool>,
+    partitioned: Option<Cut>,
     watches: bool,
     /// Real time of the pending wake-up.
     wake: Option<u64>,
@@ -476,8 +476,8 @@ impl World {
     fn send(&mut self, node: usize, action: Action) {
         let life = self.nodes[node].life;
         let op = action.op();
-        if self.nodes[node].partitioned == Some(false) {
-            // Cut off: refused at once, or lost.
+        if self.nodes[node].partitioned == Some(Cut::RefusedOrHang) {
+            // Refused at once, or never arrives.
             if self.rng.chance(0.5) {
                 let result = Err(LockError::transient("connection refused"));
                 self.answer_later(node, life, op, result);
@@ -635,8 +635,8 @@ impl World {
                     return self.pump(node);
                 }
             }
-            Fault::Partition { node, answers_only } => {
-                self.nodes[node].partitioned = Some(answers_only);
+            Fault::Partition { node, cut } => {
+                self.nodes[node].partitioned = Some(cut);
                 if self.nodes[node].watches {
                     let local = self.nodes[node].local(self.now);
                     if let Some(e) = &mut self.nodes[node].elector {

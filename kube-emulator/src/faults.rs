@@ -48,9 +48,9 @@ pub enum Fault {
     /// Handle the request, then never answer.
     HangAfterCommit,
     /// Close the connection without an answer, before handling the request.
-    Drop,
+    Reset,
     /// Handle the request, then close the connection without an answer.
-    DropAfterCommit,
+    AnswerLost,
     /// A watch ends cleanly (end of the chunked body) after this long.
     WatchCloseAfter(Duration),
     /// A watch breaks (the connection is aborted mid-body) after this long.
@@ -71,11 +71,11 @@ impl Fault {
             | Fault::TooManyRequestsPlain { .. }
             | Fault::Forbidden
             | Fault::Hang
-            | Fault::Drop => Stage::Before,
+            | Fault::Reset => Stage::Before,
             Fault::StatusAfterCommit { .. }
             | Fault::DelayAfterCommit(_)
             | Fault::HangAfterCommit
-            | Fault::DropAfterCommit => Stage::After,
+            | Fault::AnswerLost => Stage::After,
             Fault::WatchCloseAfter(_) | Fault::WatchBreakAfter(_) | Fault::WatchSilent => {
                 Stage::Watch
             }
@@ -456,8 +456,8 @@ impl Faults {
     }
 
     /// Closes the connection of matching requests without an answer.
-    pub fn drop_connection(&self) -> &Faults {
-        self.inject(Fault::Drop)
+    pub fn reset(&self) -> &Faults {
+        self.inject(Fault::Reset)
     }
 
     /// Removes every rule of this client (or the all-clients rules).

@@ -135,7 +135,7 @@
 //! | [`Fault::StatusAfterCommit`] | 500 (or the code given) | **written** |
 //! | [`Fault::DelayAfterCommit`] | the answer, late | written at once |
 //! | [`Fault::Hang`] / [`Fault::HangAfterCommit`] | nothing (use a client timeout) | untouched / written |
-//! | [`Fault::Drop`] / [`Fault::DropAfterCommit`] | connection closed, no answer | untouched / written |
+//! | [`Fault::Reset`] / [`Fault::AnswerLost`] | connection closed, no answer | untouched / written |
 //! | [`Fault::WatchCloseAfter`] / [`Fault::WatchBreakAfter`] / [`Fault::WatchSilent`] | a watch that ends, breaks, or says nothing | — |
 //! | [`Fault::StaleRead`] | a GET answered from before the latest write | — |
 //! | [`Emulator::stop_listening`] | connection refused | — |

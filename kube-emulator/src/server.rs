@@ -448,7 +448,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
             hang_forever(&shared).await;
             return error_response(&ApiError::injected(503, None));
         }
-        Some(Fault::Drop) => {
+        Some(Fault::Reset) => {
             kill.notify_one();
             hang_forever(&shared).await;
             return error_response(&ApiError::injected(503, None));
@@ -507,7 +507,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
             hang_forever(&shared).await;
             return error_response(&ApiError::injected(503, None));
         }
-        Some(Fault::DropAfterCommit) => {
+        Some(Fault::AnswerLost) => {
             kill.notify_one();
             hang_forever(&shared).await;
             return error_response(&ApiError::injected(503, None));

@@ -160,7 +160,7 @@ async fn a14_hung_request_ends_in_a_client_side_timeout() {
 #[tokio::test]
 async fn a13_dropped_connection_before_and_after_commit() {
     let (emu, api) = setup("a").await;
-    emu.faults("a").times(1).drop_connection();
+    emu.faults("a").times(1).reset();
     let err = api
         .create(&PostParams::default(), &lease("lock", "a"))
         .await
@@ -174,7 +174,7 @@ async fn a13_dropped_connection_before_and_after_commit() {
         "dropped before the write"
     );
 
-    emu.faults("a").times(1).inject(Fault::DropAfterCommit);
+    emu.faults("a").times(1).inject(Fault::AnswerLost);
     let err = api
         .create(&PostParams::default(), &lease("lock", "a"))
         .await

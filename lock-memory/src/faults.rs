@@ -7,7 +7,7 @@
 //! calls per client give the same faults.
 //!
 //! A call goes through these steps; a fault can strike at each:
-//! 1. partition check: refused ([`PartitionMode::Refuse`]) or hung ([`PartitionMode::Hang`]);
+//! 1. partition check: refused ([`PartitionMode::Refused`]) or hung ([`PartitionMode::Hang`]);
 //! 2. the request delay ([`Faults::request_delay`]), through the store's sleeper;
 //! 3. partition check again, then the drawn fate: hang (not applied), error
 //!    answer (not applied), or go on;
@@ -227,11 +227,11 @@ pub enum Fault {
     /// The call is answered with this error and not applied.
     Error(LockError),
     /// The call is applied, and the caller gets [`LockError::Unknown`].
-    LoseAnswer,
+    AnswerLost,
     /// The call never answers and is not applied.
     Hang,
     /// The call is applied and then never answers (a response held forever).
-    HangAfterApply,
+    HangAfterCommit,
     /// A read is answered with the lock's previous version (the one before the
     /// current), or the current one if the store no longer keeps it; a write
     /// passes this fault by (FAULTS W3).
@@ -248,7 +248,7 @@ pub enum PartitionMode {
     /// refused"); watches end. An answer in flight when the partition starts is
     /// lost ([`LockError::Unknown`]).
     #[default]
-    Refuse,
+    Refused,
     /// Every call hangs (a black hole: packets dropped); watches fall silent for
     /// good, and calls in flight never answer.
     Hang,
@@ -267,9 +267,9 @@ pub(crate) struct CallPlan {
 pub(crate) enum Fate {
     Answer,
     Error(LockError),
-    LoseAnswer,
+    AnswerLost,
     Hang,
-    HangAfterApply,
+    HangAfterCommit,
     StaleRead,
 }
 
@@ -327,7 +327,7 @@ impl ClientFaults {
     pub(crate) fn gate(&self) -> Gate {
         match self.partition {
             None => Gate::Open,
-            Some(PartitionMode::Refuse) => Gate::Refused,
+            Some(PartitionMode::Refused) => Gate::Refused,
             Some(PartitionMode::Hang) => Gate::Hung,
         }
     }
@@ -361,9 +361,9 @@ impl ClientFaults {
         };
         let fate = match queued {
             Some(Fault::Error(e)) => Fate::Error(e),
-            Some(Fault::LoseAnswer) => Fate::LoseAnswer,
+            Some(Fault::AnswerLost) => Fate::AnswerLost,
             Some(Fault::Hang) => Fate::Hang,
-            Some(Fault::HangAfterApply) => Fate::HangAfterApply,
+            Some(Fault::HangAfterCommit) => Fate::HangAfterCommit,
             Some(Fault::StaleRead) => Fate::StaleRead,
             Some(Fault::Delay(d)) => {
                 request_delay = request_delay.saturating_add(d);
@@ -400,7 +400,7 @@ impl ClientFaults {
             return Fate::StaleRead;
         }
         if self.rng.chance(self.plan.lost_answer_probability) {
-            return Fate::LoseAnswer;
+            return Fate::AnswerLost;
         }
         Fate::Answer
     }
@@ -621,9 +621,9 @@ mod tests {
     #[test]
     fn queued_faults_match_their_kind() {
         let mut c = ClientFaults::new(0, "a");
-        c.queue.push_back((Some(OpKind::Update), Fault::LoseAnswer));
+        c.queue.push_back((Some(OpKind::Update), Fault::AnswerLost));
         assert_eq!(c.plan_call(OpKind::Get).fate, Fate::Answer);
-        assert_eq!(c.plan_call(OpKind::Update).fate, Fate::LoseAnswer);
+        assert_eq!(c.plan_call(OpKind::Update).fate, Fate::AnswerLost);
         assert_eq!(c.plan_call(OpKind::Update).fate, Fate::Answer);
     }
 
@@ -633,6 +633,6 @@ mod tests {
         c.plan = Faults::none().lost_answers(1.0).only(&[OpKind::Update]);
         assert_eq!(c.plan_call(OpKind::Get).fate, Fate::Answer);
         assert_eq!(c.plan_call(OpKind::Create).fate, Fate::Answer);
-        assert_eq!(c.plan_call(OpKind::Update).fate, Fate::LoseAnswer);
+        assert_eq!(c.plan_call(OpKind::Update).fate, Fate::AnswerLost);
     }
 }

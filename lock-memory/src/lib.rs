@@ -47,7 +47,7 @@
 //!     assert!(matches!(won.record.renew_time, Stamp::At(_)));
 //!
 //!     // b's answer is lost: its compare-and-swap landed, but b cannot know.
-//!     store.faults("b").inject(Fault::LoseAnswer);
+//!     store.faults("b").inject(Fault::AnswerLost);
 //!     let lost = b.update(&won.version, &record("b")).await;
 //!     assert!(lost.unwrap_err().outcome_unknown());
 //!     assert_eq!(&*store.current().unwrap().record.holder, "b");

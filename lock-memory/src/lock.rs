@@ -132,7 +132,7 @@ impl MemoryLock {
                 Fate::Hang => Err(Stop::Hang),
                 Fate::Error(e) => Err(Stop::Fail(e.clone())),
                 Fate::StaleRead if matches!(call, Call::Get) => Ok(st.stale_get()),
-                Fate::Answer | Fate::LoseAnswer | Fate::HangAfterApply | Fate::StaleRead => {
+                Fate::Answer | Fate::AnswerLost | Fate::HangAfterCommit | Fate::StaleRead => {
                     Ok(call.apply(st, &self.name))
                 }
             }
@@ -155,8 +155,8 @@ impl MemoryLock {
             Gate::Hung => return Err(Stop::Hang),
         }
         match plan.fate {
-            Fate::LoseAnswer => Err(Stop::Fail(LockError::unknown("answer lost (injected)"))),
-            Fate::HangAfterApply => Err(Stop::Hang),
+            Fate::AnswerLost => Err(Stop::Fail(LockError::unknown("answer lost (injected)"))),
+            Fate::HangAfterCommit => Err(Stop::Hang),
             _ => Ok(result),
         }
     }

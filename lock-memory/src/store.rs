@@ -88,7 +88,7 @@ impl Shared {
         self.with_state(|st| {
             let c = st.client(client);
             c.partition = mode;
-            if mode == Some(PartitionMode::Refuse) {
+            if mode == Some(PartitionMode::Refused) {
                 c.watch_generation += 1;
             }
             st.wake_all_watchers();
@@ -350,10 +350,10 @@ impl MemoryStore {
         }
     }
 
-    /// Partitions `client` with [`PartitionMode::Refuse`]: its calls fail at once
+    /// Partitions `client` with [`PartitionMode::Refused`]: its calls fail at once
     /// with a transient "connection refused" and its watches end.
     pub fn partition(&self, client: &str) {
-        self.faults(client).partition(PartitionMode::Refuse);
+        self.faults(client).partition(PartitionMode::Refused);
     }
 
     /// Partitions `client` as `mode` says.

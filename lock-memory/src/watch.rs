@@ -53,7 +53,7 @@ impl MemoryWatch {
             c.calls.watch += 1;
             let phase = match c.partition {
                 None => Phase::Open,
-                Some(PartitionMode::Refuse) => {
+                Some(PartitionMode::Refused) => {
                     Phase::Failing(LockError::transient("connection refused (partitioned)"))
                 }
                 Some(PartitionMode::Hang) => Phase::Hung,

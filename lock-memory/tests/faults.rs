@@ -28,7 +28,7 @@ fn tokio_store(seed: u64) -> MemoryStore {
 async fn a10_lost_answer_leaves_the_write_applied() {
     let store = tokio_store(1);
     let a = store.client("a");
-    store.faults("a").inject(Fault::LoseAnswer);
+    store.faults("a").inject(Fault::AnswerLost);
     let answer = a.create(&record("a")).await;
     assert!(
         matches!(answer, Err(LockError::Unknown { .. })),
@@ -116,7 +116,7 @@ async fn a16_hang_after_apply_lands_but_never_answers() {
     let a = store.client("a");
     store
         .faults("a")
-        .inject_for(OpKind::Create, Fault::HangAfterApply);
+        .inject_for(OpKind::Create, Fault::HangAfterCommit);
     assert!(
         a.get().await.is_err_and(|e| e == LockError::NotFound),
         "gets pass the fault by"
@@ -387,7 +387,7 @@ fn blocking_calls_turn_a_hang_into_unknown_after_their_timeout() {
     store.partition("a");
     assert!(matches!(a.blocking_get(), Err(LockError::Transient { .. })));
     store.heal("a");
-    store.faults("a").inject(Fault::LoseAnswer);
+    store.faults("a").inject(Fault::AnswerLost);
     assert!(
         a.blocking_create(&record("a"))
             .unwrap_err()

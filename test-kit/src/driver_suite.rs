@@ -597,7 +597,7 @@ pub async fn h1_shutdown_while_renew_in_flight_releases<R: Runtime>(rt: R) {
     faults
         .set(Faults::none().latency(Delay::fixed(ms(100)), Delay::NONE))
         .unwrap();
-    faults.inject_for(OpKind::Update, Fault::LoseAnswer);
+    faults.inject_for(OpKind::Update, Fault::AnswerLost);
     let before = faults.calls().update;
     let pos = log_position(&c.store);
     c.until(ms(1_000), "a renew is in flight", || {
@@ -746,7 +746,7 @@ async fn shut_down_during_first_write<R: Runtime>(
         .set(Faults::none().latency(Delay::fixed(ms(100)), Delay::NONE))
         .unwrap();
     if lose_answer {
-        faults.inject_for(kind, Fault::LoseAnswer);
+        faults.inject_for(kind, Fault::AnswerLost);
     }
     let mut n = c.spawn("node-a");
     c.until(ms(500), "the write started", || {

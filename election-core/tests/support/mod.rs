@@ -517,9 +517,9 @@ pub enum Link {
     /// Calls fail at once without happening (connection refused).
     Refused,
     /// Calls never arrive and are never answered (the request timeout fires).
-    Blackhole,
+    Hang,
     /// Calls are applied, but their answers are lost.
-    AnswersLost,
+    AnswerLost,
     /// Reads are answered; writes are refused with 403.
     ReadOnly,
     /// The process is frozen: no timer fires, no call is made.
@@ -624,8 +624,8 @@ impl Cluster {
                             let r = self.store.apply(&a);
                             node.answer(a.op(), r);
                         }
-                        Link::Blackhole => {}
-                        Link::AnswersLost => {
+                        Link::Hang => {}
+                        Link::AnswerLost => {
                             let _ = self.store.apply(&a);
                         }
                         Link::Paused => unreachable!(),
