@@ -45,8 +45,15 @@ pub struct Config {
     /// How long a leader may go without a successful renew, measured from when the
     /// renew was sent, before it stops leading.
     pub renew_deadline: Duration,
-    /// The interval between a leader's renews and a polling candidate's attempts.
+    /// The interval between a polling candidate's attempts, and between a leader's
+    /// retries of a failed renew.
     pub retry_period: Duration,
+    /// The interval between a leader's successful renews, counted from the last
+    /// one's send time; `None` (the presets' default): `retry_period`, as
+    /// client-go. A longer one ([`Config::renew_interval`]) means fewer writes at
+    /// the same failover time, while a failed renew is still retried every
+    /// `retry_period`. [`Config::renew_every`] gives the interval in effect.
+    pub renew_interval: Option<Duration>,
     /// Candidates retry every `retry_period × [1, 1 + jitter)` (client-go: 1.2).
     pub jitter: f64,
     /// How long one lock call may take before it counts as failed with an unknown
@@ -112,6 +119,26 @@ pub enum ConfigError {
         /// The renew deadline.
         renew: Duration,
     },
+    /// `renew_interval < retry_period`: a leader would renew more often than it
+    /// retries.
+    #[error("renew_interval ({interval:?}) must be at least retry_period ({retry:?})")]
+    RenewIntervalBelowRetryPeriod {
+        /// The renew interval.
+        interval: Duration,
+        /// The retry period.
+        retry: Duration,
+    },
+    /// `renew_interval + request_timeout >= renew_deadline`: a healthy leader
+    /// whose one renew hangs could not retry before its deadline.
+    #[error(
+        "renew_interval + request_timeout ({sum:?}) must be less than renew_deadline ({renew:?})"
+    )]
+    RenewIntervalPlusTimeoutNotBelowRenewDeadline {
+        /// `renew_interval + request_timeout`.
+        sum: Duration,
+        /// The renew deadline.
+        renew: Duration,
+    },
     /// `jitter` is negative, NaN or infinite.
     #[error("jitter must be a finite number >= 0 (got {0})")]
     InvalidJitter(f64),
@@ -153,6 +180,7 @@ impl Config {
             lease_duration: Duration::from_millis(lease),
             renew_deadline: renew,
             retry_period: Duration::from_millis(retry),
+            renew_interval: None,
             jitter: 1.2,
             request_timeout: Self::client_go_request_timeout(renew),
             release_on_shutdown: true,
@@ -180,6 +208,22 @@ impl Config {
         self.retry_period = retry;
         self.request_timeout = Self::client_go_request_timeout(renew_deadline);
         self
+    }
+
+    /// Sets how often a leader renews ([`Config::renew_interval`](Config#structfield.renew_interval)):
+    /// at least `retry_period`, and with `request_timeout` below `renew_deadline`
+    /// ([`Config::validate`]). At client-go's timings a third of the lease (5 s)
+    /// needs a request timeout under 5 s.
+    #[must_use]
+    pub fn renew_interval(mut self, interval: Duration) -> Self {
+        self.renew_interval = Some(interval);
+        self
+    }
+
+    /// The interval between a leader's successful renews: `renew_interval`, else
+    /// `retry_period`.
+    pub fn renew_every(&self) -> Duration {
+        self.renew_interval.unwrap_or(self.retry_period)
     }
 
     /// Sets the identity.
@@ -247,6 +291,21 @@ impl Config {
                 renew: self.renew_deadline,
             });
         }
+        if let Some(interval) = self.renew_interval {
+            if interval < self.retry_period {
+                return Err(ConfigError::RenewIntervalBelowRetryPeriod {
+                    interval,
+                    retry: self.retry_period,
+                });
+            }
+            let sum = interval.saturating_add(self.request_timeout);
+            if sum >= self.renew_deadline {
+                return Err(ConfigError::RenewIntervalPlusTimeoutNotBelowRenewDeadline {
+                    sum,
+                    renew: self.renew_deadline,
+                });
+            }
+        }
         if self.max_lease_duration < self.lease_duration {
             return Err(ConfigError::MaxLeaseBelowLease);
         }
@@ -308,6 +367,21 @@ mod tests {
         assert_eq!(Config::client_go_request_timeout(ms(1_500)), ms(1_000));
         let c = Config::fast("a").timings(ms(15_000), ms(10_000), ms(2_000));
         assert_eq!(c.request_timeout, ms(5_000));
+        assert_eq!(c.renew_every(), c.retry_period);
+    }
+
+    /// A renew every third of the lease at client-go's timings is accepted once
+    /// the request timeout leaves room for a retry before the deadline.
+    #[test]
+    fn a_renew_interval_of_a_third_of_the_lease() {
+        let mut c = Config::client_go("a").renew_interval(ms(5_000));
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::RenewIntervalPlusTimeoutNotBelowRenewDeadline { .. })
+        ));
+        c.request_timeout = ms(4_000);
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.renew_every(), ms(5_000));
     }
 
     /// Each broken rule is its own error, named.
@@ -350,6 +424,20 @@ mod tests {
             (
                 |c| c.request_timeout = ms(8_000),
                 ConfigError::RetryPlusTimeoutNotBelowRenewDeadline {
+                    sum: ms(10_000),
+                    renew: ms(10_000),
+                },
+            ),
+            (
+                |c| c.renew_interval = Some(ms(1_999)),
+                ConfigError::RenewIntervalBelowRetryPeriod {
+                    interval: ms(1_999),
+                    retry: ms(2_000),
+                },
+            ),
+            (
+                |c| c.renew_interval = Some(ms(5_000)),
+                ConfigError::RenewIntervalPlusTimeoutNotBelowRenewDeadline {
                     sum: ms(10_000),
                     renew: ms(10_000),
                 },

@@ -409,6 +409,7 @@ proptest! {
         renew in duration(),
         retry in duration(),
         timeout in duration(),
+        interval in prop_oneof![1 => Just(None), 1 => duration().prop_map(Some)],
         jitter in prop_oneof![
             3 => 0.0f64..3.0,
             1 => any::<f64>(),
@@ -427,9 +428,12 @@ proptest! {
         c.renew_deadline = renew;
         c.retry_period = retry;
         c.request_timeout = timeout;
+        c.renew_interval = interval;
         c.jitter = jitter;
         c.max_lease_duration = max_lease;
         if c.validate().is_ok() {
+            prop_assert!(c.renew_every() >= c.retry_period);
+            prop_assert!(c.renew_every() + c.request_timeout < c.renew_deadline);
             prop_assert!(c.lease_duration > c.renew_deadline);
             let jittered = c.retry_period.as_secs_f64() * c.jitter.max(1.0);
             prop_assert!(c.renew_deadline.as_secs_f64() >= jittered);

@@ -48,6 +48,50 @@ fn leader_renews_every_retry_period_from_its_cache_without_reading() {
     assert_eq!(n.e.stats().slow_path, 0, "never read");
 }
 
+/// A leader with a renew interval longer than the retry period renews that long
+/// after its last successful renew was sent; a failed renew is retried one retry
+/// period later; the deadline counts from the last success's send time as always.
+#[test]
+fn a_longer_renew_interval_renews_less_often_and_retries_every_retry_period() {
+    let cfg = fast("a").renew_interval(ms(600));
+    let mut n = Node::leader(cfg, "1");
+    assert_eq!(
+        n.timeout(),
+        Some(t(600)),
+        "first renew: one interval after the create"
+    );
+    n.fire();
+    let (op, _, record) = n.update();
+    n.answer(op, Ok(obs("2", stamped(record, 1))));
+    assert_eq!(n.e.deadline(), Some(t(2_100)));
+    assert_eq!(
+        n.timeout(),
+        Some(t(1_200)),
+        "next: one interval after the send"
+    );
+    n.fire();
+    let (op, _, _) = n.update();
+    n.answer(op, Err(LockError::transient("connection refused")));
+    assert_eq!(n.e.deadline(), Some(t(2_100)), "not extended");
+    assert_eq!(
+        n.timeout(),
+        Some(t(1_450)),
+        "a failure retries one retry period later"
+    );
+    n.fire();
+    let (op, expected, record) = n.update();
+    assert_eq!(expected, Version::new("2"));
+    n.answer(op, Ok(obs("3", stamped(record, 1))));
+    assert_eq!(n.e.deadline(), Some(t(2_950)));
+    assert_eq!(n.timeout(), Some(t(2_050)));
+    assert!(n.e.is_leader(n.now));
+    assert!(
+        matches!(n.events()[..], [Event::Warning(Warning::LockFailed { .. })]),
+        "only the failure is reported"
+    );
+    assert_eq!(n.e.stats().renews, 2);
+}
+
 /// A1: 409 on the renew; the read shows another holder: stop leading at once
 /// (client-go waits for its deadline), and write nothing.
 #[test]

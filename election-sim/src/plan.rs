@@ -75,6 +75,15 @@ impl SimOptions {
         // `renew_deadline > retry_period × jitter` for both presets).
         opts.config.jitter = [1.2, 0.5, 2.0][rng.range(0, 3) as usize];
         opts.config.release_on_shutdown = !rng.chance(0.2);
+        // A leader that renews less often than it retries, on a shorter request
+        // timeout: any interval the rule `renew_interval + request_timeout <
+        // renew_deadline` accepts.
+        if rng.chance(0.4) {
+            let c = &mut opts.config;
+            c.request_timeout = c.request_timeout.mul_f64(0.5 + 0.5 * rng.unit());
+            let room = c.renew_deadline - c.request_timeout - c.retry_period;
+            c.renew_interval = Some(c.retry_period + room.mul_f64(0.99 * rng.unit()));
+        }
         opts
     }
 

@@ -42,7 +42,8 @@
 //! --renew-deadline 10s --retry-period 2s` ([`duration::parse_duration`]: `ms`, `s`,
 //! `m`, `h`, combinations such as `1m30s`, fractions such as `1.5s`); the request
 //! timeout follows client-go's rule ([`Config::client_go_request_timeout`]) unless
-//! `--request-timeout` sets it. The older `--lease-duration-ms`,
+//! `--request-timeout` sets it; the leader renews every retry period unless
+//! `--renew-interval` sets a longer interval (fewer writes, same failover time). The older `--lease-duration-ms`,
 //! `--renew-deadline-ms`, `--retry-period-ms` and `--kill-after-ms` (milliseconds)
 //! still work, hidden from `--help`; each conflicts with its new spelling. A
 //! combination that breaks a rule of [`Config::validate`] is refused before
@@ -148,6 +149,12 @@ pub struct Cli {
     /// 2, 1s)).
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
     pub request_timeout: Option<Duration>,
+    /// How often the leader renews (default: the retry period, as client-go); a
+    /// longer interval writes less, and failed renews still retry every retry
+    /// period. Needs `renew interval + request timeout < renew deadline`, e.g.
+    /// `--renew-interval 5s --request-timeout 4s` at the default timings.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub renew_interval: Option<Duration>,
     /// The lease duration in milliseconds (older spelling of `--lease-duration`).
     #[arg(long, global = true, hide = true, value_name = "MS")]
     pub lease_duration_ms: Option<u64>,
@@ -226,6 +233,8 @@ pub struct Timings {
     pub retry_period: Duration,
     /// `--request-timeout`, else `None`: client-go's rule applies.
     pub request_timeout: Option<Duration>,
+    /// `--renew-interval`, else `None`: the retry period.
+    pub renew_interval: Option<Duration>,
 }
 
 impl Cli {
@@ -251,6 +260,7 @@ impl Cli {
                 DEFAULT_RETRY_PERIOD,
             ),
             request_timeout: self.request_timeout,
+            renew_interval: self.renew_interval,
         }
     }
 
@@ -273,6 +283,7 @@ impl Cli {
         if let Some(timeout) = t.request_timeout {
             config.request_timeout = timeout;
         }
+        config.renew_interval = t.renew_interval;
         config.validate()?;
         Ok(config)
     }
@@ -459,6 +470,7 @@ async fn start(
         lease_duration = %format_duration(config.lease_duration),
         renew_deadline = %format_duration(config.renew_deadline),
         retry_period = %format_duration(config.retry_period),
+        renew_interval = %format_duration(config.renew_every()),
         request_timeout = %format_duration(config.request_timeout),
         "campaigning"
     );
@@ -649,6 +661,7 @@ mod tests {
             "1500",
         ])
         .timings();
+        assert_eq!(t.renew_interval, None);
         assert_eq!(
             (old.lease_duration, old.renew_deadline, old.retry_period),
             (t.lease_duration, t.renew_deadline, t.retry_period)
@@ -744,6 +757,22 @@ mod tests {
         assert!(matches!(
             cli(&["--lease-duration", "1.5s"]).election_config("a".into()),
             Err(ConfigError::LeaseNotWholeSeconds(_))
+        ));
+        // The renew interval is the retry period unless given, and checked.
+        assert_eq!(
+            cli(&[])
+                .election_config("a".into())
+                .expect("valid")
+                .renew_every(),
+            s(2)
+        );
+        let config = cli(&["--renew-interval", "5s", "--request-timeout", "4s"])
+            .election_config("a".into())
+            .expect("valid");
+        assert_eq!(config.renew_every(), s(5));
+        assert!(matches!(
+            cli(&["--renew-interval", "5s"]).election_config("a".into()),
+            Err(ConfigError::RenewIntervalPlusTimeoutNotBelowRenewDeadline { .. })
         ));
     }
 

@@ -4,13 +4,15 @@
 //!
 //! - API requests per minute by each follower and by the leader, counted by the
 //!   emulator per client and verb, at `Config::fast` and `Config::client_go`
-//!   timings (all four groups side by side over one window);
+//!   timings (all four groups side by side over one window), and the leader's
+//!   writes with the renew interval at a third of the lease beside them;
 //! - graceful handover latency: from the release write's server timestamp (the
 //!   emulator's write history) to the next `StartedLeading` seen by another
 //!   handle;
 //! - crash failover beyond the lease: `Handle::abort` (no release), measured from
 //!   the crashed leader's last committed write + lease duration to the next
-//!   `StartedLeading`.
+//!   `StartedLeading`, and from the `abort()` call; at the fast timings with the
+//!   renew interval at the retry period and at a third of the lease.
 //!
 //! Run with `cargo bench -p lock-lease --bench requests` (about 2 minutes).
 //! Smoke mode (well under 30 s): `-- --quick`, `BENCH_QUICK=1`, or any run without
@@ -45,11 +47,15 @@ impl Mode {
     }
 }
 
-/// Timings preset.
+/// Timings preset, with the leader renewing every retry period (as client-go) or
+/// every third of the lease (`Config::renew_interval`, on a request timeout short
+/// enough for the rule `renew_interval + request_timeout < renew_deadline`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Timings {
     Fast,
     ClientGo,
+    FastThird,
+    ClientGoThird,
 }
 
 impl Timings {
@@ -57,6 +63,17 @@ impl Timings {
         match self {
             Timings::Fast => "fast 2s/1.5s/250ms",
             Timings::ClientGo => "client_go 15s/10s/2s",
+            Timings::FastThird => "fast, renew 667ms",
+            Timings::ClientGoThird => "client_go, renew 5s",
+        }
+    }
+
+    fn tag(self) -> &'static str {
+        match self {
+            Timings::Fast => "fast",
+            Timings::ClientGo => "cgo",
+            Timings::FastThird => "fast3",
+            Timings::ClientGoThird => "cgo3",
         }
     }
 
@@ -64,6 +81,12 @@ impl Timings {
         let mut c = match self {
             Timings::Fast => Config::fast(id),
             Timings::ClientGo => Config::client_go(id),
+            Timings::FastThird => Config::fast(id).renew_interval(Duration::from_millis(667)),
+            Timings::ClientGoThird => {
+                let mut c = Config::client_go(id).renew_interval(Duration::from_secs(5));
+                c.request_timeout = Duration::from_secs(4);
+                c
+            }
         };
         // Both modes keep the presets' jitter (1.2, client-go's). Leading at once on
         // create (as client-go does) only shortens the start; steady state and the
@@ -118,34 +141,37 @@ struct Group {
     nodes: Vec<Handle>,
 }
 
-/// Counts requests of all four groups over one window on one emulator (each
-/// client has its own token, each group its own Lease).
+/// Counts requests of all six groups over one window on one emulator (each
+/// client has its own token, each group its own Lease): both modes at both
+/// presets, and the watch with the longer renew interval.
 async fn request_rates(window: Duration) -> Vec<(Mode, Timings, Rates)> {
     let emu = Emulator::start().await.expect("emulator");
     let mut groups = Vec::new();
-    for timings in [Timings::Fast, Timings::ClientGo] {
-        for mode in [Mode::Watch, Mode::Poll] {
-            let tag = format!(
-                "{}-{}",
-                if mode == Mode::Watch { "watch" } else { "poll" },
-                if timings == Timings::Fast {
-                    "fast"
-                } else {
-                    "cgo"
-                }
-            );
-            let ids: Vec<String> = (0..3).map(|i| format!("{tag}-node-{i}")).collect();
-            let nodes = ids
-                .iter()
-                .map(|id| candidate(&emu, &format!("rate-{tag}"), id, mode, timings))
-                .collect();
-            groups.push(Group {
-                mode,
-                timings,
-                ids,
-                nodes,
-            });
-        }
+    let plan = [
+        (Timings::Fast, Mode::Watch),
+        (Timings::Fast, Mode::Poll),
+        (Timings::ClientGo, Mode::Watch),
+        (Timings::ClientGo, Mode::Poll),
+        (Timings::FastThird, Mode::Watch),
+        (Timings::ClientGoThird, Mode::Watch),
+    ];
+    for (timings, mode) in plan {
+        let tag = format!(
+            "{}-{}",
+            if mode == Mode::Watch { "watch" } else { "poll" },
+            timings.tag()
+        );
+        let ids: Vec<String> = (0..3).map(|i| format!("{tag}-node-{i}")).collect();
+        let nodes = ids
+            .iter()
+            .map(|id| candidate(&emu, &format!("rate-{tag}"), id, mode, timings))
+            .collect();
+        groups.push(Group {
+            mode,
+            timings,
+            ids,
+            nodes,
+        });
     }
     let mut leaders = Vec::new();
     for g in &groups {
@@ -177,7 +203,7 @@ async fn request_rates(window: Duration) -> Vec<(Mode, Timings, Rates)> {
             .collect();
         let n = followers.len() as f64;
         let leader = &g.ids[first];
-        let retry = g.timings.config("x").retry_period;
+        let renew = g.timings.config("x").renew_every();
         out.push((
             g.mode,
             g.timings,
@@ -192,7 +218,7 @@ async fn request_rates(window: Duration) -> Vec<(Mode, Timings, Rates)> {
                 follower_writes: followers.iter().map(|id| writes(id)).sum::<f64>() * per_min / n,
                 leader_reads: reads(leader) * per_min,
                 leader_writes: writes(leader) * per_min,
-                max_leader_writes: 60.0 / retry.as_secs_f64(),
+                max_leader_writes: 60.0 / renew.as_secs_f64(),
             },
         ));
     }
@@ -211,7 +237,10 @@ struct Latencies {
     handover_from_history: usize,
     /// From the `shutdown()` call (drain, report, release request included).
     handover_call_ms: Vec<f64>,
+    /// Beyond the lease: from the crashed leader's last write + lease duration.
     crash_ms: Vec<f64>,
+    /// From the `abort()` call.
+    crash_call_ms: Vec<f64>,
 }
 
 /// Resolves when any of `nodes` (but `except`) reports that it leads; sends the
@@ -260,10 +289,9 @@ fn ms_between(from: SystemTime, to: SystemTime) -> f64 {
     }
 }
 
-async fn latencies(mode: Mode, handovers: usize, crashes: usize) -> Latencies {
+async fn latencies(mode: Mode, timings: Timings, handovers: usize, crashes: usize) -> Latencies {
     let emu = Emulator::start().await.expect("emulator");
     let lease = "bench-latency";
-    let timings = Timings::Fast;
     let lease_duration = timings.config("x").lease_duration;
     let settle = Duration::from_millis(600);
     let mut next_id = 0;
@@ -278,6 +306,7 @@ async fn latencies(mode: Mode, handovers: usize, crashes: usize) -> Latencies {
         handover_from_history: 0,
         handover_call_ms: Vec::new(),
         crash_ms: Vec::new(),
+        crash_call_ms: Vec::new(),
     };
     for run in 0..handovers + crashes {
         let crash = run >= handovers;
@@ -309,6 +338,7 @@ async fn latencies(mode: Mode, handovers: usize, crashes: usize) -> Latencies {
         if crash {
             let last = last.expect("the crashed leader wrote");
             out.crash_ms.push(ms_between(last + lease_duration, led));
+            out.crash_call_ms.push(ms_between(called, led));
         } else {
             // The release is the leader's last write, made after the call.
             let from = match last {
@@ -369,11 +399,12 @@ fn main() {
         "Lease lock over the API emulator, 3 candidates per group; A = watching followers (default), B = polling_only (client-go's way); jitter 1.2 in both{}",
         if quick { "; QUICK smoke mode" } else { "" }
     );
-    let (rates, lat_a, lat_b) = rt.block_on(async {
+    let (rates, lat_a, lat_b, lat_third) = rt.block_on(async {
         let rates = request_rates(window).await;
-        let a = latencies(Mode::Watch, handovers, crashes).await;
-        let b = latencies(Mode::Poll, handovers, crashes).await;
-        (rates, a, b)
+        let a = latencies(Mode::Watch, Timings::Fast, handovers, crashes).await;
+        let b = latencies(Mode::Poll, Timings::Fast, handovers, crashes).await;
+        let third = latencies(Mode::Watch, Timings::FastThird, handovers, crashes).await;
+        (rates, a, b, third)
     });
 
     println!();
@@ -468,6 +499,46 @@ fn main() {
     println!("  raw handover ms B: {:?}", round(&lat_b.handover_ms));
     println!("  raw crash ms A: {:?}", round(&lat_a.crash_ms));
     println!("  raw crash ms B: {:?}", round(&lat_b.crash_ms));
+
+    println!();
+    println!(
+        "Renew interval (A, watching followers): every retry period (client-go) or every third of the lease"
+    );
+    for (short, long) in [
+        (Timings::Fast, Timings::FastThird),
+        (Timings::ClientGo, Timings::ClientGoThird),
+    ] {
+        let writes = |t: Timings| {
+            rates
+                .iter()
+                .find(|(mode, tm, _)| *mode == Mode::Watch && *tm == t)
+                .map(|(_, _, r)| r.leader_writes)
+                .expect("measured")
+        };
+        let (a, b) = (writes(short), writes(long));
+        println!(
+            "  leader writes/min: {} {a:.1}, {} {b:.1}: {:.2}x fewer",
+            short.label(),
+            long.label(),
+            a / b
+        );
+    }
+    println!(
+        "{:<20} {:>9} {:>9} | {:>12} {:>9} | {:>9} {:>9}",
+        "fast timings", "crash", "p90", "from abort", "p90", "handover", "p90"
+    );
+    for (t, l) in [(Timings::Fast, &lat_a), (Timings::FastThird, &lat_third)] {
+        println!(
+            "{:<20} {:>9.1} {:>9.1} | {:>12.1} {:>9.1} | {:>9.1} {:>9.1}",
+            t.label(),
+            percentile(&l.crash_ms, 0.5),
+            percentile(&l.crash_ms, 0.9),
+            percentile(&l.crash_call_ms, 0.5),
+            percentile(&l.crash_call_ms, 0.9),
+            percentile(&l.handover_ms, 0.5),
+            percentile(&l.handover_ms, 0.9),
+        );
+    }
     println!("total {:.0} s", started.elapsed().as_secs_f64());
 }
 

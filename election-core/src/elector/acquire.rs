@@ -235,7 +235,7 @@ impl Elector {
             stepping_down: false,
         });
         self.timers.set(Timer::Deadline, deadline);
-        let next_renew = (sent + self.config.retry_period).max(now);
+        let next_renew = (sent + self.config.renew_every()).max(now);
         self.timers.set(Timer::Attempt, next_renew);
     }
 }

@@ -1,6 +1,7 @@
 //! Renewing: how a holder keeps the lock, and when it stops.
 //!
-//! - renew every retry period from the cached record, with no read first
+//! - renew every renew interval (by default the retry period) from the cached
+//!   record, with no read first
 //!   (client-go's fast path), by compare-and-swap on the version we wrote;
 //! - a conflict is followed by a read (the slow path): another holder ends
 //!   leadership at once, our own identity at a version we did not write is a
@@ -15,6 +16,7 @@ use crate::lock::LockError;
 use crate::record::{Observation, Stamp};
 use crate::time::Instant;
 use crate::timer::Timer;
+use core::time::Duration;
 
 impl Elector {
     /// Sends a renew from the cached record.
@@ -69,7 +71,7 @@ impl Elector {
                 // writes): followers saw no change and keep timing the old one, so
                 // it must not extend the deadline. Renew again at the next period.
                 self.warn(Warning::RenewWithoutNewVersion);
-                self.schedule_renew(call.sent_at, now);
+                self.schedule_renew(call.sent_at, self.config.retry_period, now);
             }
             Ok(obs) => {
                 self.remember_written(&obs.version);
@@ -77,7 +79,7 @@ impl Elector {
                 self.unknown_write_sent = None;
                 self.stats.renews += 1;
                 self.extend(call.sent_at);
-                self.schedule_renew(call.sent_at, now);
+                self.schedule_renew(call.sent_at, self.config.renew_every(), now);
             }
             Err(LockError::Conflict) => {
                 self.stats.slow_path += 1;
@@ -103,10 +105,10 @@ impl Elector {
         self.timers.set(Timer::Attempt, at.min(cap));
     }
 
-    /// The next renew: one retry period after the last one was sent.
-    fn schedule_renew(&mut self, sent: Instant, now: Instant) {
-        self.timers
-            .set(Timer::Attempt, (sent + self.config.retry_period).max(now));
+    /// The next renew: `after` the last one was sent (the renew interval after a
+    /// success, the retry period after a renew that did not count).
+    fn schedule_renew(&mut self, sent: Instant, after: Duration, now: Instant) {
+        self.timers.set(Timer::Attempt, (sent + after).max(now));
     }
 
     /// A successful write sent at `sent` moves the deadline.
@@ -178,7 +180,7 @@ impl Elector {
             self.remember_written(&obs.version);
             self.observe(obs, true, now);
             self.extend(sent);
-            self.schedule_renew(sent, now);
+            self.schedule_renew(sent, self.config.renew_every(), now);
         } else {
             let id = me.clone();
             self.warn(Warning::IdentityCollision(id));
