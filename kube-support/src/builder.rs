@@ -5,17 +5,19 @@ use std::time::Duration;
 
 use crate::names::{NameError, validate_name, validate_namespace};
 use crate::object_lock::{Codec, ObjectLock, ObjectLockConfig};
+use crate::shared_watch::SharedWatch;
 use crate::time::Clock;
 use crate::watch::WatchConfig;
 
 /// Builds an [`ObjectLock`] over the codec `C` (a Lease lock, a ConfigMap lock):
 /// see [`ObjectLock::builder`].
 #[must_use]
-pub struct LockBuilder<C> {
+pub struct LockBuilder<C: Codec> {
     client: kube::Client,
     namespace: String,
     name: String,
     config: ObjectLockConfig,
+    shared: Option<SharedWatch<C::Object>>,
     codec: PhantomData<fn() -> C>,
 }
 
@@ -28,6 +30,7 @@ impl<C: Codec + Default> LockBuilder<C> {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             config: ObjectLockConfig::default(),
+            shared: None,
             codec: PhantomData,
         }
     }
@@ -70,6 +73,17 @@ impl<C: Codec + Default> LockBuilder<C> {
         self
     }
 
+    /// Watches the object through `shared`, one watch for many locks, instead of
+    /// a watch of its own; the shared watch's labels are merged into the object
+    /// on every write, so that the watch finds it. See [`crate::shared_watch`].
+    pub fn shared_watch(mut self, shared: &SharedWatch<C::Object>) -> Self {
+        self.config
+            .labels
+            .extend(shared.labels().iter().map(|(k, v)| (k.clone(), v.clone())));
+        self.shared = Some(shared.clone());
+        self
+    }
+
     /// Offers no watch: the elector polls (client-go's behaviour).
     pub fn polling_only(mut self) -> Self {
         self.config.watch_enabled = false;
@@ -93,12 +107,16 @@ impl<C: Codec + Default> LockBuilder<C> {
     pub fn build(self) -> Result<ObjectLock<C>, NameError> {
         validate_namespace(&self.namespace)?;
         validate_name(&self.name)?;
-        Ok(ObjectLock::from_parts(
+        let lock = ObjectLock::from_parts(
             self.client,
             &self.namespace,
             &self.name,
             C::default(),
             self.config,
-        ))
+        );
+        Ok(match self.shared {
+            Some(shared) => lock.with_shared_watch(shared),
+            None => lock,
+        })
     }
 }

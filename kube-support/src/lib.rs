@@ -13,6 +13,8 @@
 //!   formats, and lenient parsing of other clients' timestamps;
 //! - [`watch`]: a watch of one named object that ends whenever it can no longer be
 //!   trusted (break, silence, 410), so that the driver polls and resumes;
+//! - [`shared_watch`]: one watch (and cache) for the objects of many elections in
+//!   a namespace, found by a label, each lock fed its own object's events;
 //! - [`annotations`]: the priority and handover annotations both locks write;
 //! - [`events`]: `<identity> became leader` / `stopped leading` Events, best-effort;
 //! - [`object_lock`]: the lock itself, [`ObjectLock`], generic over a [`Codec`] that
@@ -59,6 +61,7 @@ pub mod call;
 pub mod error;
 pub mod events;
 pub mod retry_after;
+pub mod shared_watch;
 pub mod time;
 pub mod watch;
 
@@ -66,6 +69,7 @@ pub use builder::LockBuilder;
 pub use call::{call, lock_client, lock_client_config};
 pub use error::{Target, Verb, classify};
 pub use events::{EventError, EventRecorder, LeaderEvent};
+pub use shared_watch::{SharedWatch, SharedWatchStats};
 pub use time::Clock;
 pub use watch::{WatchConfig, watch_object};
 pub mod names;

@@ -35,6 +35,7 @@ use crate::call::call;
 use crate::error::{Target, Verb};
 use crate::events::{EventError, EventRecorder, LeaderEvent};
 use crate::names::NameError;
+use crate::shared_watch::SharedWatch;
 use crate::time::Clock;
 use crate::watch::{WatchConfig, watch_object};
 
@@ -143,6 +144,8 @@ struct Inner<C: Codec> {
     request_timeout: AtomicU64,
     /// The object as last read or written, to write back with our record.
     cache: Mutex<Option<C::Object>>,
+    /// The watch shared with other locks, if built with one.
+    shared: Option<SharedWatch<C::Object>>,
 }
 
 impl<C: Codec> Debug for ObjectLock<C> {
@@ -187,8 +190,38 @@ impl<C: Codec> ObjectLock<C> {
                 request_timeout: AtomicU64::new(nanos(config.request_timeout)),
                 config,
                 cache: Mutex::new(None),
+                shared: None,
             }),
         }
+    }
+
+    /// This lock, watched through `shared` instead of a watch of its own (the
+    /// builder's [`LockBuilder::shared_watch`] calls it, and adds the labels).
+    pub(crate) fn with_shared_watch(mut self, shared: SharedWatch<C::Object>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.shared = Some(shared);
+        }
+        self
+    }
+
+    /// One watch for the objects of many locks of this kind in `namespace`, found
+    /// by `labels`: build each lock with [`LockBuilder::shared_watch`] and spawn
+    /// [`SharedWatch::run`] once. Build the client with [`crate::lock_client`];
+    /// RBAC needs `list` and `watch` on the resource in the namespace. See
+    /// [`crate::shared_watch`].
+    pub fn shared_watch(
+        client: kube::Client,
+        namespace: &str,
+        labels: impl IntoIterator<Item = (String, String)>,
+        config: WatchConfig,
+    ) -> SharedWatch<C::Object> {
+        SharedWatch::new(
+            client,
+            C::RESOURCE,
+            namespace,
+            labels.into_iter().collect(),
+            config,
+        )
     }
 
     /// The codec.
@@ -431,6 +464,10 @@ impl<C: Codec> Lock for ObjectLock<C> {
             return None;
         }
         let me = self.clone();
+        if let Some(shared) = &self.inner.shared {
+            let map = Arc::new(move |obj: &C::Object| me.observe(obj));
+            return Some(shared.subscribe(&self.inner.target.name, from.cloned(), map));
+        }
         let mut wc = self.inner.config.watch.clone();
         wc.request_timeout = self.request_timeout();
         Some(watch_object(

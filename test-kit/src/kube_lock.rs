@@ -18,7 +18,6 @@
 //! [`compat`], and its timers are `async-io`'s.
 
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -37,6 +36,7 @@ use lock_memory::conformance::{Case, Harness, run_all};
 use crate::runtimes::{compat, timeout};
 
 pub mod election;
+pub mod shared;
 
 /// A Kubernetes lock under test: its codec, and what the suite must know about
 /// where the codec keeps the record.
@@ -829,9 +829,34 @@ pub async fn conformance<S: KubeLock>() {
     let mut h = ObjectHarness::<S> {
         emu: start(),
         name: String::new(),
-        lock: PhantomData,
+        shared: None,
     };
-    let r = run_all(&mut h).await;
+    check_conformance(run_all(&mut h).await);
+}
+
+/// The conformance suite on `S`'s lock watched through a shared watch per client
+/// ([`kube_support::SharedWatch`]), on tokio (the shared watches run as tokio
+/// tasks).
+pub async fn conformance_shared<S: KubeLock>() {
+    let emu = Emulator::start().await.expect("emulator");
+    let shared = ["a", "b"].map(|token| {
+        let client = kube_support::lock_client(emu.kube_config(token)).expect("client");
+        let label = [("election.test/conformance".to_owned(), "shared".to_owned())];
+        let shared = ObjectLock::<S::Codec>::shared_watch(client, NS, label, Default::default());
+        tokio::spawn(shared.run());
+        shared
+    });
+    let mut h = ObjectHarness::<S> {
+        emu,
+        name: String::new(),
+        shared: Some(shared),
+    };
+    check_conformance(run_all(&mut h).await);
+}
+
+/// Every case ran and passed, in the suite's order, and the report says so line
+/// by line.
+fn check_conformance(r: lock_memory::conformance::Report) {
     assert!(r.is_success(), "{r}");
     assert!(r.skipped().is_empty(), "nothing skipped: {r}");
     // Every case ran and passed, in the suite's order, and the report says so
@@ -842,18 +867,23 @@ pub async fn conformance<S: KubeLock>() {
     assert_eq!(lines, expected);
 }
 
-/// The conformance harness: two clients' locks on a fresh object per case, and
-/// an admin's delete.
-struct ObjectHarness<S> {
+/// The conformance harness: two clients' locks on a fresh object per case
+/// (watched through the clients' shared watches if given), and an admin's
+/// delete.
+struct ObjectHarness<S: KubeLock> {
     emu: Emulator,
     name: String,
-    lock: PhantomData<fn() -> S>,
+    shared: Option<[kube_support::SharedWatch<Object<S>>; 2]>,
 }
 
 impl<S: KubeLock> ObjectHarness<S> {
     fn lock(&self, token: &str) -> ObjectLock<S::Codec> {
         let client = kube_support::lock_client(self.emu.kube_config(token)).expect("client");
-        ObjectLock::new(client, NS, &self.name).expect("valid names")
+        let mut b = ObjectLock::<S::Codec>::builder(client, NS, &self.name);
+        if let Some(shared) = &self.shared {
+            b = b.shared_watch(&shared[usize::from(token == "b")]);
+        }
+        b.build().expect("valid names")
     }
 }
 

@@ -1,0 +1,367 @@
+//! Many Lease elections on one API server (docs/design.md §9): `E` elections, each
+//! with a candidate in each of three "processes" (three clients with their own
+//! token, as three replicas would be), every candidate an `election-driver` task
+//! on one tokio runtime; followers watch each Lease on its own watch (the
+//! default) or through one shared watch per process (`SharedWatch`), in one run.
+//!
+//! The API emulator runs in a child process (this program re-executed with
+//! `--emulator`), so that the CPU and memory measured are the candidates' alone;
+//! the child reports the requests it served by verb and client.
+//!
+//! For each `E` and mode it prints: the time until every election has a leader;
+//! resident memory per election (three candidates, RSS growth over the spawn);
+//! API requests per second by verb in a steady-state window; watches opened;
+//! process CPU per renewal (the leaders' writes) and in all.
+//!
+//! Run: `cargo run --release --example bench_shared_watch` (about 3 minutes), or
+//! `-- --quick` (100 elections, short window). Timings: client-go's 15 s / 10 s /
+//! 2 s, the leader renewing every 5 s (a third of the lease, request timeout 4 s;
+//! `-- --renew-every-retry` for client-go's renew every 2 s). Linux only.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use adapter_tokio::TokioRuntime;
+use election_core::Config;
+use election_driver::{Builder, Handle};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube_support::{SharedWatch, WatchConfig};
+use lock_lease::LeaseLock;
+
+/// Resident set size in bytes (`/proc/self/statm`, 4 KiB pages).
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// CPU time of this process, all threads.
+fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+// ------------------------------------------------------------ the emulator child
+
+/// The child: serves the emulator, prints its port, then answers `reset` and
+/// `counts` on stdin until stdin closes.
+fn serve_emulator() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let emu = rt
+        .block_on(kube_emulator::Emulator::builder().history_limit(100_000).start())
+        .expect("emulator");
+    println!("port {}", emu.addr.port());
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        match line.trim() {
+            "reset" => {
+                emu.reset_request_counts();
+                println!("ok");
+            }
+            "counts" => {
+                for (client, verb, resource, n) in emu.request_counts().iter() {
+                    println!("{client} {verb:?} {resource:?} {n}");
+                }
+                println!("end");
+            }
+            _ => println!("?"),
+        }
+    }
+}
+
+/// The parent's handle on the emulator child.
+struct EmulatorProcess {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    port: u16,
+}
+
+impl EmulatorProcess {
+    fn start() -> Self {
+        let mut child = Command::new(std::env::current_exe().expect("own path"))
+            .arg("--emulator")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the emulator starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("the port");
+        let port = line
+            .trim()
+            .strip_prefix("port ")
+            .and_then(|p| p.parse().ok())
+            .expect("port N");
+        EmulatorProcess {
+            child,
+            stdin,
+            stdout,
+            port,
+        }
+    }
+
+    fn ask(&mut self, what: &str) -> Vec<String> {
+        writeln!(self.stdin, "{what}").expect("ask");
+        let mut out = Vec::new();
+        loop {
+            let mut line = String::new();
+            self.stdout.read_line(&mut line).expect("answer");
+            let line = line.trim().to_owned();
+            if line == "ok" || line == "end" || line.is_empty() {
+                return out;
+            }
+            out.push(line);
+        }
+    }
+
+    /// Requests by verb (all clients), from the last reset.
+    fn counts(&mut self) -> BTreeMap<String, u64> {
+        let mut by_verb = BTreeMap::new();
+        for line in self.ask("counts") {
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            if let [_, verb, _, n] = parts[..] {
+                *by_verb.entry(verb.to_owned()).or_default() += n.parse::<u64>().unwrap_or(0);
+            }
+        }
+        by_verb
+    }
+
+    fn kube_config(&self, token: &str) -> kube::Config {
+        let uri: http::Uri = format!("http://127.0.0.1:{}", self.port)
+            .parse()
+            .expect("a URI");
+        let mut config = kube::Config::new(uri);
+        config.default_namespace = "default".to_owned();
+        let value = http::HeaderValue::from_str(&format!("Bearer {token}")).expect("a header");
+        config.headers.push((http::header::AUTHORIZATION, value));
+        config
+    }
+}
+
+impl Drop for EmulatorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ------------------------------------------------------------ the candidates
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// A watch per Lease per candidate (the default).
+    PerLease,
+    /// One shared watch per process.
+    Shared,
+}
+
+struct Row {
+    elections: usize,
+    mode: Mode,
+    elected_after: Duration,
+    rss_per_election: f64,
+    per_sec: BTreeMap<String, f64>,
+    watches_opened: u64,
+    cpu_per_renewal: Duration,
+    cpu_share: f64,
+    max_leaders: usize,
+}
+
+fn config(id: &str, seed: u64, renew_every_retry: bool) -> Config {
+    let mut c = Config::client_go(id).seed(seed);
+    if !renew_every_retry {
+        c = c.renew_interval(Duration::from_secs(5));
+        c.request_timeout = Duration::from_secs(4);
+    }
+    c
+}
+
+async fn run(
+    emu: &mut EmulatorProcess,
+    elections: usize,
+    mode: Mode,
+    window: Duration,
+    renew_every_retry: bool,
+) -> Row {
+    let rt = TokioRuntime::current().expect("inside tokio");
+    let tag = format!("{mode:?}-{elections}").to_lowercase();
+    let label = [("bench".to_owned(), tag.clone())];
+    let rss0 = rss_bytes();
+    let mut hubs: Vec<SharedWatch<Lease>> = Vec::new();
+    let mut tasks = Vec::new();
+    let clients: Vec<(String, kube::Client)> = (0..3)
+        .map(|p| {
+            let token = format!("{tag}-p{p}");
+            let client = kube_support::lock_client(emu.kube_config(&token)).expect("client");
+            (token, client)
+        })
+        .collect();
+    if mode == Mode::Shared {
+        for (_, client) in &clients {
+            let hub = LeaseLock::shared_watch(
+                client.clone(),
+                "default",
+                label.clone(),
+                WatchConfig::default(),
+            );
+            tasks.push(tokio::spawn(hub.run()));
+            hubs.push(hub);
+        }
+    }
+    let spawned = Instant::now();
+    let mut handles: Vec<Vec<Handle>> = Vec::with_capacity(elections);
+    for e in 0..elections {
+        let name = format!("{tag}-{e}");
+        let mut group = Vec::with_capacity(3);
+        for (p, (token, client)) in clients.iter().enumerate() {
+            let mut b = LeaseLock::builder(client.clone(), "default", &name)
+                .label("bench", tag.clone())
+                .without_events();
+            if let Some(hub) = hubs.get(p) {
+                b = b.shared_watch(hub);
+            }
+            let lock = b.build().expect("valid names");
+            let seed = (e * 3 + p) as u64 + 1;
+            let h = Builder::new(lock, config(token, seed, renew_every_retry))
+                .spawn(rt.clone())
+                .expect("valid config");
+            group.push(h);
+        }
+        handles.push(group);
+    }
+    // Every election elected (sampled every 50 ms), at most one leader each.
+    let mut max_leaders = 0;
+    let elected_after = loop {
+        let mut all = true;
+        for g in &handles {
+            let n = g.iter().filter(|h| h.is_leader()).count();
+            max_leaders = max_leaders.max(n);
+            all &= n == 1;
+        }
+        if all {
+            break spawned.elapsed();
+        }
+        assert!(spawned.elapsed() < Duration::from_secs(600), "not all elected");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let rss = rss_bytes().saturating_sub(rss0);
+    // Past the start; then the window.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let opened = emu.counts().get("Watch").copied().unwrap_or(0);
+    emu.ask("reset");
+    let cpu0 = cpu_time();
+    let t0 = Instant::now();
+    while t0.elapsed() < window {
+        for g in &handles {
+            max_leaders = max_leaders.max(g.iter().filter(|h| h.is_leader()).count());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let cpu = cpu_time() - cpu0;
+    let secs = t0.elapsed().as_secs_f64();
+    let counts = emu.counts();
+    let per_sec: BTreeMap<String, f64> =
+        counts.iter().map(|(v, n)| (v.clone(), *n as f64 / secs)).collect();
+    let renewals = counts.get("Update").copied().unwrap_or(0).max(1);
+    for g in handles {
+        for h in g {
+            h.abort();
+        }
+    }
+    for t in tasks {
+        t.abort();
+    }
+    Row {
+        elections,
+        mode,
+        elected_after,
+        rss_per_election: rss as f64 / elections as f64,
+        per_sec,
+        watches_opened: opened,
+        cpu_per_renewal: cpu / renewals as u32,
+        cpu_share: cpu.as_secs_f64() / secs,
+        max_leaders,
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--emulator") {
+        return serve_emulator();
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let renew_every_retry = args.iter().any(|a| a == "--renew-every-retry");
+    let window = Duration::from_secs(if quick { 5 } else { 30 });
+    let plan: &[(usize, Mode)] = if quick {
+        &[(100, Mode::PerLease), (100, Mode::Shared)]
+    } else {
+        &[
+            (1_000, Mode::PerLease),
+            (1_000, Mode::Shared),
+            (10_000, Mode::Shared),
+        ]
+    };
+    println!(
+        "{} elections x 3 processes on the API emulator (a child process), client-go timings, renew every {}; window {} s",
+        plan.iter()
+            .map(|(e, _)| e.to_string())
+            .collect::<Vec<_>>()
+            .join("/"),
+        if renew_every_retry { "2 s" } else { "5 s" },
+        window.as_secs()
+    );
+    println!(
+        "{:>9} {:>9} | {:>10} {:>12} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} | {:>10} {:>7} | {:>4}",
+        "elections",
+        "mode",
+        "elected",
+        "RSS/election",
+        "get/s",
+        "list/s",
+        "watch/s",
+        "update/s",
+        "create/s",
+        "watches",
+        "CPU/renew",
+        "CPU",
+        "max"
+    );
+    for &(elections, mode) in plan {
+        // A fresh emulator and runtime per row.
+        let mut emu = EmulatorProcess::start();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let row = rt.block_on(run(&mut emu, elections, mode, window, renew_every_retry));
+        rt.shutdown_timeout(Duration::from_secs(5));
+        let rate = |v: &str| row.per_sec.get(v).copied().unwrap_or(0.0);
+        println!(
+            "{:>9} {:>9} | {:>8.1} s {:>9.1} KiB | {:>8.1} {:>8.2} {:>8.2} {:>8.1} {:>8.2} | {:>8} | {:>7.1} µs {:>6.1}% | {:>4}",
+            row.elections,
+            format!("{:?}", row.mode),
+            row.elected_after.as_secs_f64(),
+            row.rss_per_election / 1024.0,
+            rate("Get"),
+            rate("List"),
+            rate("Watch"),
+            rate("Update"),
+            rate("Create"),
+            row.watches_opened,
+            row.cpu_per_renewal.as_secs_f64() * 1e6,
+            row.cpu_share * 100.0,
+            row.max_leaders
+        );
+    }
+}

@@ -1,0 +1,548 @@
+//! One watch for many locks: the Leases (or ConfigMaps) of many elections in one
+//! namespace, found by a label, watched through a single connection and cached,
+//! each lock fed the events of its own object.
+//!
+//! A process that runs thousands of elections would otherwise open one watch per
+//! election. A [`SharedWatch`] lists the objects carrying its labels once, then
+//! watches them all from the list's version; each lock built with
+//! [`LockBuilder::shared_watch`](crate::LockBuilder::shared_watch) puts the labels
+//! on its object (on every write) and, when the driver asks for a watch,
+//! subscribes to the hub instead of opening one of its own.
+//!
+//! A subscription behaves as the lock's own watch would:
+//!
+//! - from no version, it yields the object's current state first (or an
+//!   unversioned deletion if there is none), then every change;
+//! - from a version, it yields every change after it, in order, from the hub's
+//!   window of the last [`HISTORY`] events of all objects (as the API server's
+//!   watch cache does); a version older than the window ends the subscription
+//!   with an error, as a `410 Gone` would, and the driver starts afresh;
+//! - it *ends* whenever it cannot be trusted: the hub's list failed (the driver
+//!   then polls and resumes), or the subscriber fell more than [`BUFFER`] events
+//!   behind (it resumes from the last version it saw).
+//!
+//! The hub itself resumes its watch from the last version it saw when the server
+//! closes it, and lists afresh after an error, a `410 Gone` or a silence longer
+//! than [`WatchConfig::silence`] (bookmarks count as life): the changes the list
+//! shows (an object changed, appeared or gone) reach the subscribers as events,
+//! so no subscriber needs a request of its own. RBAC: `list` and `watch` on the
+//! resource in the namespace (the per-lock watch needs `get` and `watch` only).
+//!
+//! An object whose labels stop matching leaves a label-selected watch as a
+//! `DELETED` event: a holder of a lock whose label a human removed stops leading
+//! at once, as for a deletion, and the lock puts the label back on its next write.
+//!
+//! The hub runs as a future the caller spawns on its runtime
+//! ([`SharedWatch::run`]). Until it has listed once, subscriptions wait; while its
+//! lists fail, they end at once, so that their drivers poll.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt::{self, Debug};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use election_core::{LockError, Version, WatchEvent, WatchStream};
+use futures::StreamExt;
+use futures::channel::mpsc;
+use k8s_openapi::NamespaceResourceScope;
+use kube::Resource;
+use kube::api::{Api, ListParams, WatchParams};
+use kube::core::WatchEvent as KubeEvent;
+use serde::de::DeserializeOwned;
+
+use crate::call::call;
+use crate::error::{Target, Verb, classify, classify_status};
+use crate::watch::{CompatStream, ObjectMapper, WatchConfig};
+
+/// How many events a subscription may fall behind before it is ended (and the
+/// driver resumes it from its last version, getting the current state).
+pub const BUFFER: usize = 64;
+
+/// How many events (of all objects) the hub keeps for subscriptions that resume
+/// from a version.
+pub const HISTORY: usize = 1024;
+
+/// One watch of the objects of a kind carrying `labels` in a namespace, shared
+/// by the locks built with [`LockBuilder::shared_watch`](crate::LockBuilder::shared_watch).
+/// Cheap to clone. See the [module docs](self).
+pub struct SharedWatch<K> {
+    hub: Arc<Hub<K>>,
+}
+
+impl<K> Clone for SharedWatch<K> {
+    fn clone(&self) -> Self {
+        SharedWatch {
+            hub: self.hub.clone(),
+        }
+    }
+}
+
+impl<K> Debug for SharedWatch<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedWatch")
+            .field("target", &self.hub.target)
+            .field("selector", &self.hub.selector)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a [`SharedWatch`] has done so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SharedWatchStats {
+    /// Lists made (the first, and one after each error, 410 or silence).
+    pub lists: u64,
+    /// Watch requests made (each list's, and each resume after a clean close).
+    pub watches: u64,
+    /// Events received from the server (bookmarks not counted).
+    pub events: u64,
+    /// Subscriptions ended because they fell [`BUFFER`] events behind.
+    pub overflows: u64,
+    /// Subscriptions open now.
+    pub subscribers: u64,
+}
+
+struct Hub<K> {
+    api: Api<K>,
+    /// The resource and namespace; the name is the label selector.
+    target: Target,
+    selector: String,
+    labels: BTreeMap<String, String>,
+    config: WatchConfig,
+    state: Mutex<State<K>>,
+    lists: AtomicU64,
+    watches: AtomicU64,
+    events: AtomicU64,
+    overflows: AtomicU64,
+}
+
+struct State<K> {
+    /// Whether `objects` reflects a list and the watch since it.
+    synced: bool,
+    /// Whether the last list failed: a subscription ends at once (its driver
+    /// polls) instead of waiting.
+    failing: bool,
+    /// Every object the watch shows, by name, as last seen.
+    objects: HashMap<String, Arc<K>>,
+    /// The last events, oldest first: the object's name, the event's version,
+    /// and the object (`None`: deleted).
+    window: VecDeque<(String, Version, Option<Arc<K>>)>,
+    /// The window holds every event after this version (the last list's, or the
+    /// last event dropped from the window).
+    floor: Option<Version>,
+    /// Subscriptions by object name.
+    subs: HashMap<String, Vec<Sub<K>>>,
+}
+
+struct Sub<K> {
+    tx: mpsc::Sender<Result<WatchEvent, LockError>>,
+    map: ObjectMapper<K>,
+    /// Until the hub has listed: the version it resumes from (`None`: fresh).
+    waiting: Option<Option<Version>>,
+}
+
+impl<K> Sub<K> {
+    /// Sends `event`; false if the subscriber is gone or too far behind.
+    fn send(&mut self, event: WatchEvent, overflows: &AtomicU64) -> bool {
+        match self.tx.try_send(Ok(event)) {
+            Ok(()) => true,
+            Err(e) => {
+                if e.is_full() {
+                    overflows.fetch_add(1, Ordering::Relaxed);
+                }
+                false
+            }
+        }
+    }
+}
+
+fn version_of<K: Resource>(obj: &K) -> Option<Version> {
+    obj.meta().resource_version.clone().map(Version::new)
+}
+
+impl<K> SharedWatch<K>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    /// A shared watch of the objects of `resource` (as RBAC names it) in
+    /// `namespace` carrying every label of `labels` (an equality selector); see
+    /// [`ObjectLock::shared_watch`](crate::ObjectLock::shared_watch).
+    pub(crate) fn new(
+        client: kube::Client,
+        resource: &'static str,
+        namespace: &str,
+        labels: BTreeMap<String, String>,
+        config: WatchConfig,
+    ) -> Self {
+        let selector = labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        SharedWatch {
+            hub: Arc::new(Hub {
+                api: Api::namespaced(client, namespace),
+                target: Target::new(resource, namespace, selector.clone()),
+                selector,
+                labels,
+                config,
+                state: Mutex::new(State {
+                    synced: false,
+                    failing: false,
+                    objects: HashMap::new(),
+                    window: VecDeque::new(),
+                    floor: None,
+                    subs: HashMap::new(),
+                }),
+                lists: AtomicU64::new(0),
+                watches: AtomicU64::new(0),
+                events: AtomicU64::new(0),
+                overflows: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The labels a lock on this watch must carry (its builder adds them).
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.hub.labels
+    }
+
+    /// What the watch has done so far.
+    pub fn stats(&self) -> SharedWatchStats {
+        let h = &self.hub;
+        SharedWatchStats {
+            lists: h.lists.load(Ordering::Relaxed),
+            watches: h.watches.load(Ordering::Relaxed),
+            events: h.events.load(Ordering::Relaxed),
+            overflows: h.overflows.load(Ordering::Relaxed),
+            subscribers: h.lock().subs.values().map(|v| v.len() as u64).sum(),
+        }
+    }
+
+    /// Runs the watch for as long as the future is polled: spawn it on the
+    /// runtime the elections run on (it needs a tokio reactor, which it brings
+    /// along under smol and async-std). It never ends by itself.
+    #[must_use = "the shared watch does nothing unless its future is spawned"]
+    pub fn run(&self) -> impl Future<Output = ()> + Send + 'static {
+        let hub = self.hub.clone();
+        async_compat::Compat::new(async move { hub.run().await })
+    }
+
+    /// A subscription to the object `name` from `from` (see the module docs).
+    pub fn subscribe(
+        &self,
+        name: &str,
+        from: Option<Version>,
+        map: ObjectMapper<K>,
+    ) -> WatchStream {
+        let (tx, rx) = mpsc::channel(BUFFER);
+        let mut sub = Sub {
+            tx,
+            map,
+            waiting: Some(from),
+        };
+        let mut state = self.hub.lock();
+        if state.failing {
+            return Box::pin(futures::stream::empty());
+        }
+        if state.synced {
+            let from = sub.waiting.take().flatten();
+            if !state.prime(&mut sub, name, from.as_ref(), &self.hub) {
+                drop(state);
+                return Box::pin(rx_stream(rx, self.hub.config.silence));
+            }
+        }
+        let subs = state.subs.entry(name.to_owned()).or_default();
+        // Subscriptions their drivers dropped go here (or at the object's next event).
+        subs.retain(|s| !s.tx.is_closed());
+        subs.push(sub);
+        drop(state);
+        rx_stream(rx, self.hub.config.silence)
+    }
+}
+
+/// A subscription's stream. Its silence is bounded as a watch's is: it ends, and
+/// the driver resumes it (at no cost to the server).
+fn rx_stream(rx: mpsc::Receiver<Result<WatchEvent, LockError>>, silence: Duration) -> WatchStream {
+    Box::pin(CompatStream(Box::pin(futures::stream::unfold(
+        Box::pin(rx),
+        move |mut rx| async move {
+            match tokio::time::timeout(silence, rx.next()).await {
+                Ok(Some(item)) => Some((item, rx)),
+                Ok(None) | Err(_) => None,
+            }
+        },
+    ))))
+}
+
+impl<K: Resource> State<K> {
+    /// A subscriber's first events: from no version, the object's state; from a
+    /// version, every change after it in the window, or an error if the window
+    /// does not reach back to it. False if the subscriber is done (gone, or
+    /// ended by the error).
+    fn prime<H>(&self, sub: &mut Sub<K>, name: &str, from: Option<&Version>, hub: &Hub<H>) -> bool {
+        let overflows = &hub.overflows;
+        let cached = self.objects.get(name);
+        let Some(from) = from else {
+            let event = match cached {
+                Some(obj) => WatchEvent::Changed((sub.map)(obj)),
+                // Absent as far as the hub knows: the elector confirms an
+                // unversioned absence by a read before a holder acts on it.
+                None => WatchEvent::Deleted(None),
+            };
+            return sub.send(event, overflows);
+        };
+        if cached.and_then(|o| version_of(&**o)).as_ref() == Some(from) {
+            return true;
+        }
+        let reaches = self.floor.as_ref().is_some_and(|f| !f.is_newer_than(from));
+        if !reaches {
+            let e = LockError::transient(format!(
+                "watch {}: version {from} is older than the shared watch keeps (410 Gone)",
+                hub.target
+            ));
+            let _ = sub.tx.try_send(Err(e));
+            return false;
+        }
+        for (n, v, obj) in &self.window {
+            if n != name || !v.is_newer_than(from) {
+                continue;
+            }
+            let event = match obj {
+                Some(o) => WatchEvent::Changed((sub.map)(o)),
+                None => WatchEvent::Deleted(Some(v.clone())),
+            };
+            if !sub.send(event, overflows) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Records an event in the window, dropping the oldest beyond [`HISTORY`].
+    fn remember(&mut self, name: String, version: Version, obj: Option<Arc<K>>) {
+        if self.window.len() == HISTORY
+            && let Some((_, oldest, _)) = self.window.pop_front()
+        {
+            self.floor = Some(oldest);
+        }
+        self.window.push_back((name, version, obj));
+    }
+}
+
+/// Why the hub's watch stopped.
+enum Stop {
+    /// The server closed it cleanly: resume from the last version.
+    Closed,
+    /// It broke, erred (410 included) or fell silent: list afresh.
+    Relist,
+}
+
+impl<K> Hub<K>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    fn lock(&self) -> MutexGuard<'_, State<K>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn run(self: Arc<Self>) {
+        let mut failures = 0u32;
+        loop {
+            let mut version = match self.list().await {
+                Ok(v) => {
+                    failures = 0;
+                    v
+                }
+                Err(e) => {
+                    failures = failures.saturating_add(1);
+                    let backoff = self.backoff(failures);
+                    tracing::warn!(target = %self.target, error = %e, ?backoff, "shared watch: list failed; its subscribers poll");
+                    self.end_all();
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+            };
+            // Resumed after a clean close; listed afresh after anything else.
+            while let Stop::Closed = self.watch(&mut version).await {}
+        }
+    }
+
+    /// 1 s doubling up to 30 s.
+    fn backoff(&self, failures: u32) -> Duration {
+        Duration::from_secs(1 << failures.saturating_sub(1).min(5)).min(Duration::from_secs(30))
+    }
+
+    /// Ends every subscription (their drivers poll and resume later); the cache
+    /// is no longer trusted.
+    fn end_all(&self) {
+        let mut state = self.lock();
+        state.synced = false;
+        state.failing = true;
+        state.subs.clear();
+    }
+
+    /// Lists the objects, tells the subscribers what changed since the cache,
+    /// and returns the list's version.
+    async fn list(&self) -> Result<String, LockError> {
+        self.lists.fetch_add(1, Ordering::Relaxed);
+        let lp = ListParams::default().labels(&self.selector);
+        let list = call(
+            self.config.request_timeout,
+            Verb::List,
+            &self.target,
+            async { self.api.list(&lp).await },
+        )
+        .await?;
+        let version = list.metadata.resource_version.clone().unwrap_or_default();
+        let fresh: HashMap<String, Arc<K>> = list
+            .items
+            .into_iter()
+            .filter_map(|o| Some((o.meta().name.clone()?, Arc::new(o))))
+            .collect();
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let was_synced = state.synced;
+        // Subscribers already running get what changed since the cache, as the
+        // events a watch would have brought (a deletion's version is unknown).
+        let mut subs = std::mem::take(&mut state.subs);
+        for (name, subs) in subs.iter_mut() {
+            let now = fresh.get(name);
+            let before = state.objects.get(name);
+            subs.retain_mut(|sub| {
+                if sub.waiting.is_some() {
+                    return true;
+                }
+                let event = match (before, now) {
+                    (_, Some(o)) if before.and_then(|b| version_of(&**b)) != version_of(&**o) => {
+                        Some(WatchEvent::Changed((sub.map)(o)))
+                    }
+                    (Some(_), None) => Some(WatchEvent::Deleted(None)),
+                    _ => None,
+                };
+                event.is_none_or(|e| sub.send(e, &self.overflows))
+            });
+        }
+        state.objects = fresh;
+        state.window.clear();
+        state.floor = Some(Version::new(version.clone()));
+        state.synced = true;
+        state.failing = false;
+        // Then those that waited for the list start as they asked.
+        for (name, subs) in subs.iter_mut() {
+            subs.retain_mut(|sub| match sub.waiting.take() {
+                Some(from) => state.prime(sub, name, from.as_ref(), self),
+                None => true,
+            });
+        }
+        subs.retain(|_, v| !v.is_empty());
+        state.subs = subs;
+        if was_synced {
+            tracing::debug!(target = %self.target, "shared watch listed afresh");
+        }
+        Ok(version)
+    }
+
+    /// Watches from `version` (moved along with every event and bookmark) until
+    /// the watch stops.
+    async fn watch(&self, version: &mut String) -> Stop {
+        self.watches.fetch_add(1, Ordering::Relaxed);
+        let mut wp = WatchParams::default().labels(&self.selector);
+        if let Some(t) = self.config.server_timeout {
+            wp = wp.timeout(t);
+        }
+        let events = match call(
+            self.config.request_timeout,
+            Verb::Watch,
+            &self.target,
+            async { self.api.watch(&wp, version).await },
+        )
+        .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(target = %self.target, error = %e, "shared watch could not start; listing afresh");
+                return Stop::Relist;
+            }
+        };
+        let mut events = Box::pin(events);
+        loop {
+            let item = match tokio::time::timeout(self.config.silence, events.next()).await {
+                Err(_) => {
+                    tracing::debug!(target = %self.target, "shared watch silent too long; listing afresh");
+                    return Stop::Relist;
+                }
+                Ok(None) => return Stop::Closed,
+                Ok(Some(item)) => item,
+            };
+            let (obj, deleted) = match item {
+                Ok(KubeEvent::Added(o)) | Ok(KubeEvent::Modified(o)) => (o, false),
+                Ok(KubeEvent::Deleted(o)) => (o, true),
+                Ok(KubeEvent::Bookmark(b)) => {
+                    *version = b.metadata.resource_version;
+                    continue;
+                }
+                Ok(KubeEvent::Error(status)) => {
+                    let e = classify_status(&status, Verb::Watch, &self.target);
+                    tracing::debug!(target = %self.target, error = %e, "shared watch error event; listing afresh");
+                    return Stop::Relist;
+                }
+                Err(e) => {
+                    let e = classify(&e, Verb::Watch, &self.target);
+                    tracing::debug!(target = %self.target, error = %e, "shared watch broke; listing afresh");
+                    return Stop::Relist;
+                }
+            };
+            self.events.fetch_add(1, Ordering::Relaxed);
+            if let Some(v) = &obj.meta().resource_version {
+                version.clone_from(v);
+            }
+            self.apply(obj, deleted);
+        }
+    }
+
+    /// One change from the watch: into the cache, and to the object's subscribers.
+    fn apply(&self, obj: K, deleted: bool) {
+        let (Some(name), Some(version)) = (obj.meta().name.clone(), version_of(&obj)) else {
+            return;
+        };
+        let obj = Arc::new(obj);
+        let mut state = self.lock();
+        let state = &mut *state;
+        if let Some(subs) = state.subs.get_mut(&name) {
+            subs.retain_mut(|sub| {
+                if sub.waiting.is_some() {
+                    return true;
+                }
+                let event = if deleted {
+                    WatchEvent::Deleted(Some(version.clone()))
+                } else {
+                    WatchEvent::Changed((sub.map)(&obj))
+                };
+                sub.send(event, &self.overflows)
+            });
+            if subs.is_empty() {
+                state.subs.remove(&name);
+            }
+        }
+        if deleted {
+            state.objects.remove(&name);
+            state.remember(name, version, None);
+        } else {
+            state.objects.insert(name.clone(), obj.clone());
+            state.remember(name, version, Some(obj));
+        }
+    }
+}
