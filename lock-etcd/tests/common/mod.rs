@@ -1,0 +1,446 @@
+//! What the election tests on etcd share: quick timings, candidates run by the
+//! real driver on tokio, a sampler of who leads, the candidates' own reports,
+//! and the checks of both against etcd's history of the lock.
+
+#![allow(dead_code)] // each test file uses part of it
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use adapter_tokio::TokioRuntime;
+use election_core::{Config, Term};
+use election_driver::{Builder, Change, Handle};
+use lock_etcd::EtcdLock;
+use lock_etcd::testing::Revision;
+
+/// Lease 1 s, renew deadline 700 ms, retry period 150 ms, request timeout
+/// 300 ms: the quickest timings the configuration rules allow with whole-second
+/// leases.
+pub const LEASE: Duration = Duration::from_secs(1);
+pub const RENEW_DEADLINE: Duration = Duration::from_millis(700);
+pub const RETRY: Duration = Duration::from_millis(150);
+pub const REQUEST_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// The timings above for candidate `id`.
+pub fn config(id: &str) -> Config {
+    let mut c = Config::fast(id)
+        .timings(LEASE, RENEW_DEADLINE, RETRY)
+        .seed(id.len() as u64 * 31 + 7);
+    c.request_timeout = REQUEST_TIMEOUT;
+    c.validate().expect("valid timings");
+    c
+}
+
+/// The liveness bound of docs/design.md §1 after a crash (or an outage): the
+/// lease, one jittered retry period, one request.
+pub fn liveness_bound() -> Duration {
+    LEASE + RETRY.mul_f64(1.0 + 1.2) + REQUEST_TIMEOUT
+}
+
+/// What a candidate reported (its driver's published states), timed on this
+/// process's clock.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub candidate: usize,
+    pub at: Instant,
+    pub leading: bool,
+    pub term: Option<Term>,
+    pub change: Change,
+}
+
+/// One term as the reports tell it: from the first report leading in it to the
+/// first report that is not (or the crash).
+#[derive(Clone, Debug)]
+pub struct TermSpan {
+    pub candidate: usize,
+    pub term: Term,
+    pub start: Instant,
+    pub end: Instant,
+}
+
+type Slots = Arc<Mutex<Vec<Option<Arc<Handle>>>>>;
+
+/// Candidates on one etcd key, with a sampler checking every 5 ms that at most
+/// one leads.
+pub struct Election {
+    pub names: Vec<String>,
+    slots: Slots,
+    reports: Arc<Mutex<Vec<Report>>>,
+    /// Two candidates sampled leading at once: when and who.
+    violations: Arc<Mutex<Vec<String>>>,
+    /// Per candidate, the last instant it was sampled leading.
+    last_leading: Arc<Mutex<Vec<Option<Instant>>>>,
+    sampler: tokio::task::JoinHandle<()>,
+}
+
+impl Election {
+    /// Starts one candidate per lock (named `node-0`, `node-1`, …) on tokio.
+    pub fn start(locks: Vec<EtcdLock>) -> Election {
+        let n = locks.len();
+        let reports = Arc::new(Mutex::new(Vec::new()));
+        let names: Vec<String> = (0..n).map(|i| format!("node-{i}")).collect();
+        let mut handles = Vec::new();
+        for (i, lock) in locks.into_iter().enumerate() {
+            let reports = Arc::clone(&reports);
+            let handle = Builder::new(lock, config(&names[i]))
+                .on_state(move |s| {
+                    reports.lock().unwrap().push(Report {
+                        candidate: i,
+                        at: Instant::now(),
+                        leading: s.leading(),
+                        term: s.term.clone(),
+                        change: s.change.clone(),
+                    });
+                })
+                .spawn(TokioRuntime::current().expect("inside tokio"))
+                .expect("valid config");
+            handles.push(Some(Arc::new(handle)));
+        }
+        let slots: Slots = Arc::new(Mutex::new(handles));
+        let violations = Arc::new(Mutex::new(Vec::new()));
+        let last_leading = Arc::new(Mutex::new(vec![None; n]));
+        let sampler = {
+            let (slots, violations, last_leading) = (
+                Arc::clone(&slots),
+                Arc::clone(&violations),
+                Arc::clone(&last_leading),
+            );
+            let started = Instant::now();
+            tokio::spawn(async move {
+                loop {
+                    let handles: Vec<Option<Arc<Handle>>> = slots.lock().unwrap().clone();
+                    let now = Instant::now();
+                    let leaders: Vec<usize> = handles
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, h)| h.as_ref().is_some_and(|h| h.is_leader()))
+                        .map(|(i, _)| i)
+                        .collect();
+                    drop(handles);
+                    for &i in &leaders {
+                        last_leading.lock().unwrap()[i] = Some(now);
+                    }
+                    if leaders.len() > 1 {
+                        violations.lock().unwrap().push(format!(
+                            "at {:?}: {leaders:?} lead at once",
+                            now - started
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+        };
+        Election {
+            names,
+            slots,
+            reports,
+            violations,
+            last_leading,
+            sampler,
+        }
+    }
+
+    fn handle(&self, i: usize) -> Arc<Handle> {
+        self.slots.lock().unwrap()[i].clone().expect("running")
+    }
+
+    /// The candidates leading now.
+    pub fn leaders(&self) -> Vec<usize> {
+        let handles: Vec<Option<Arc<Handle>>> = self.slots.lock().unwrap().clone();
+        handles
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.as_ref().is_some_and(|h| h.is_leader()))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Waits until exactly one candidate leads; its index and how long it took.
+    pub async fn one_leader(&self, within: Duration) -> (usize, Duration) {
+        let start = Instant::now();
+        loop {
+            let leaders = self.leaders();
+            assert!(leaders.len() <= 1, "two leaders at once: {leaders:?}");
+            if let [i] = leaders[..] {
+                return (i, start.elapsed());
+            }
+            assert!(
+                start.elapsed() < within,
+                "no leader within {within:?}; reports:\n{}",
+                self.report_text()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// The last instant candidate `i` was sampled leading.
+    pub fn last_sampled_leading(&self, i: usize) -> Option<Instant> {
+        self.last_leading.lock().unwrap()[i]
+    }
+
+    /// The leadership deadline of candidate `i`, on this process's clock.
+    pub fn deadline(&self, i: usize) -> Option<Instant> {
+        let h = self.handle(i);
+        let (deadline, now) = (h.deadline()?, h.now());
+        Some(Instant::now() + deadline.saturating_duration_since(now))
+    }
+
+    /// Crashes candidate `i`: its driver stops at once, without a release.
+    pub async fn abort(&self, i: usize) {
+        let mut handle = self.slots.lock().unwrap()[i].take().expect("running");
+        // The sampler may hold a clone for a moment.
+        let handle = loop {
+            match Arc::try_unwrap(handle) {
+                Ok(h) => break h,
+                Err(h) => {
+                    handle = h;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        };
+        handle.abort();
+    }
+
+    /// Shuts candidate `i` down gracefully (drain, release).
+    pub async fn shutdown(&self, i: usize) {
+        let handle = self.slots.lock().unwrap()[i].take().expect("running");
+        tokio::time::timeout(Duration::from_secs(10), handle.shutdown())
+            .await
+            .expect("the shutdown ends");
+    }
+
+    /// Shuts every running candidate down, stops the sampler, and checks that
+    /// the sampler never saw two leaders; returns every report.
+    pub async fn finish(self) -> Vec<Report> {
+        let running: Vec<usize> = (0..self.names.len())
+            .filter(|&i| self.slots.lock().unwrap()[i].is_some())
+            .collect();
+        for i in running {
+            self.shutdown(i).await;
+        }
+        self.sampler.abort();
+        let violations = self.violations.lock().unwrap().clone();
+        assert!(violations.is_empty(), "sampled overlaps: {violations:?}");
+        self.reports.lock().unwrap().clone()
+    }
+
+    /// Reports whose change is a driver problem (a broken watch…), as text.
+    pub fn problems(&self, i: usize) -> Vec<String> {
+        self.reports
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.candidate == i)
+            .filter_map(|r| match &r.change {
+                Change::Problem(p) => Some(p.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn report_text(&self) -> String {
+        self.reports
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{} leading={} {:?}\n", r.candidate, r.leading, r.change))
+            .collect()
+    }
+}
+
+/// The terms the reports tell, each closed by the first report of its candidate
+/// that is not leading in it (a crash, a stop, a new term).
+pub fn term_spans(reports: &[Report]) -> Vec<TermSpan> {
+    let mut spans = Vec::new();
+    let candidates = reports.iter().map(|r| r.candidate).max().map_or(0, |m| m + 1);
+    for c in 0..candidates {
+        let mut open: Option<TermSpan> = None;
+        for r in reports.iter().filter(|r| r.candidate == c) {
+            let still = r.leading
+                && !matches!(r.change, Change::Aborted)
+                && open.as_ref().is_some_and(|o| Some(&o.term) == r.term.as_ref());
+            if still {
+                continue;
+            }
+            if let Some(mut o) = open.take() {
+                o.end = r.at;
+                spans.push(o);
+            }
+            if r.leading && !matches!(r.change, Change::Aborted) {
+                if let Some(term) = r.term.clone() {
+                    open = Some(TermSpan {
+                        candidate: c,
+                        term,
+                        start: r.at,
+                        end: r.at,
+                    });
+                }
+            }
+        }
+        assert!(open.is_none(), "candidate {c} still leads after finish: {open:?}");
+    }
+    spans.sort_by_key(|s| s.start);
+    spans
+}
+
+/// The candidates' reports never overlap: each term starts after the one
+/// before it ended. Returns the spans.
+pub fn check_reports_do_not_overlap(reports: &[Report]) -> Vec<TermSpan> {
+    let spans = term_spans(reports);
+    for pair in spans.windows(2) {
+        assert!(
+            pair[1].start >= pair[0].end,
+            "reported terms overlap: {:?} and {:?}",
+            pair[0],
+            pair[1]
+        );
+    }
+    spans
+}
+
+/// The reported terms against etcd's history of the key: each term's version is
+/// a revision at which etcd holds its candidate's record, the terms are in the
+/// order of their revisions, and every write between one term's revision and
+/// the next names that term's holder or nobody (a release): no candidate wrote
+/// the lock while another's term ran.
+pub fn check_history(history: &[Revision], spans: &[TermSpan], names: &[String]) {
+    let revision = |t: &Term| -> i64 { t.version.as_str().parse().expect("decimal revision") };
+    let mut by_revision: Vec<&TermSpan> = spans.iter().collect();
+    by_revision.sort_by_key(|s| revision(&s.term));
+    let by_time: Vec<usize> = spans.iter().map(|s| s.candidate).collect();
+    let by_rev: Vec<usize> = by_revision.iter().map(|s| s.candidate).collect();
+    assert_eq!(by_time, by_rev, "terms in time order and in revision order differ");
+    let holder = |r: &Revision| -> String {
+        r.record
+            .as_ref()
+            .map(|rec| rec.holder.to_string())
+            .unwrap_or_default()
+    };
+    for span in &by_revision {
+        let at = revision(&span.term);
+        let write = history
+            .iter()
+            .find(|r| r.revision == at)
+            .unwrap_or_else(|| panic!("term {:?} is no write in etcd's history {history:?}", span.term));
+        assert_eq!(holder(write), names[span.candidate], "the write of {:?}", span.term);
+    }
+    for write in history {
+        let h = holder(write);
+        if h.is_empty() {
+            continue; // a release (or a deletion)
+        }
+        // The term running at this revision: the last one that started at or
+        // before it, else (writes before the first term: the creator waiting out
+        // the lock delay) the first.
+        let owner = by_revision
+            .iter()
+            .rev()
+            .find(|s| revision(&s.term) <= write.revision)
+            .or(by_revision.first());
+        if let Some(owner) = owner {
+            assert_eq!(
+                h, names[owner.candidate],
+                "revision {} written by {h} during the term of {}: {history:?}",
+                write.revision, names[owner.candidate]
+            );
+        }
+    }
+}
+
+/// A TCP proxy in front of etcd for one candidate: it forwards, holds every
+/// byte (a stalled network), or cuts every connection.
+pub mod proxy {
+    use std::sync::Arc;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::watch;
+
+    /// What the proxy does with the bytes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Mode {
+        /// Forward.
+        Pass,
+        /// Keep the connections, forward nothing until the mode changes.
+        Hold,
+    }
+
+    /// A proxy on 127.0.0.1; stops with the test's runtime.
+    pub struct Proxy {
+        pub port: u16,
+        mode: watch::Sender<Mode>,
+        /// Bumped to cut every open connection.
+        cuts: watch::Sender<u64>,
+    }
+
+    impl Proxy {
+        /// Listens on a free port and forwards to `target` (`127.0.0.1:port`).
+        pub async fn start(target: String) -> Arc<Proxy> {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let port = listener.local_addr().expect("addr").port();
+            let (mode, _) = watch::channel(Mode::Pass);
+            let (cuts, _) = watch::channel(0u64);
+            let proxy = Arc::new(Proxy { port, mode, cuts });
+            let p = Arc::clone(&proxy);
+            tokio::spawn(async move {
+                while let Ok((client, _)) = listener.accept().await {
+                    let Ok(server) = TcpStream::connect(&target).await else {
+                        continue;
+                    };
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
+                    let (cr, cw) = client.into_split();
+                    let (sr, sw) = server.into_split();
+                    for (r, w) in [(Box::new(cr) as Box<dyn Read>, Box::new(sw) as Box<dyn Write>), (Box::new(sr), Box::new(cw))] {
+                        let (mode, mut cuts) = (p.mode.subscribe(), p.cuts.subscribe());
+                        cuts.mark_unchanged();
+                        tokio::spawn(async move {
+                            tokio::select! {
+                                _ = pump(r, w, mode) => {}
+                                _ = cuts.changed() => {}
+                            }
+                        });
+                    }
+                }
+            });
+            proxy
+        }
+
+        /// `http://127.0.0.1:<port>`.
+        pub fn endpoint(&self) -> String {
+            format!("http://127.0.0.1:{}", self.port)
+        }
+
+        pub fn set(&self, mode: Mode) {
+            self.mode.send_replace(mode);
+        }
+
+        /// Closes every open connection (new ones are forwarded).
+        pub fn cut(&self) {
+            self.cuts.send_modify(|n| *n += 1);
+        }
+    }
+
+    trait Read: tokio::io::AsyncRead + Unpin + Send {}
+    impl<T: tokio::io::AsyncRead + Unpin + Send> Read for T {}
+    trait Write: tokio::io::AsyncWrite + Unpin + Send {}
+    impl<T: tokio::io::AsyncWrite + Unpin + Send> Write for T {}
+
+    async fn pump(mut r: Box<dyn Read>, mut w: Box<dyn Write>, mut mode: watch::Receiver<Mode>) {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = match r.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            while *mode.borrow_and_update() == Mode::Hold {
+                if mode.changed().await.is_err() {
+                    return;
+                }
+            }
+            if w.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    }
+}
