@@ -238,7 +238,7 @@ impl Election {
             .collect()
     }
 
-    fn report_text(&self) -> String {
+    pub fn report_text(&self) -> String {
         self.reports
             .lock()
             .unwrap()
@@ -302,7 +302,8 @@ pub fn check_reports_do_not_overlap(reports: &[Report]) -> Vec<TermSpan> {
 /// a revision at which etcd holds its candidate's record, the terms are in the
 /// order of their revisions, and every write between one term's revision and
 /// the next names that term's holder or nobody (a release): no candidate wrote
-/// the lock while another's term ran.
+/// the lock while another's term ran. `history` may start late (after a
+/// compaction): terms older than it are only used to attribute writes.
 pub fn check_history(history: &[Revision], spans: &[TermSpan], names: &[String]) {
     let revision = |t: &Term| -> i64 { t.version.as_str().parse().expect("decimal revision") };
     let mut by_revision: Vec<&TermSpan> = spans.iter().collect();
@@ -316,8 +317,12 @@ pub fn check_history(history: &[Revision], spans: &[TermSpan], names: &[String])
             .map(|rec| rec.holder.to_string())
             .unwrap_or_default()
     };
+    let oldest = history.first().map_or(i64::MAX, |r| r.revision);
     for span in &by_revision {
         let at = revision(&span.term);
+        if at < oldest {
+            continue; // compacted away
+        }
         let write = history
             .iter()
             .find(|r| r.revision == at)
@@ -347,60 +352,70 @@ pub fn check_history(history: &[Revision], spans: &[TermSpan], names: &[String])
     }
 }
 
-/// A TCP proxy in front of etcd for one candidate: it forwards, holds every
-/// byte (a stalled network), or cuts every connection.
+/// An HTTP proxy in front of etcd's gateway for one candidate: it forwards,
+/// and on request freezes the watch streams going through it (a stalled view),
+/// answers the key-value calls with etcd's `503 no leader` (failed reads and
+/// writes), or breaks every watch stream.
 pub mod proxy {
+    use std::convert::Infallible;
     use std::sync::Arc;
 
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::{TcpListener, TcpStream};
-    use tokio::sync::watch;
+    use bytes::Bytes;
+    use http_body_util::combinators::UnsyncBoxBody;
+    use http_body_util::{BodyExt, Full, StreamBody};
+    use hyper::body::{Frame, Incoming};
+    use hyper::service::service_fn;
+    use hyper::{Request, Response};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use tokio::net::TcpListener;
+    use tokio::sync::{mpsc, watch};
 
-    /// What the proxy does with the bytes.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Mode {
-        /// Forward.
-        Pass,
-        /// Keep the connections, forward nothing until the mode changes.
-        Hold,
+    type BoxError = Box<dyn std::error::Error + Send + Sync>;
+    type Body = UnsyncBoxBody<Bytes, BoxError>;
+    type Frames = futures_lite::stream::Boxed<Result<Frame<Bytes>, BoxError>>;
+
+    /// What the proxy does.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Mode {
+        /// Watch streams forward nothing (their bytes wait).
+        pub freeze_watches: bool,
+        /// `/v3/kv/*` calls are answered `503` (etcd's `no leader`) unsent.
+        pub fail_kv: bool,
     }
 
     /// A proxy on 127.0.0.1; stops with the test's runtime.
     pub struct Proxy {
         pub port: u16,
         mode: watch::Sender<Mode>,
-        /// Bumped to cut every open connection.
+        /// Bumped to break every open watch stream.
         cuts: watch::Sender<u64>,
     }
 
     impl Proxy {
-        /// Listens on a free port and forwards to `target` (`127.0.0.1:port`).
+        /// Listens on a free port and forwards to `target` (`http://host:port`).
         pub async fn start(target: String) -> Arc<Proxy> {
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let port = listener.local_addr().expect("addr").port();
-            let (mode, _) = watch::channel(Mode::Pass);
+            let (mode, _) = watch::channel(Mode::default());
             let (cuts, _) = watch::channel(0u64);
             let proxy = Arc::new(Proxy { port, mode, cuts });
+            let client: Client<HttpConnector, Incoming> =
+                Client::builder(TokioExecutor::new()).build(HttpConnector::new());
             let p = Arc::clone(&proxy);
             tokio::spawn(async move {
-                while let Ok((client, _)) = listener.accept().await {
-                    let Ok(server) = TcpStream::connect(&target).await else {
-                        continue;
-                    };
-                    let _ = client.set_nodelay(true);
-                    let _ = server.set_nodelay(true);
-                    let (cr, cw) = client.into_split();
-                    let (sr, sw) = server.into_split();
-                    for (r, w) in [(Box::new(cr) as Box<dyn Read>, Box::new(sw) as Box<dyn Write>), (Box::new(sr), Box::new(cw))] {
-                        let (mode, mut cuts) = (p.mode.subscribe(), p.cuts.subscribe());
-                        cuts.mark_unchanged();
-                        tokio::spawn(async move {
-                            tokio::select! {
-                                _ = pump(r, w, mode) => {}
-                                _ = cuts.changed() => {}
-                            }
+                while let Ok((io, _)) = listener.accept().await {
+                    let (p, client, target) = (Arc::clone(&p), client.clone(), target.clone());
+                    tokio::spawn(async move {
+                        let service = service_fn(move |req| {
+                            let (p, client, target) = (Arc::clone(&p), client.clone(), target.clone());
+                            async move { Ok::<_, Infallible>(p.forward(&client, &target, req).await) }
                         });
-                    }
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(io), service)
+                            .await;
+                    });
                 }
             });
             proxy
@@ -415,30 +430,86 @@ pub mod proxy {
             self.mode.send_replace(mode);
         }
 
-        /// Closes every open connection (new ones are forwarded).
+        /// Breaks every open watch stream (an error mid-body).
         pub fn cut(&self) {
             self.cuts.send_modify(|n| *n += 1);
         }
+
+        async fn forward(
+            &self,
+            client: &Client<HttpConnector, Incoming>,
+            target: &str,
+            req: Request<Incoming>,
+        ) -> Response<Body> {
+            let path = req.uri().path().to_owned();
+            let status = |code: u16, body: &str| {
+                Response::builder()
+                    .status(code)
+                    .header("content-type", "application/json")
+                    .body(full(Bytes::from(body.to_owned())))
+                    .expect("response")
+            };
+            if path.starts_with("/v3/kv/") && self.mode.borrow().fail_kv {
+                return status(503, r#"{"error":"etcdserver: no leader","code":14,"message":"etcdserver: no leader"}"#);
+            }
+            let (mut parts, body) = req.into_parts();
+            parts.uri = format!("{target}{path}").parse().expect("uri");
+            let answer = match client.request(Request::from_parts(parts, body)).await {
+                Ok(a) => a,
+                Err(e) => return status(502, &format!("{{\"error\":\"proxy: {e}\"}}")),
+            };
+            let (parts, body) = answer.into_parts();
+            if path != "/v3/watch" {
+                let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+                return Response::from_parts(parts, full(bytes));
+            }
+            let (tx, rx) = mpsc::channel(16);
+            let (mut mode, mut cuts) = (self.mode.subscribe(), self.cuts.subscribe());
+            cuts.mark_unchanged();
+            tokio::spawn(pump(body, tx, mode.clone(), cuts));
+            let _ = mode.borrow_and_update();
+            let frames: Frames = Box::pin(futures_lite::stream::unfold(rx, |mut rx| async move {
+                rx.recv().await.map(|f| (f, rx))
+            }));
+            Response::from_parts(parts, BodyExt::boxed_unsync(StreamBody::new(frames)))
+        }
     }
 
-    trait Read: tokio::io::AsyncRead + Unpin + Send {}
-    impl<T: tokio::io::AsyncRead + Unpin + Send> Read for T {}
-    trait Write: tokio::io::AsyncWrite + Unpin + Send {}
-    impl<T: tokio::io::AsyncWrite + Unpin + Send> Write for T {}
+    fn full(bytes: Bytes) -> Body {
+        BodyExt::boxed_unsync(Full::new(bytes).map_err(|never| match never {}))
+    }
 
-    async fn pump(mut r: Box<dyn Read>, mut w: Box<dyn Write>, mut mode: watch::Receiver<Mode>) {
-        let mut buf = vec![0u8; 16 * 1024];
+    fn cut_error() -> BoxError {
+        BoxError::from(String::from("watch cut by the proxy"))
+    }
+
+    /// Forwards a watch's frames, holding them while frozen, until the stream
+    /// ends or is cut.
+    async fn pump(
+        mut body: Incoming,
+        tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>,
+        mut mode: watch::Receiver<Mode>,
+        mut cuts: watch::Receiver<u64>,
+    ) {
         loop {
-            let n = match r.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
+            let frame = tokio::select! {
+                f = body.frame() => f,
+                _ = cuts.changed() => None,
             };
-            while *mode.borrow_and_update() == Mode::Hold {
-                if mode.changed().await.is_err() {
-                    return;
+            let Some(Ok(frame)) = frame else {
+                let _ = tx.send(Err(cut_error())).await;
+                return;
+            };
+            while mode.borrow_and_update().freeze_watches {
+                tokio::select! {
+                    r = mode.changed() => if r.is_err() { return },
+                    _ = cuts.changed() => {
+                        let _ = tx.send(Err(cut_error())).await;
+                        return;
+                    }
                 }
             }
-            if w.write_all(&buf[..n]).await.is_err() {
+            if tx.send(Ok(frame)).await.is_err() {
                 return;
             }
         }
