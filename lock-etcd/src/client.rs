@@ -97,8 +97,11 @@ impl Http {
             return Ok(response.into_body());
         }
         let body = Compat::new(async {
-            tokio::time::timeout(timeout, Limited::new(response.into_body(), MAX_BODY).collect())
-                .await
+            tokio::time::timeout(
+                timeout,
+                Limited::new(response.into_body(), MAX_BODY).collect(),
+            )
+            .await
         })
         .await;
         let bytes = match body {
@@ -181,7 +184,12 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// A 2xx answer the lock cannot read: not etcd's gateway (or a newer one that
 /// changed its format). A write may have been applied.
-pub(crate) fn unreadable(what: &str, kind: Kind, e: &dyn std::fmt::Display, body: &[u8]) -> LockError {
+pub(crate) fn unreadable(
+    what: &str,
+    kind: Kind,
+    e: &dyn std::fmt::Display,
+    body: &[u8],
+) -> LockError {
     let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
     let message = format!("{what}: an answer that is not etcd's ({e}): {shown:?}");
     match kind {
@@ -231,7 +239,13 @@ pub(crate) fn classify_answer(what: &str, kind: Kind, status: u16, body: &[u8]) 
 }
 
 /// By gRPC status code (`google.golang.org/grpc/codes`) and etcd's message.
-pub(crate) fn classify_grpc(what: &str, kind: Kind, code: i64, status: u16, text: &str) -> LockError {
+pub(crate) fn classify_grpc(
+    what: &str,
+    kind: Kind,
+    code: i64,
+    status: u16,
+    text: &str,
+) -> LockError {
     let message = format!("{what}: {text} (gRPC code {code}, HTTP {status})");
     let unknown_if_write = |message: String| match kind {
         Kind::Write => LockError::unknown(format!("{message}; the write may have happened")),
@@ -276,7 +290,9 @@ impl<S: Stream + Unpin> Stream for CompatStream<S> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
         let inner = &mut self.0;
-        let mut next = Compat::new(std::future::poll_fn(|cx| Pin::new(&mut *inner).poll_next(cx)));
+        let mut next = Compat::new(std::future::poll_fn(|cx| {
+            Pin::new(&mut *inner).poll_next(cx)
+        }));
         Pin::new(&mut next).poll(cx)
     }
 }
@@ -287,17 +303,31 @@ mod tests {
 
     #[test]
     fn gateway_errors_are_classified_by_what_the_elector_does() {
-        let c = |kind, status, body: &str| classify_answer("POST /v3/kv/txn", kind, status, body.as_bytes());
+        let c = |kind, status, body: &str| {
+            classify_answer("POST /v3/kv/txn", kind, status, body.as_bytes())
+        };
         assert!(matches!(
-            c(Kind::Write, 503, r#"{"error":"etcdserver: request timed out","code":14}"#),
+            c(
+                Kind::Write,
+                503,
+                r#"{"error":"etcdserver: request timed out","code":14}"#
+            ),
             LockError::Unknown { .. }
         ));
         assert!(matches!(
-            c(Kind::Read, 503, r#"{"error":"etcdserver: request timed out","code":14}"#),
+            c(
+                Kind::Read,
+                503,
+                r#"{"error":"etcdserver: request timed out","code":14}"#
+            ),
             LockError::Transient { .. }
         ));
         assert!(matches!(
-            c(Kind::Write, 503, r#"{"error":"etcdserver: no leader","code":14}"#),
+            c(
+                Kind::Write,
+                503,
+                r#"{"error":"etcdserver: no leader","code":14}"#
+            ),
             LockError::Transient { .. }
         ));
         assert!(matches!(
@@ -305,15 +335,29 @@ mod tests {
             LockError::Invalid { .. }
         ));
         assert!(matches!(
-            c(Kind::Write, 403, r#"{"error":"etcdserver: permission denied","code":7}"#),
+            c(
+                Kind::Write,
+                403,
+                r#"{"error":"etcdserver: permission denied","code":7}"#
+            ),
             LockError::Forbidden { .. }
         ));
         assert!(matches!(
-            c(Kind::Write, 429, r#"{"error":"etcdserver: too many requests","code":8}"#),
+            c(
+                Kind::Write,
+                429,
+                r#"{"error":"etcdserver: too many requests","code":8}"#
+            ),
             LockError::Transient { .. }
         ));
-        assert!(matches!(c(Kind::Write, 500, "oops"), LockError::Unknown { .. }));
-        assert!(matches!(c(Kind::Write, 404, "404 page not found"), LockError::Invalid { .. }));
+        assert!(matches!(
+            c(Kind::Write, 500, "oops"),
+            LockError::Unknown { .. }
+        ));
+        assert!(matches!(
+            c(Kind::Write, 404, "404 page not found"),
+            LockError::Invalid { .. }
+        ));
         assert!(matches!(c(Kind::Write, 504, ""), LockError::Unknown { .. }));
     }
 }

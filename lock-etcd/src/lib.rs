@@ -9,7 +9,7 @@
 //!   reads as held by an unknown holder (docs/faults.md R6), never a panic.
 //! - **The version** is the key's `mod_revision`, a decimal number that grows with
 //!   every write to the store, deletions and re-creations included (as
-//!   [`Version`](election_core::Version) asks of decimal versions).
+//!   [`Version`] asks of decimal versions).
 //! - **Create** is a transaction `create_revision == 0 ? put : range`;
 //!   **update** is `mod_revision == expected ? put : range`: compare-and-swap, never
 //!   a blind write. A failed compare answers [`LockError::AlreadyExists`],
@@ -23,7 +23,7 @@
 //!   that etcd compacted away is etcd's form of Kubernetes' `410 Gone`: the stream
 //!   ends with an error and the driver watches afresh, with a read first
 //!   (docs/faults.md W2).
-//! - **Timeouts** come from the election's [`Config`](election_core::Config)
+//! - **Timeouts** come from the election's [`Config`]
 //!   through [`Lock::configure`], as for the Kubernetes locks: each call and the
 //!   opening of a watch are bounded by `request_timeout`.
 //! - **Failures** are classified for the elector from etcd's gRPC status codes: a
@@ -84,7 +84,7 @@
 //! # }
 //! ```
 //!
-//! The `testing` feature adds [`testing`]: a throwaway etcd on 127.0.0.1 for
+//! The `testing` feature adds the module `testing`: a throwaway etcd on 127.0.0.1 for
 //! tests (it needs the `etcd` binary, Debian's `etcd-server`).
 //!
 //! [`Lock`]: election_core::Lock
@@ -368,7 +368,11 @@ impl Lock for EtcdLock {
         }
     }
 
-    async fn update(&self, expected: &Version, record: &LockRecord) -> Result<Observation, LockError> {
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LockRecord,
+    ) -> Result<Observation, LockError> {
         // Only a revision this lock handed out can match. A comparison with 0
         // would hold for an absent key and create it: never.
         let revision = match expected.as_str().parse::<i64>() {
@@ -433,7 +437,9 @@ mod tests {
             );
         }
         assert_eq!(
-            EtcdLock::builder("http://127.0.0.1:2379", "").build().unwrap_err(),
+            EtcdLock::builder("http://127.0.0.1:2379", "")
+                .build()
+                .unwrap_err(),
             BuildError::EmptyKey
         );
     }
@@ -452,7 +458,9 @@ mod tests {
 
     #[test]
     fn bad_gateway_answers_are_errors_not_panics() {
-        let lock = EtcdLock::builder("http://127.0.0.1:2379", "/k").build().unwrap();
+        let lock = EtcdLock::builder("http://127.0.0.1:2379", "/k")
+            .build()
+            .unwrap();
         let kv = |rev: i64, value: Option<&str>| KeyValue {
             mod_revision: rev,
             value: value.map(str::to_owned),

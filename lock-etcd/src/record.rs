@@ -92,7 +92,10 @@ struct Wire<'a> {
     strategy: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     preferred_holder: Option<&'a str>,
-    #[serde(rename = "election.rs/priority", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "election.rs/priority",
+        skip_serializing_if = "Option::is_none"
+    )]
     priority: Option<i64>,
     #[serde(
         rename = "election.rs/handover-to",
@@ -201,7 +204,10 @@ pub fn decode_record(bytes: &[u8]) -> Result<LockRecord, RecordError> {
         transitions,
         priority: f.int(PRIORITY)?,
         handover,
-        strategy: f.text("strategy")?.filter(|s| !s.is_empty()).map(Into::into),
+        strategy: f
+            .text("strategy")?
+            .filter(|s| !s.is_empty())
+            .map(Into::into),
     })
 }
 
@@ -309,7 +315,7 @@ mod tests {
         assert_eq!(r.renew_time, Stamp::Unset);
         assert_eq!(
             r.acquire_time,
-            Stamp::At(WallTime::new(1_786_482_669, 500_000_000))
+            Stamp::At(WallTime::new(1_786_137_069, 500_000_000))
         );
         let r = decode_record(br#"{"leaderTransitions":-3,"leaseDurationSeconds":1.5}"#).unwrap();
         assert_eq!((r.transitions, r.lease_duration_secs), (0, Some(2)));

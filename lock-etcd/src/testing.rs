@@ -316,7 +316,9 @@ impl EtcdServer {
             .stdout(log)
             .stderr(log2)
             .spawn()
-            .map_err(|e| TestingError::Start(format!("cannot run {}: {e}", self.binary.display())))?;
+            .map_err(|e| {
+                TestingError::Start(format!("cannot run {}: {e}", self.binary.display()))
+            })?;
         self.child = Some(child);
         Ok(())
     }

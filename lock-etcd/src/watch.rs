@@ -219,7 +219,13 @@ fn read_line(inner: &Inner, line: &[u8], queue: &mut VecDeque<Item>) -> bool {
     };
     if let Some(err) = parsed.error {
         let code = err.code.unwrap_or(2);
-        queue.push_back(Err(classify_grpc(&what, Kind::Read, code, 200, &err.text())));
+        queue.push_back(Err(classify_grpc(
+            &what,
+            Kind::Read,
+            code,
+            200,
+            &err.text(),
+        )));
         return true;
     }
     let Some(result) = parsed.result else {

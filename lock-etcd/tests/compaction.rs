@@ -30,7 +30,10 @@ async fn a_watch_from_a_compacted_revision_ends_like_a_410_and_a_fresh_one_works
     let mut obs = lock.create(&record("a")).await.expect("create");
     let old = obs.version.clone();
     for _ in 0..3 {
-        obs = lock.update(&obs.version, &record("a")).await.expect("update");
+        obs = lock
+            .update(&obs.version, &record("a"))
+            .await
+            .expect("update");
     }
     let now: i64 = obs.version.as_str().parse().unwrap();
     etcd.compact(now).await.expect("compact");
@@ -52,7 +55,10 @@ async fn a_watch_from_a_compacted_revision_ends_like_a_410_and_a_fresh_one_works
         Some(Ok(WatchEvent::Changed(o))) => assert_eq!(o.version, obs.version),
         other => panic!("expected the current record, got {other:?}"),
     }
-    let next = lock.update(&obs.version, &record("b")).await.expect("update");
+    let next = lock
+        .update(&obs.version, &record("b"))
+        .await
+        .expect("update");
     match fresh.next().await {
         Some(Ok(WatchEvent::Changed(o))) => assert_eq!(o, next),
         other => panic!("expected the change, got {other:?}"),
@@ -70,7 +76,10 @@ async fn compaction_past_a_followers_watch_restarts_it_and_the_follower_takes_a_
     let key = "/elections/compaction";
     // Each candidate reaches etcd through a proxy of its own.
     let target = etcd.endpoint();
-    let proxies = [Proxy::start(target.clone()).await, Proxy::start(target).await];
+    let proxies = [
+        Proxy::start(target.clone()).await,
+        Proxy::start(target).await,
+    ];
     let locks = proxies
         .iter()
         .map(|p| {

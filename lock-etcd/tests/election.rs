@@ -31,7 +31,10 @@ async fn three_candidates_crash_and_graceful_handover_never_overlap() {
     let (second, failover) = election.one_leader(Duration::from_secs(10)).await;
     assert_ne!(second, first);
     let earliest = LEASE - RETRY - Duration::from_millis(50);
-    assert!(failover >= earliest, "took over before the lease ran out: {failover:?}");
+    assert!(
+        failover >= earliest,
+        "took over before the lease ran out: {failover:?}"
+    );
     assert!(
         failover <= common::liveness_bound() + Duration::from_millis(300),
         "failover took {failover:?}"
@@ -43,7 +46,10 @@ async fn three_candidates_crash_and_graceful_handover_never_overlap() {
     let (third, _) = election.one_leader(Duration::from_secs(10)).await;
     let handover = started.elapsed();
     assert!(third != first && third != second);
-    assert!(handover < HANDOVER_BOUND, "a release is taken at once, took {handover:?}");
+    assert!(
+        handover < HANDOVER_BOUND,
+        "a release is taken at once, took {handover:?}"
+    );
 
     let names = election.names.clone();
     let reports = election.finish().await;
@@ -57,11 +63,17 @@ async fn three_candidates_crash_and_graceful_handover_never_overlap() {
     check_history(&history, &spans, &names);
     eprintln!(
         "failover {failover:?}, handover {handover:?}, terms at revisions {:?}, {} writes in etcd's history",
-        spans.iter().map(|s| s.term.version.to_string()).collect::<Vec<_>>(),
+        spans
+            .iter()
+            .map(|s| s.term.version.to_string())
+            .collect::<Vec<_>>(),
         history.len()
     );
     // The last shutdown released the lock: etcd's last record names nobody.
-    let last = history.last().and_then(|r| r.record.as_ref()).expect("a record");
+    let last = history
+        .last()
+        .and_then(|r| r.record.as_ref())
+        .expect("a record");
     assert_eq!(last.holder.as_ref(), "", "{history:?}");
     assert!(last.transitions >= 2, "{last:?}");
 }

@@ -34,9 +34,16 @@ async fn outage(kill: bool) {
     // The leader's deadline is at most one renew deadline after the last renew
     // it sent, which was before etcd stopped.
     let deadline = election.deadline(leader).expect("leading, so a deadline");
-    assert!(deadline <= stopped + RENEW_DEADLINE + SLACK, "deadline beyond the renew deadline");
+    assert!(
+        deadline <= stopped + RENEW_DEADLINE + SLACK,
+        "deadline beyond the renew deadline"
+    );
     tokio::time::sleep(OUTAGE).await;
-    assert_eq!(election.leaders(), [] as [usize; 0], "nobody leads while etcd is gone");
+    assert_eq!(
+        election.leaders(),
+        [] as [usize; 0],
+        "nobody leads while etcd is gone"
+    );
     let last = election.last_sampled_leading(leader).expect("it led");
     assert!(
         last <= stopped + RENEW_DEADLINE + SLACK,

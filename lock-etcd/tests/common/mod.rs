@@ -121,10 +121,10 @@ impl Election {
                         last_leading.lock().unwrap()[i] = Some(now);
                     }
                     if leaders.len() > 1 {
-                        violations.lock().unwrap().push(format!(
-                            "at {:?}: {leaders:?} lead at once",
-                            now - started
-                        ));
+                        violations
+                            .lock()
+                            .unwrap()
+                            .push(format!("at {:?}: {leaders:?} lead at once", now - started));
                     }
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
@@ -252,13 +252,19 @@ impl Election {
 /// that is not leading in it (a crash, a stop, a new term).
 pub fn term_spans(reports: &[Report]) -> Vec<TermSpan> {
     let mut spans = Vec::new();
-    let candidates = reports.iter().map(|r| r.candidate).max().map_or(0, |m| m + 1);
+    let candidates = reports
+        .iter()
+        .map(|r| r.candidate)
+        .max()
+        .map_or(0, |m| m + 1);
     for c in 0..candidates {
         let mut open: Option<TermSpan> = None;
         for r in reports.iter().filter(|r| r.candidate == c) {
             let still = r.leading
                 && !matches!(r.change, Change::Aborted)
-                && open.as_ref().is_some_and(|o| Some(&o.term) == r.term.as_ref());
+                && open
+                    .as_ref()
+                    .is_some_and(|o| Some(&o.term) == r.term.as_ref());
             if still {
                 continue;
             }
@@ -277,7 +283,10 @@ pub fn term_spans(reports: &[Report]) -> Vec<TermSpan> {
                 }
             }
         }
-        assert!(open.is_none(), "candidate {c} still leads after finish: {open:?}");
+        assert!(
+            open.is_none(),
+            "candidate {c} still leads after finish: {open:?}"
+        );
     }
     spans.sort_by_key(|s| s.start);
     spans
@@ -298,12 +307,19 @@ pub fn check_reports_do_not_overlap(reports: &[Report]) -> Vec<TermSpan> {
     spans
 }
 
-/// The reported terms against etcd's history of the key: each term's version is
-/// a revision at which etcd holds its candidate's record, the terms are in the
-/// order of their revisions, and every write between one term's revision and
-/// the next names that term's holder or nobody (a release): no candidate wrote
-/// the lock while another's term ran. `history` may start late (after a
-/// compaction): terms older than it are only used to attribute writes.
+/// The reported terms against etcd's history of the key:
+///
+/// - each term's version is a revision at which etcd holds a record of its
+///   candidate, and the terms are in the same order by revision as in time;
+/// - a term's writes are one unbroken run of revisions: once another candidate
+///   (or a release) wrote the lock, no write renews that term again (same
+///   holder, same transition count), so no candidate wrote the lock as leader
+///   of a term that another had ended;
+/// - the transition count never goes down.
+///
+/// `history` may start late (after a compaction): terms older than it are
+/// skipped. A candidate may also appear in the history without a reported term
+/// (it acquired and was shut down before it reported leading).
 pub fn check_history(history: &[Revision], spans: &[TermSpan], names: &[String]) {
     let revision = |t: &Term| -> i64 { t.version.as_str().parse().expect("decimal revision") };
     let mut by_revision: Vec<&TermSpan> = spans.iter().collect();
@@ -317,39 +333,45 @@ pub fn check_history(history: &[Revision], spans: &[TermSpan], names: &[String])
             .map(|rec| rec.holder.to_string())
             .unwrap_or_default()
     };
+    let transitions = |r: &Revision| r.record.as_ref().map(|rec| rec.transitions);
+    let compact: Vec<String> = history
+        .iter()
+        .map(|r| format!("{}:{}", r.revision, holder(r)))
+        .collect();
+    let terms: Vec<String> = by_revision
+        .iter()
+        .map(|s| format!("{}@{}", names[s.candidate], s.term.version))
+        .collect();
     let oldest = history.first().map_or(i64::MAX, |r| r.revision);
     for span in &by_revision {
         let at = revision(&span.term);
         if at < oldest {
             continue; // compacted away
         }
-        let write = history
+        let name = &names[span.candidate];
+        let start = history
             .iter()
-            .find(|r| r.revision == at)
-            .unwrap_or_else(|| panic!("term {:?} is no write in etcd's history {history:?}", span.term));
-        assert_eq!(holder(write), names[span.candidate], "the write of {:?}", span.term);
-    }
-    for write in history {
-        let h = holder(write);
-        if h.is_empty() {
-            continue; // a release (or a deletion)
-        }
-        // The term running at this revision: the last one that started at or
-        // before it, else (writes before the first term: the creator waiting out
-        // the lock delay) the first.
-        let owner = by_revision
+            .position(|r| r.revision == at)
+            .unwrap_or_else(|| panic!("term {name}@{at} is no write in etcd's history {compact:?}"));
+        assert_eq!(&holder(&history[start]), name, "term {name}@{at}: {compact:?}");
+        let term_transitions = transitions(&history[start]);
+        let run = history[start..]
             .iter()
-            .rev()
-            .find(|s| revision(&s.term) <= write.revision)
-            .or(by_revision.first());
-        if let Some(owner) = owner {
-            assert_eq!(
-                h, names[owner.candidate],
-                "revision {} written by {h} during the term of {}: {history:?}",
-                write.revision, names[owner.candidate]
+            .take_while(|r| &holder(r) == name)
+            .count();
+        for later in &history[start + run..] {
+            assert!(
+                !(&holder(later) == name && transitions(later) == term_transitions),
+                "revision {} renews the term {name}@{at} after others wrote; terms {terms:?}, history {compact:?}",
+                later.revision
             );
         }
     }
+    let counts: Vec<u32> = history.iter().filter_map(transitions).collect();
+    assert!(
+        counts.windows(2).all(|w| w[0] <= w[1]),
+        "the transition count went down: {counts:?}"
+    );
 }
 
 /// An HTTP proxy in front of etcd's gateway for one candidate: it forwards,
@@ -409,7 +431,8 @@ pub mod proxy {
                     let (p, client, target) = (Arc::clone(&p), client.clone(), target.clone());
                     tokio::spawn(async move {
                         let service = service_fn(move |req| {
-                            let (p, client, target) = (Arc::clone(&p), client.clone(), target.clone());
+                            let (p, client, target) =
+                                (Arc::clone(&p), client.clone(), target.clone());
                             async move { Ok::<_, Infallible>(p.forward(&client, &target, req).await) }
                         });
                         let _ = hyper::server::conn::http1::Builder::new()
@@ -450,7 +473,10 @@ pub mod proxy {
                     .expect("response")
             };
             if path.starts_with("/v3/kv/") && self.mode.borrow().fail_kv {
-                return status(503, r#"{"error":"etcdserver: no leader","code":14,"message":"etcdserver: no leader"}"#);
+                return status(
+                    503,
+                    r#"{"error":"etcdserver: no leader","code":14,"message":"etcdserver: no leader"}"#,
+                );
             }
             let (mut parts, body) = req.into_parts();
             parts.uri = format!("{target}{path}").parse().expect("uri");
@@ -460,7 +486,11 @@ pub mod proxy {
             };
             let (parts, body) = answer.into_parts();
             if path != "/v3/watch" {
-                let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+                let bytes = body
+                    .collect()
+                    .await
+                    .map(|c| c.to_bytes())
+                    .unwrap_or_default();
                 return Response::from_parts(parts, full(bytes));
             }
             let (tx, rx) = mpsc::channel(16);
