@@ -326,7 +326,10 @@ pub fn check_history(history: &[Revision], spans: &[TermSpan], names: &[String])
     by_revision.sort_by_key(|s| revision(&s.term));
     let by_time: Vec<usize> = spans.iter().map(|s| s.candidate).collect();
     let by_rev: Vec<usize> = by_revision.iter().map(|s| s.candidate).collect();
-    assert_eq!(by_time, by_rev, "terms in time order and in revision order differ");
+    assert_eq!(
+        by_time, by_rev,
+        "terms in time order and in revision order differ"
+    );
     let holder = |r: &Revision| -> String {
         r.record
             .as_ref()
@@ -352,8 +355,14 @@ pub fn check_history(history: &[Revision], spans: &[TermSpan], names: &[String])
         let start = history
             .iter()
             .position(|r| r.revision == at)
-            .unwrap_or_else(|| panic!("term {name}@{at} is no write in etcd's history {compact:?}"));
-        assert_eq!(&holder(&history[start]), name, "term {name}@{at}: {compact:?}");
+            .unwrap_or_else(|| {
+                panic!("term {name}@{at} is no write in etcd's history {compact:?}")
+            });
+        assert_eq!(
+            &holder(&history[start]),
+            name,
+            "term {name}@{at}: {compact:?}"
+        );
         let term_transitions = transitions(&history[start]);
         let run = history[start..]
             .iter()
