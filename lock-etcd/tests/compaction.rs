@@ -24,7 +24,7 @@ fn record(holder: &str) -> LockRecord {
 /// The lock alone: a watch resumed from a compacted revision ends with the
 /// error of a `410`, at once; a fresh watch works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watch_from_a_compacted_revision_ends_like_a_410_and_a_fresh_one_works() {
+async fn w2_a_watch_from_a_compacted_revision_ends_like_a_410_and_a_fresh_one_works() {
     let etcd = EtcdServer::start().await.expect("a throwaway etcd");
     let lock = etcd.lock("/elections/compacted");
     let mut obs = lock.create(&record("a")).await.expect("create");
@@ -71,7 +71,7 @@ async fn a_watch_from_a_compacted_revision_ends_like_a_410_and_a_fresh_one_works
 /// gets the `410`, watches afresh, and takes the lock at once when the leader
 /// releases it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compaction_past_a_followers_watch_restarts_it_and_the_follower_takes_a_release_at_once() {
+async fn w2_compaction_past_a_followers_watch_restarts_it_and_a_release_is_taken_at_once() {
     let etcd = EtcdServer::start().await.expect("a throwaway etcd");
     let key = "/elections/compaction";
     // Each candidate reaches etcd through a proxy of its own.
