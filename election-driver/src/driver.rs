@@ -61,6 +61,7 @@ pub struct Builder<L> {
     on_loss: OnLoss,
     hooks: Vec<StateHook>,
     watch_idle: Option<Duration>,
+    standby: bool,
 }
 
 impl<L: Lock> Builder<L> {
@@ -73,6 +74,7 @@ impl<L: Lock> Builder<L> {
             on_loss: OnLoss::Campaign,
             hooks: Vec::new(),
             watch_idle: None,
+            standby: false,
         }
     }
 
@@ -128,6 +130,13 @@ impl<L: Lock> Builder<L> {
         self
     }
 
+    /// Starts on standby ([`Handle::set_standby`]): following the lock without
+    /// taking it until told to campaign. Off by default.
+    pub fn standby(mut self, standby: bool) -> Self {
+        self.standby = standby;
+        self
+    }
+
     /// Starts the driver on `rt`. Fails only on an invalid configuration.
     pub fn spawn<R: Runtime>(self, rt: R) -> Result<Handle, DriverError> {
         let (driver, handle) = self.build(rt.clone())?;
@@ -146,7 +155,10 @@ impl<L: Lock> Builder<L> {
             Some(_) => lease,
             None => lease.saturating_mul(WATCH_IDLE_LEASES),
         };
-        let elector = Elector::new(self.config, now)?;
+        let mut elector = Elector::new(self.config, now)?;
+        if self.standby {
+            elector.set_standby(true, now);
+        }
         // Timeouts are set once, in the configuration: the lock takes the bound
         // of its own waiting from it (each call is bounded here, in `start_call`).
         self.lock.configure(elector.config());
@@ -556,6 +568,10 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Wake::Command(Some(Command::StepDown(reply))) => {
                 self.step_down_waiters.push(reply);
                 self.elector.step_down(now);
+            }
+            Wake::Command(Some(Command::Standby(standby))) => {
+                debug!(standby, "standby");
+                self.elector.set_standby(standby, now);
             }
             Wake::Command(Some(Command::Shutdown(reply))) => {
                 self.shutdown_waiters.push(reply);

@@ -11,6 +11,7 @@ use crate::state::LeadershipState;
 /// A command from the handle to the driver loop.
 pub(crate) enum Command {
     StepDown(oneshot::Sender<()>),
+    Standby(bool),
     Shutdown(oneshot::Sender<()>),
     Abort,
 }
@@ -98,6 +99,15 @@ impl Handle {
         }
     }
 
+    /// Stands by (`true`) or campaigns again (`false`): on standby this node
+    /// follows the lock and times its lease but never writes to take it; back
+    /// from standby it takes a lease it timed past its expiry at once
+    /// ([`election_core::Elector::set_standby`]). A leader stays leader (step down
+    /// to end it). For helpers that decide who may campaign, such as sharding.
+    pub fn set_standby(&self, standby: bool) {
+        let _ = self.commands.unbounded_send(Command::Standby(standby));
+    }
+
     /// Shuts down: drains and releases if leading (unless the configuration says
     /// not to release), then ends the driver. Resolves when the driver has ended.
     ///
@@ -115,7 +125,7 @@ impl Handle {
     /// to the election. The lease stays held until it expires. The leader work is
     /// told to stop but not awaited (a real crash would kill it). Meant for tests
     /// and demos.
-    pub fn abort(self) {
+    pub fn abort(&self) {
         let _ = self.commands.unbounded_send(Command::Abort);
     }
 }

@@ -27,7 +27,7 @@ impl Candidate for Handle {
         Handle::is_leader(self)
     }
     fn abort(self) {
-        Handle::abort(self);
+        Handle::abort(&self);
     }
     fn shutdown(&self) -> impl Future<Output = ()> {
         Handle::shutdown(self)

@@ -8,7 +8,8 @@
 //!   unless a handover names another candidate and one lease has not passed;
 //! - held by another: take it once expired by local observation, after a read at
 //!   or past the expiry shows the same version (re-read before any takeover);
-//! - a higher priority: ask for a handover (default) or steal.
+//! - a higher priority: ask for a handover (default) or steal;
+//! - on standby ([`Elector::set_standby`]): none of these; follow and time only.
 
 use super::priority::outranks;
 use super::{Elector, Holding, Lead, LockView, Phase, Purpose, ReadDue};
@@ -23,6 +24,10 @@ use crate::timer::Timer;
 impl Elector {
     /// A follower's attempt: read, create, acquire, ask, or wait.
     pub(super) fn campaign(&mut self, now: Instant) {
+        if self.standby {
+            self.stand_by(now);
+            return;
+        }
         if now < self.no_acquire_until {
             self.timers.set(Timer::Attempt, self.no_acquire_until);
             return;
@@ -107,6 +112,19 @@ impl Elector {
             expiry.min(self.next_poll)
         };
         self.timers.set(Timer::Attempt, next);
+    }
+
+    /// On standby: follow the lock without writing. A watching node waits for
+    /// its events (leaving standby wakes it); a polling one reads on its schedule.
+    fn stand_by(&mut self, now: Instant) {
+        if self.watching {
+            return;
+        }
+        if now >= self.next_poll {
+            self.send_read(now);
+        } else {
+            self.timers.set(Timer::Attempt, self.next_poll);
+        }
     }
 
     /// The transition count of a create: 0 for a lock never seen held, else one

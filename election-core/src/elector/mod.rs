@@ -96,6 +96,8 @@ pub struct Elector {
     next_poll: Instant,
     /// Do not try to acquire before this instant (after a step-down).
     no_acquire_until: Instant,
+    /// Follow the lock without writing to take it ([`Elector::set_standby`]).
+    standby: bool,
     /// The hold a failed write puts on the next ones (see [`WriteHold`]).
     write_hold: WriteHold,
     /// Consecutive failed calls, for backoff.
@@ -328,6 +330,7 @@ impl Elector {
             lead_not_before: Instant::ZERO,
             next_poll: Instant::ZERO,
             no_acquire_until: Instant::ZERO,
+            standby: false,
             write_hold: WriteHold::default(),
             failures: 0,
             phase: Phase::Running,
@@ -423,6 +426,31 @@ impl Elector {
             self.begin_giving_up(StopReason::ShutDown, now);
         }
         self.drive(now);
+    }
+
+    /// Stands by (`true`) or campaigns again (`false`). A node on standby follows
+    /// the lock as a follower does (a watching node takes its events, a polling
+    /// one reads every jittered retry period) and times its lease, but never
+    /// writes to take it: no create, no takeover, no handover request. Back from
+    /// standby it campaigns at once with what it observed, so a lease it timed
+    /// past its expiry is taken after one confirming read, without waiting
+    /// another lease. A leader stays leader: standby governs what it does once
+    /// its leadership ends ([`step_down`](Self::step_down) ends it).
+    pub fn set_standby(&mut self, standby: bool, now: Instant) {
+        let now = self.clock(now);
+        self.check_deadline(now);
+        if self.standby != standby {
+            self.standby = standby;
+            if self.holding.is_none() {
+                self.timers.set(Timer::Attempt, now);
+            }
+        }
+        self.drive(now);
+    }
+
+    /// Whether this node stands by ([`Elector::set_standby`]).
+    pub fn is_standby(&self) -> bool {
+        self.standby
     }
 
     /// Tells the elector that the leader work has ended after [`Event::Draining`]:
