@@ -16,7 +16,8 @@
 //! Run: `cargo run --release --example bench_shared_watch` (about 3 minutes), or
 //! `-- --quick` (100 elections, short window). Timings: client-go's 15 s / 10 s /
 //! 2 s, the leader renewing every 5 s (a third of the lease, request timeout 4 s;
-//! `-- --renew-every-retry` for client-go's renew every 2 s). Linux only.
+//! `-- --renew-every-retry` for client-go's renew every 2 s, `-- --shared-only` for
+//! the shared-watch rows alone). Linux only.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -55,7 +56,11 @@ fn serve_emulator() {
         .build()
         .expect("runtime");
     let emu = rt
-        .block_on(kube_emulator::Emulator::builder().history_limit(100_000).start())
+        .block_on(
+            kube_emulator::Emulator::builder()
+                .history_limit(100_000)
+                .start(),
+        )
         .expect("emulator");
     println!("port {}", emu.addr.port());
     let stdin = std::io::stdin();
@@ -251,7 +256,10 @@ async fn run(
         if all {
             break spawned.elapsed();
         }
-        assert!(spawned.elapsed() < Duration::from_secs(600), "not all elected");
+        assert!(
+            spawned.elapsed() < Duration::from_secs(600),
+            "not all elected"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let rss = rss_bytes().saturating_sub(rss0);
@@ -270,8 +278,10 @@ async fn run(
     let cpu = cpu_time() - cpu0;
     let secs = t0.elapsed().as_secs_f64();
     let counts = emu.counts();
-    let per_sec: BTreeMap<String, f64> =
-        counts.iter().map(|(v, n)| (v.clone(), *n as f64 / secs)).collect();
+    let per_sec: BTreeMap<String, f64> = counts
+        .iter()
+        .map(|(v, n)| (v.clone(), *n as f64 / secs))
+        .collect();
     let renewals = counts.get("Update").copied().unwrap_or(0).max(1);
     for g in handles {
         for h in g {
@@ -301,16 +311,21 @@ fn main() {
     }
     let quick = args.iter().any(|a| a == "--quick");
     let renew_every_retry = args.iter().any(|a| a == "--renew-every-retry");
+    let shared_only = args.iter().any(|a| a == "--shared-only");
     let window = Duration::from_secs(if quick { 5 } else { 30 });
-    let plan: &[(usize, Mode)] = if quick {
-        &[(100, Mode::PerLease), (100, Mode::Shared)]
+    let plan: Vec<(usize, Mode)> = if quick {
+        vec![(100, Mode::PerLease), (100, Mode::Shared)]
     } else {
-        &[
+        vec![
             (1_000, Mode::PerLease),
             (1_000, Mode::Shared),
             (10_000, Mode::Shared),
         ]
     };
+    let plan: Vec<(usize, Mode)> = plan
+        .into_iter()
+        .filter(|&(_, m)| !shared_only || m == Mode::Shared)
+        .collect();
     println!(
         "{} elections x 3 processes on the API emulator (a child process), client-go timings, renew every {}; window {} s",
         plan.iter()
@@ -336,7 +351,7 @@ fn main() {
         "CPU",
         "max"
     );
-    for &(elections, mode) in plan {
+    for &(elections, mode) in &plan {
         // A fresh emulator and runtime per row.
         let mut emu = EmulatorProcess::start();
         let rt = tokio::runtime::Builder::new_multi_thread()

@@ -11,6 +11,7 @@
 //! | `smol` | | `SmolRuntime` (`adapter-smol`), for smol and async-std |
 //! | `configmap` | | `ConfigMapLock` and the module `configmap` (`lock-configmap`) |
 //! | `memory` | | `MemoryStore` and the module `memory` (`lock-memory`): the lock to test with |
+//! | `etcd` | | `EtcdLock` and the module `etcd` (`lock-etcd`): a lock on one etcd v3 key |
 //! | `ops` | | the module `ops` (`election-ops`): identities, the monitor; `ops-guard`, `ops-health`, `ops-http`, `ops-metrics` add its parts |
 //! | `rustls-tls` | | kube's rustls TLS stack with ring, for a real API server (the libraries leave TLS to the binary; or enable a stack in your own `kube` dependency) |
 //!
@@ -116,6 +117,18 @@ pub use election_ops as ops;
 
 #[cfg(feature = "kube")]
 pub use {k8s_openapi, kube};
+
+/// One watch for the Lease (or ConfigMap) locks of many elections in a
+/// namespace, found by a label (`LeaseLock::shared_watch`,
+/// `LockBuilder::shared_watch`), and the settings of a watch.
+#[cfg(feature = "kube")]
+pub use kube_support::{SharedWatch, WatchConfig};
+
+/// A lock on one etcd v3 key (`lock-etcd`).
+#[cfg(feature = "etcd")]
+pub use lock_etcd as etcd;
+#[cfg(feature = "etcd")]
+pub use lock_etcd::EtcdLock;
 
 /// A `kube` client for the locks, built from `config` with kube's own retries of
 /// 429, 503 and 504 off (the elector retries by its own rules; a write kube

@@ -69,7 +69,7 @@ pub use builder::LockBuilder;
 pub use call::{call, lock_client, lock_client_config};
 pub use error::{Target, Verb, classify};
 pub use events::{EventError, EventRecorder, LeaderEvent};
-pub use shared_watch::{SharedWatch, SharedWatchStats};
+pub use shared_watch::{Seen, SharedWatch, SharedWatchStats};
 pub use time::Clock;
 pub use watch::{WatchConfig, watch_object};
 pub mod names;

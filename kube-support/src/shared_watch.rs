@@ -40,7 +40,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::{self, Debug};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use election_core::{LockError, Version, WatchEvent, WatchStream};
 use futures::StreamExt;
@@ -87,6 +87,15 @@ impl<K> Debug for SharedWatch<K> {
     }
 }
 
+/// An object as a [`SharedWatch`] last saw it ([`SharedWatch::snapshot`]).
+#[derive(Debug)]
+pub struct Seen<K> {
+    /// The object.
+    pub object: Arc<K>,
+    /// How long ago it last changed, as this process saw it.
+    pub unchanged_for: Duration,
+}
+
 /// What a [`SharedWatch`] has done so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SharedWatchStats {
@@ -124,6 +133,8 @@ struct State<K> {
     failing: bool,
     /// Every object the watch shows, by name, as last seen.
     objects: HashMap<String, Arc<K>>,
+    /// When each object last changed, as this process saw it.
+    changed: HashMap<String, Instant>,
     /// The last events, oldest first: the object's name, the event's version,
     /// and the object (`None`: deleted).
     window: VecDeque<(String, Version, Option<Arc<K>>)>,
@@ -196,6 +207,7 @@ where
                     synced: false,
                     failing: false,
                     objects: HashMap::new(),
+                    changed: HashMap::new(),
                     window: VecDeque::new(),
                     floor: None,
                     subs: HashMap::new(),
@@ -211,6 +223,25 @@ where
     /// The labels a lock on this watch must carry (its builder adds them).
     pub fn labels(&self) -> &BTreeMap<String, String> {
         &self.hub.labels
+    }
+
+    /// Every object the watch shows now, with how long ago it last changed as
+    /// this process saw it (by its monotonic clock); empty until the first list.
+    /// Built for observers beside the elections, such as a membership count.
+    pub fn snapshot(&self) -> Vec<Seen<K>> {
+        let state = self.hub.lock();
+        let now = Instant::now();
+        state
+            .objects
+            .iter()
+            .map(|(name, object)| Seen {
+                object: object.clone(),
+                unchanged_for: state
+                    .changed
+                    .get(name)
+                    .map_or(Duration::ZERO, |at| now.saturating_duration_since(*at)),
+            })
+            .collect()
     }
 
     /// What the watch has done so far.
@@ -435,6 +466,22 @@ where
                 event.is_none_or(|e| sub.send(e, &self.overflows))
             });
         }
+        let now = Instant::now();
+        let changed = fresh
+            .iter()
+            .map(|(name, o)| {
+                let same = state
+                    .objects
+                    .get(name)
+                    .is_some_and(|b| version_of(&**b) == version_of(&**o));
+                let at = match state.changed.get(name) {
+                    Some(at) if same => *at,
+                    _ => now,
+                };
+                (name.clone(), at)
+            })
+            .collect();
+        state.changed = changed;
         state.objects = fresh;
         state.window.clear();
         state.floor = Some(Version::new(version.clone()));
@@ -539,9 +586,11 @@ where
         }
         if deleted {
             state.objects.remove(&name);
+            state.changed.remove(&name);
             state.remember(name, version, None);
         } else {
             state.objects.insert(name.clone(), obj.clone());
+            state.changed.insert(name.clone(), Instant::now());
             state.remember(name, version, Some(obj));
         }
     }

@@ -1,0 +1,118 @@
+//! Sixteen shards over replicas that join, leave and crash, on the API emulator
+//! with the real kube client: after each change every shard has a holder and no
+//! replica holds more than its share, within a bound; at no sampled instant does
+//! a shard have two holders.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use adapter_tokio::TokioRuntime;
+use election_core::Config;
+use election_shards::Shards;
+use election_shards::balance::target;
+use kube_emulator::Emulator;
+
+const SHARDS: usize = 16;
+
+fn replica(emu: &Emulator, id: &str) -> Shards {
+    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    Shards::builder(client, "default", "orders", SHARDS, Config::fast(id))
+        .spawn(TokioRuntime::current().expect("inside tokio"))
+        .expect("valid")
+}
+
+/// Who holds each shard, as the replicas report it; panics on two holders.
+fn assignment(replicas: &BTreeMap<String, Shards>) -> BTreeMap<String, Vec<usize>> {
+    let mut seen = [0usize; SHARDS];
+    let mut out = BTreeMap::new();
+    for (id, r) in replicas {
+        let held = r.held();
+        for &s in &held {
+            seen[s] += 1;
+            assert!(seen[s] <= 1, "shard {s} has two holders");
+        }
+        out.insert(id.clone(), held);
+    }
+    out
+}
+
+type Replicas = std::sync::Mutex<BTreeMap<String, Shards>>;
+
+/// Waits until every shard is held and holdings differ by at most one, none
+/// over its share; returns how long that took.
+async fn balanced(replicas: &Replicas, within: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        let done = {
+            let r = replicas.lock().expect("lock");
+            let share = target(SHARDS, r.len());
+            let a = assignment(&r);
+            let (lo, hi) = (
+                a.values().map(Vec::len).min().unwrap_or(0),
+                a.values().map(Vec::len).max().unwrap_or(0),
+            );
+            a.values().map(Vec::len).sum::<usize>() == SHARDS && hi <= share && hi - lo <= 1
+        };
+        if done {
+            return start.elapsed();
+        }
+        assert!(start.elapsed() < within, "not balanced within {within:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_rebalance_as_replicas_join_leave_and_crash_and_never_have_two_holders() {
+    let emu = Emulator::start().await.expect("emulator");
+    let replicas: Arc<Replicas> = Arc::default();
+    // A sampler checks for two holders every 5 ms, through every change.
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (replicas, stop) = (replicas.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                assignment(&replicas.lock().expect("lock"));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let lease = Config::fast("x").lease_duration;
+    let bound = Duration::from_secs(10);
+    for id in ["r0", "r1", "r2"] {
+        replicas
+            .lock()
+            .expect("lock")
+            .insert(id.into(), replica(&emu, id));
+    }
+    balanced(&replicas, Duration::from_secs(20)).await;
+    // A fourth joins: it gets its share by graceful handover, well within a lease.
+    replicas
+        .lock()
+        .expect("lock")
+        .insert("r3".into(), replica(&emu, "r3"));
+    let took = balanced(&replicas, bound).await;
+    assert!(took < lease * 2, "join rebalanced in {took:?}");
+    assert_eq!(replicas.lock().expect("lock")["r3"].held().len(), 4);
+    // One leaves gracefully: its shards are taken at once.
+    let gone = replicas.lock().expect("lock").remove("r1").expect("r1");
+    let start = Instant::now();
+    gone.shutdown().await;
+    balanced(&replicas, bound).await;
+    let took = start.elapsed();
+    assert!(took < lease, "leave rebalanced in {took:?}");
+    // One crashes: its shards are taken once their leases expire.
+    let crashed = replicas.lock().expect("lock").remove("r2").expect("r2");
+    crashed.abort();
+    let took = balanced(&replicas, bound).await;
+    assert!(took < lease * 3, "crash rebalanced in {took:?}");
+    stop.store(true, Ordering::Relaxed);
+    sampler.await.expect("no two holders");
+    let all: Vec<Shards> = std::mem::take(&mut *replicas.lock().expect("lock"))
+        .into_values()
+        .collect();
+    for r in all {
+        r.shutdown().await;
+    }
+}
