@@ -125,6 +125,13 @@ pub enum Fault {
     Partition { node: usize, cut: Cut },
     /// The partition heals.
     Heal { node: usize },
+    /// The node's watch falls silent until the given real time: it stays active
+    /// as far as the node knows, but delivers nothing (a dead connection, a
+    /// shared watch whose hub stalled); then it restarts fresh.
+    WatchSilent { node: usize, until: u64 },
+    /// The node's watch ends and a fresh one starts, the current state first (a
+    /// `410 Gone` on a resume, a shared watch that lists afresh).
+    WatchRestart { node: usize },
     /// Someone deletes the lock.
     DeleteLock,
     /// Someone edits the holder by hand.
@@ -164,6 +171,32 @@ pub struct MessageFaults {
     pub transient: f64,
     /// Base delay of each message, up to this.
     pub max_delay: Duration,
+}
+
+/// Faults of the watches alone (a shared watch's ways to fail: silence, a
+/// restart after 410, events lost to a subscriber that fell behind), drawn from a
+/// stream of their own so that the schedule and run of [`draw_faults`] stay what
+/// they were for every seed: the watch faults, and the chance that a watching
+/// node misses a change (its watch goes on).
+pub fn draw_watch_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Fault)>, f64) {
+    if !opts.faults || opts.watch == WatchUse::None || !rng.chance(0.5) {
+        return (Vec::new(), 0.0);
+    }
+    let window = opts.fault_window.as_nanos() as u64;
+    let lease = opts.config.lease_duration.as_nanos() as u64;
+    let mut faults = Vec::new();
+    for _ in 0..rng.range(1, 4) {
+        let at = rng.range(0, window);
+        let node = rng.range(0, opts.nodes as u64) as usize;
+        if rng.chance(0.5) {
+            let until = (at + rng.range(lease / 10, lease * 3)).min(window);
+            faults.push((at, Fault::WatchSilent { node, until }));
+            faults.push((until, Fault::WatchRestart { node }));
+        } else {
+            faults.push((at, Fault::WatchRestart { node }));
+        }
+    }
+    (faults, 0.2 * rng.unit())
 }
 
 /// Draws the fault schedule of a run.

@@ -13,7 +13,9 @@ use election_core::{
 };
 
 use crate::checker::{Checker, Violation};
-use crate::plan::{Cut, Fault, MessageFaults, SimOptions, WatchUse, draw_faults};
+use crate::plan::{
+    Cut, Fault, MessageFaults, SimOptions, WatchUse, draw_faults, draw_watch_faults,
+};
 use crate::rng::SimRng;
 use crate::store::{AppliedWrite, Store};
 
@@ -90,6 +92,8 @@ struct Node {
     wake: Option<u64>,
     /// Real time of the last watch delivery (watches deliver in order).
     last_watch: u64,
+    /// Until this real time the watch delivers nothing (it stays active).
+    watch_silent_until: u64,
     priority: Option<i64>,
     down_gracefully: bool,
     /// A restart came while the node was still shutting down: it starts again as
@@ -132,6 +136,10 @@ pub struct World {
     nodes: Vec<Node>,
     store: Store,
     msg: MessageFaults,
+    /// The watch faults' own random stream ([`draw_watch_faults`]).
+    watch_rng: SimRng,
+    /// The chance that a watching node misses a change.
+    lose_watch_event: f64,
     latency: Option<(Duration, u64)>,
     /// Real time from which the lock exists without a break (`None`: absent now).
     present_since: Option<u64>,
@@ -145,6 +153,8 @@ impl World {
     pub fn new(seed: u64, opts: SimOptions) -> Self {
         let mut rng = SimRng::new(seed);
         let (faults, msg) = draw_faults(&opts, &mut rng);
+        let mut watch_rng = SimRng::new(seed ^ 0x5741_5443_4846_4c54);
+        let (watch_faults, lose_watch_event) = draw_watch_faults(&opts, &mut watch_rng);
         let (lo, hi) = (1.0 / opts.clock_ratio.sqrt(), opts.clock_ratio.sqrt());
         let nodes = (0..opts.nodes)
             .map(|i| Node {
@@ -166,6 +176,7 @@ impl World {
                 },
                 wake: None,
                 last_watch: 0,
+                watch_silent_until: 0,
                 priority: opts.priorities.then_some(i as i64),
                 down_gracefully: false,
                 restart_when_down: false,
@@ -182,11 +193,13 @@ impl World {
             queue: BinaryHeap::new(),
             nodes,
             msg,
+            watch_rng,
+            lose_watch_event,
             latency: None,
             present_since: None,
             steps: 0,
         };
-        for (at, f) in faults {
+        for (at, f) in faults.into_iter().chain(watch_faults) {
             w.push(at, Happening::Fault(f));
         }
         for i in 0..w.nodes.len() {
@@ -544,6 +557,9 @@ impl World {
             if !n.watches || n.elector.is_none() || n.partitioned.is_some() {
                 continue;
             }
+            if self.now < n.watch_silent_until || self.watch_rng.chance(self.lose_watch_event) {
+                continue;
+            }
             let at = (self.now + self.delay()).max(self.nodes[i].last_watch + 1);
             self.nodes[i].last_watch = at;
             let life = self.nodes[i].life;
@@ -645,7 +661,23 @@ impl World {
                     }
                 }
             }
+            Fault::WatchSilent { node, until } => self.nodes[node].watch_silent_until = until,
+            Fault::WatchRestart { node } => {
+                self.nodes[node].watch_silent_until = 0;
+                if self.nodes[node].watches
+                    && self.nodes[node].partitioned.is_none()
+                    && self.nodes[node].elector.is_some()
+                {
+                    let local = self.nodes[node].local(self.now);
+                    if let Some(e) = &mut self.nodes[node].elector {
+                        e.handle(Input::WatchActive(false), local);
+                    }
+                    self.start_watch(node);
+                    return self.pump(node);
+                }
+            }
             Fault::HealNetwork => {
+                self.lose_watch_event = 0.0;
                 self.latency = None;
                 self.msg = MessageFaults {
                     max_delay: self.msg.max_delay,

@@ -108,3 +108,115 @@ fn check_events_were_refused(emu: &Emulator, name: &str) {
     assert!(tried >= 3, "Event creates tried: {tried}");
     assert_eq!(leader_events(emu, NS, name), []);
 }
+
+/// docs/faults.md A4 in a mixed fleet (issue 16): this project's leader (strict
+/// lock delay) and a candidate that creates and leads at once
+/// (`LockDelay::Immediate`, as client-go does); the lock is deleted while every
+/// request of the leader but its watch is answered 429. The leader stops at once on the watch's
+/// deletion, without the read, before the other creates and leads: by the
+/// drivers' own clock (one process, one clock) the leader's stop comes before
+/// the other's start, and no 1 ms sample sees both leading.
+pub async fn a4_deletion_under_429_in_a_mixed_fleet_never_overlaps<S: KubeLock>(rt: impl Runtime) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use election_core::{Event, LockDelay, StopReason};
+    use election_driver::{Change, LeadershipState, StateStream};
+    use futures::StreamExt;
+
+    /// The first state of `states` that `pick` accepts.
+    async fn first(mut states: StateStream, pick: fn(&LeadershipState) -> bool) -> LeadershipState {
+        while let Some(s) = states.next().await {
+            if pick(&s) {
+                return s;
+            }
+        }
+        panic!("the state stream ended");
+    }
+
+    let emu = Emulator::start().await.expect("emulator");
+    let name = "mixed-fleet";
+    let strict = Config::fast("strict").seed(3);
+    let a = Arc::new(
+        Builder::new(lock::<S>(&emu, name, &strict), strict)
+            .spawn(rt.clone())
+            .expect("valid config"),
+    );
+    let start = std::time::Instant::now();
+    while !a.is_leader() {
+        assert!(start.elapsed() < Duration::from_secs(10), "no leader");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut eager = Config::fast("eager").seed(5);
+    eager.lock_delay = LockDelay::Immediate;
+    let b = Arc::new(
+        Builder::new(lock::<S>(&emu, name, &eager), eager)
+            .spawn(rt)
+            .expect("valid config"),
+    );
+    // The follower in place (its watch open) before the deletion.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(a.is_leader() && !b.is_leader());
+    // A burst of 429s on every request of the leader but its watch.
+    emu.faults("strict")
+        .on(Match::verbs(&[Verb::Get, Verb::Create, Verb::Update]))
+        .too_many_requests(1);
+    let a_stop = tokio::spawn(first(a.states(), |s| {
+        matches!(
+            &s.change,
+            Change::Elector(Event::StoppedLeading {
+                reason: StopReason::LockDeleted,
+                ..
+            })
+        )
+    }));
+    let b_start = tokio::spawn(first(b.states(), |s| {
+        matches!(&s.change, Change::Elector(Event::StartedLeading { .. }))
+    }));
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (a, b, sampling) = (a.clone(), b.clone(), sampling.clone());
+        tokio::spawn(async move {
+            let mut both = 0u32;
+            while sampling.load(Ordering::Relaxed) {
+                both += u32::from(a.is_leader() && b.is_leader());
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            both
+        })
+    };
+    let admin = kube_support::lock_client(emu.kube_config("admin")).expect("client");
+    let api: kube::Api<super::Object<S>> = kube::Api::namespaced(admin, NS);
+    api.delete(name, &Default::default())
+        .await
+        .expect("the admin deletes the lock");
+    let deleted = std::time::Instant::now();
+    let stopped = tokio::time::timeout(Duration::from_secs(10), a_stop)
+        .await
+        .expect("the leader stops")
+        .expect("task");
+    let stop_took = deleted.elapsed();
+    let started = tokio::time::timeout(Duration::from_secs(10), b_start)
+        .await
+        .expect("the other leads")
+        .expect("task");
+    sampling.store(false, Ordering::Relaxed);
+    assert_eq!(
+        sampler.await.expect("sampler"),
+        0,
+        "samples with two leaders"
+    );
+    assert!(
+        stopped.at <= started.at,
+        "the leader stopped at {:?}, after the other started at {:?}",
+        stopped.at,
+        started.at
+    );
+    // At once: well before the 429's one-second Retry-After would let a read go.
+    assert!(
+        stop_took < Duration::from_millis(500),
+        "stopped after {stop_took:?}"
+    );
+    b.shutdown().await;
+    a.shutdown().await;
+}
