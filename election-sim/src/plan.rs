@@ -173,6 +173,9 @@ pub struct MessageFaults {
     pub max_delay: Duration,
 }
 
+/// Mixed into a run's seed for the random stream of [`draw_watch_faults`].
+pub(crate) const WATCH_STREAM: u64 = 0x5741_5443_4846_4c54;
+
 /// Faults of the watches alone (a shared watch's ways to fail: silence, a
 /// restart after 410, events lost to a subscriber that fell behind), drawn from a
 /// stream of their own so that the schedule and run of [`draw_faults`] stay what
@@ -282,4 +285,35 @@ pub fn draw_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Fault)>, M
     }
     faults.sort_by_key(|(t, _)| *t);
     (faults, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The watch faults reach a good share of the seeds whose nodes watch, and
+    /// none of those whose nodes poll.
+    #[test]
+    fn watch_faults_are_drawn_for_watching_seeds() {
+        let (mut drawn, mut watching) = (0, 0);
+        for seed in 0..1_000u64 {
+            let opts = SimOptions::for_seed(seed);
+            let mut rng = SimRng::new(seed ^ WATCH_STREAM);
+            let (faults, lose) = draw_watch_faults(&opts, &mut rng);
+            if opts.watch == WatchUse::None {
+                assert!(faults.is_empty() && lose == 0.0);
+                continue;
+            }
+            watching += 1;
+            if !faults.is_empty() {
+                drawn += 1;
+                assert!(
+                    faults
+                        .iter()
+                        .any(|(_, f)| matches!(f, Fault::WatchRestart { .. }))
+                );
+            }
+        }
+        assert!(drawn * 3 > watching, "{drawn} of {watching} watching seeds");
+    }
 }

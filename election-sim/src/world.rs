@@ -153,7 +153,7 @@ impl World {
     pub fn new(seed: u64, opts: SimOptions) -> Self {
         let mut rng = SimRng::new(seed);
         let (faults, msg) = draw_faults(&opts, &mut rng);
-        let mut watch_rng = SimRng::new(seed ^ 0x5741_5443_4846_4c54);
+        let mut watch_rng = SimRng::new(seed ^ WATCH_STREAM);
         let (watch_faults, lose_watch_event) = draw_watch_faults(&opts, &mut watch_rng);
         let (lo, hi) = (1.0 / opts.clock_ratio.sqrt(), opts.clock_ratio.sqrt());
         let nodes = (0..opts.nodes)
