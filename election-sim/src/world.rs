@@ -14,7 +14,7 @@ use election_core::{
 
 use crate::checker::{Checker, Violation};
 use crate::plan::{
-    Cut, Fault, MessageFaults, SimOptions, WatchUse, draw_faults, draw_watch_faults,
+    Cut, Fault, MessageFaults, SimOptions, WATCH_STREAM, WatchUse, draw_faults, draw_watch_faults,
 };
 use crate::rng::SimRng;
 use crate::store::{AppliedWrite, Store};
