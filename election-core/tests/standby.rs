@@ -102,3 +102,33 @@ fn a_leader_on_standby_leads_until_it_steps_down_then_stays_out() {
     }
     n.no_action();
 }
+
+/// A node that stood by and stepped down (a shard handed over) and is then told
+/// to campaign again takes the lock back at once: the step-down's pause of one
+/// lease is lifted with the standby.
+#[test]
+fn back_from_standby_after_a_step_down_the_pause_is_lifted() {
+    let cfg = fast("a");
+    let mut n = Node::leader(cfg.clone(), "1");
+    n.watch_active(true);
+    n.e.set_standby(true, n.now);
+    n.step_down();
+    n.work_stopped();
+    let (op, _, record) = n.update();
+    assert!(record.holder.is_empty(), "released");
+    let released = stamped(record, 2);
+    n.answer(op, Ok(obs("2", released.clone())));
+    n.events();
+    n.advance_to(t(300));
+    n.no_action();
+    n.e.set_standby(false, n.now);
+    n.advance_to(n.now);
+    let (op, expected, record) = n.update();
+    assert_eq!(expected, Version::new("2"));
+    assert_eq!(record.holder, cfg.identity);
+    n.answer(op, Ok(obs("3", stamped(record, 3))));
+    assert!(
+        n.e.is_leader(n.now),
+        "taken back at once, not a lease later"
+    );
+}

@@ -83,6 +83,17 @@ pub fn holdings<'a>(
     out
 }
 
+/// How long until the first live member of `group` in `snapshot` is counted
+/// out if its Lease stays unchanged (a millisecond past its lease).
+pub fn member_expiry(snapshot: &[Seen<Lease>], group: &str, lease: Duration) -> Option<Duration> {
+    snapshot
+        .iter()
+        .filter(|s| is_member(&s.object, group) && !holder(&s.object).is_empty())
+        .filter(|s| s.unchanged_for < lease)
+        .map(|s| lease - s.unchanged_for + Duration::from_millis(1))
+        .min()
+}
+
 /// Whether `identity`'s own member Lease is seen held by it in `snapshot`.
 pub fn registered(snapshot: &[Seen<Lease>], group: &str, identity: &str) -> bool {
     let name = member_lease(group, identity);

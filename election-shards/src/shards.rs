@@ -9,13 +9,16 @@ use std::time::Duration;
 
 use election_core::{Config, LockDelay, Term};
 use election_driver::{Builder, CancelSignal, DriverError, Handle, Runtime};
+use futures::StreamExt;
 use futures::future::{AbortHandle, Abortable, BoxFuture};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube_support::{NameError, SharedWatch, WatchConfig};
 use lock_lease::LeaseLock;
 
 use crate::balance::{Stance, floor, stances};
-use crate::membership::{GROUP_LABEL, holdings, live_identities, member_lease, registered};
+use crate::membership::{
+    GROUP_LABEL, holdings, live_identities, member_expiry, member_lease, registered,
+};
 
 /// Why a sharded election could not start.
 #[derive(Debug, thiserror::Error)]
@@ -131,11 +134,23 @@ impl ShardsBuilder {
         let period = self.config.retry_period;
         let task = inner.clone();
         let sleeper = rt.clone();
+        // A member joining, leaving or registering is acted on at once; a
+        // crashed one is noticed at the first decision a lease after its last
+        // renew (every retry period).
+        let members = format!("{}-member-", task.group);
+        let mut changes = Box::pin(
+            task.shared
+                .changes()
+                .filter(move |name| futures::future::ready(name.starts_with(&members))),
+        );
         rt.spawn(Box::pin(async move {
             let run = async {
                 loop {
-                    task.tick(&sleeper);
-                    sleeper.sleep(period).await;
+                    // Next decision: at the next member change, at the instant a
+                    // silent member's lease runs out, or a retry period from now.
+                    let wait = task.tick(&sleeper).map_or(period, |d| d.min(period));
+                    let sleep = sleeper.sleep(wait);
+                    futures::future::select(sleep, changes.next()).await;
                 }
             };
             let _ = Abortable::new(run, registration).await;
@@ -159,16 +174,18 @@ struct Inner {
 }
 
 impl Inner {
-    /// One decision: who campaigns, who stands by, what is handed over.
-    fn tick<R: Runtime>(&self, rt: &R) {
+    /// One decision: who campaigns, who stands by, what is handed over. Returns
+    /// how long until the first live member would be counted out if it stays
+    /// silent (its lease runs out), so that a crash is acted on then.
+    fn tick<R: Runtime>(&self, rt: &R) -> Option<Duration> {
         if self.stopping.load(Ordering::Acquire) {
-            return;
+            return None;
         }
         let snapshot = self.shared.snapshot();
         // Decide only once our own registration is seen: then the count is what
         // the others see too, give or take a retry period.
         if !registered(&snapshot, &self.group, &self.identity) {
-            return;
+            return None;
         }
         let shards = self.candidates.len();
         let live = live_identities(&snapshot, &self.group, self.lease);
@@ -201,6 +218,7 @@ impl Inner {
             }
         }
         *last = next;
+        member_expiry(&snapshot, &self.group, self.lease)
     }
 }
 

@@ -24,24 +24,8 @@ use std::time::{Duration, Instant};
 use adapter_tokio::TokioRuntime;
 use election_core::Config;
 use election_driver::{Builder, Handle};
+use examples::{cpu_time, rss_bytes};
 use lock_memory::MemoryStore;
-
-/// Resident set size in bytes (`/proc/self/statm`, 4 KiB pages).
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
-}
-
-/// CPU time of this process, all threads (`CLOCK_PROCESS_CPUTIME_ID`).
-fn cpu_time() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    Duration::new(
-        u64::try_from(t.tv_sec).unwrap_or(0),
-        u32::try_from(t.tv_nsec).unwrap_or(0),
-    )
-}
 
 struct Election {
     store: MemoryStore,

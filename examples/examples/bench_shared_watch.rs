@@ -27,23 +27,10 @@ use std::time::{Duration, Instant};
 use adapter_tokio::TokioRuntime;
 use election_core::Config;
 use election_driver::{Builder, Handle};
+use examples::{cpu_time, rss_bytes};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube_support::{SharedWatch, WatchConfig};
 use lock_lease::LeaseLock;
-
-/// Resident set size in bytes (`/proc/self/statm`, 4 KiB pages).
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
-}
-
-/// CPU time of this process, all threads.
-fn cpu_time() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
 
 // ------------------------------------------------------------ the emulator child
 
@@ -341,6 +328,9 @@ fn main() {
     };
     let shared_only = args.iter().any(|a| a == "--shared-only");
     let window = Duration::from_secs(if quick { 3 } else { 30 });
+    if args.iter().any(|a| a == "--row") {
+        return row(&args, timing, window);
+    }
     let plan: Vec<(usize, Mode)> = if quick {
         vec![(100, Mode::PerLease), (100, Mode::Shared)]
     } else {
@@ -384,34 +374,52 @@ fn main() {
         "max"
     );
     for &(elections, mode) in &plan {
-        // A fresh emulator and runtime per row.
-        let mut emu = EmulatorProcess::start();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let row = rt.block_on(run(&mut emu, elections, mode, window, timing));
-        rt.shutdown_timeout(Duration::from_secs(5));
-        let rate = |v: &str| row.per_sec.get(v).copied().unwrap_or(0.0);
-        println!(
-            "{:>9} {:>9} | {:>10} {:>9.1} KiB | {:>8.1} {:>8.2} {:>8.2} {:>8.1} {:>8.2} | {:>8} | {:>7.1} µs {:>6.1}% | {:>4}",
-            row.elections,
-            format!("{:?}", row.mode),
-            match row.elected_after {
-                Ok(d) => format!("{:.1} s", d.as_secs_f64()),
-                Err(n) => format!("{n} only"),
-            },
-            row.rss_per_election / 1024.0,
-            rate("Get"),
-            rate("List"),
-            rate("Watch"),
-            rate("Update"),
-            rate("Create"),
-            row.watches_opened,
-            row.cpu_per_renewal.as_secs_f64() * 1e6,
-            row.cpu_share * 100.0,
-            row.max_leaders
-        );
+        // Each row in a fresh process (so that its RSS growth is its own), with a
+        // fresh emulator.
+        let status = Command::new(std::env::current_exe().expect("own path"))
+            .args(args.iter().skip(1))
+            .args(["--row", &elections.to_string(), &format!("{mode:?}")])
+            .status()
+            .expect("the row runs");
+        assert!(status.success(), "row {elections} {mode:?} failed");
     }
+}
+
+/// One row of the table, in this process: `--row E PerLease|Shared`.
+fn row(args: &[String], timing: Timing, window: Duration) {
+    let at = args.iter().position(|a| a == "--row").expect("--row");
+    let elections: usize = args[at + 1].parse().expect("a number of elections");
+    let mode = if args[at + 2] == "Shared" {
+        Mode::Shared
+    } else {
+        Mode::PerLease
+    };
+    let mut emu = EmulatorProcess::start();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let row = rt.block_on(run(&mut emu, elections, mode, window, timing));
+    rt.shutdown_timeout(Duration::from_secs(5));
+    let rate = |v: &str| row.per_sec.get(v).copied().unwrap_or(0.0);
+    println!(
+        "{:>9} {:>9} | {:>10} {:>9.1} KiB | {:>8.1} {:>8.2} {:>8.2} {:>8.1} {:>8.2} | {:>8} | {:>7.1} µs {:>6.1}% | {:>4}",
+        row.elections,
+        format!("{:?}", row.mode),
+        match row.elected_after {
+            Ok(d) => format!("{:.1} s", d.as_secs_f64()),
+            Err(n) => format!("{n} only"),
+        },
+        row.rss_per_election / 1024.0,
+        rate("Get"),
+        rate("List"),
+        rate("Watch"),
+        rate("Update"),
+        rate("Create"),
+        row.watches_opened,
+        row.cpu_per_renewal.as_secs_f64() * 1e6,
+        row.cpu_share * 100.0,
+        row.max_leaders
+    );
 }

@@ -8,7 +8,7 @@
 //! Run: `cargo run --example shards` (about 40 s).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use adapter_tokio::TokioRuntime;
 use election_core::Config;
@@ -120,9 +120,32 @@ async fn main() {
     replicas.remove("r1").expect("r1").shutdown().await;
     let took = settle(&replicas).await;
     print("r1 left gracefully", &replicas, (start.elapsed(), took.1));
-    replicas.remove("r3").expect("r3").abort();
+    let crashed = replicas.remove("r3").expect("r3");
+    let held: Vec<String> = crashed
+        .held()
+        .iter()
+        .map(|s| format!("orders-{s}"))
+        .collect();
+    crashed.abort();
     let took = settle(&replicas).await;
     print("r3 crashed", &replicas, took);
+    // The shards the crashed replica held were free once the lease of its last
+    // renew of each ran out: how much after the last of those every shard had a
+    // holder again.
+    let last = emu
+        .write_history()
+        .into_iter()
+        .filter(|w| w.client == "r3" && w.committed && held.contains(&w.name))
+        .map(|w| w.at)
+        .max()
+        .expect("r3 renewed its shards");
+    let beyond = SystemTime::now()
+        .duration_since(last + Config::fast("x").lease_duration)
+        .unwrap_or_default();
+    println!(
+        "  every shard held again {} ms after the crashed replica's last lease ran out (at most; sampled every 5 ms)",
+        beyond.as_millis()
+    );
     replicas.insert("r5".to_owned(), replica(&emu, "r5"));
     let took = settle(&replicas).await;
     print("r5 joined", &replicas, took);

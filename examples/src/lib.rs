@@ -1,4 +1,4 @@
-//! Runnable examples of the leader-election workspace (no library code of its own).
+//! Runnable examples of the leader-election workspace (the library holds only their helpers).
 //!
 //! From the repository root:
 //! - `cargo run --example demo`: three candidates on the memory lock with the tokio
@@ -7,9 +7,16 @@
 //! - `cargo run --example no_runtime`: an `Elector` driven by plain threads and
 //!   `std::thread::sleep`, no async runtime at all;
 //! - `cargo run --release --example bench_failover [-- --quick]`: hand-over and
-//!   failover latencies on the memory lock, median and p90 over many runs.
+//!   failover latencies on the memory lock, median and p90 over many runs;
+//! - `cargo run --release --example bench_many [-- --quick]`: many elections in
+//!   one process on the memory lock;
+//! - `cargo run --release --example bench_shared_watch [-- --quick]`: many Lease
+//!   elections on the API emulator, a watch per Lease against one shared watch;
+//! - `cargo run --example shards`: sixteen shard Leases over replicas that join,
+//!   leave and crash (`election-shards`).
 //!
-//! The helper below formats durations the way the examples print them.
+//! The helpers below format durations the way the examples print them, and
+//! measure the process for the benchmarks.
 //!
 //! ```
 //! assert_eq!(examples::millis(std::time::Duration::from_micros(1_500)), "1.500 ms");
@@ -24,4 +31,22 @@ use std::time::Duration;
 /// A duration as milliseconds with three decimals.
 pub fn millis(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+/// This process's resident set size in bytes (`/proc/self/statm`, 4 KiB pages;
+/// 0 where it cannot be read).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// The CPU time of this process, all threads (`CLOCK_PROCESS_CPUTIME_ID`).
+pub fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
 }

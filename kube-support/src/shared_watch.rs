@@ -143,6 +143,8 @@ struct State<K> {
     floor: Option<Version>,
     /// Subscriptions by object name.
     subs: HashMap<String, Vec<Sub<K>>>,
+    /// Observers of every change ([`SharedWatch::changes`]).
+    observers: Vec<mpsc::Sender<String>>,
 }
 
 struct Sub<K> {
@@ -167,20 +169,34 @@ impl<K> Sub<K> {
     }
 }
 
-fn version_of<K: Resource>(obj: &K) -> Option<Version> {
-    obj.meta().resource_version.clone().map(Version::new)
+/// What a shared watch can watch: a namespaced Kubernetes kind.
+pub trait Watched:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
 }
 
-impl<K> SharedWatch<K>
-where
+impl<K> Watched for K where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
         + DeserializeOwned
         + Debug
         + Send
         + Sync
-        + 'static,
+        + 'static
 {
+}
+
+fn version_of<K: Resource>(obj: &K) -> Option<Version> {
+    obj.meta().resource_version.clone().map(Version::new)
+}
+
+impl<K: Watched> SharedWatch<K> {
     /// A shared watch of the objects of `resource` (as RBAC names it) in
     /// `namespace` carrying every label of `labels` (an equality selector); see
     /// [`ObjectLock::shared_watch`](crate::ObjectLock::shared_watch).
@@ -211,6 +227,7 @@ where
                     window: VecDeque::new(),
                     floor: None,
                     subs: HashMap::new(),
+                    observers: Vec::new(),
                 }),
                 lists: AtomicU64::new(0),
                 watches: AtomicU64::new(0),
@@ -242,6 +259,17 @@ where
                     .map_or(Duration::ZERO, |at| now.saturating_duration_since(*at)),
             })
             .collect()
+    }
+
+    /// The names of the objects as they change (from the watch, or found changed
+    /// by a list), for observers beside the elections that act on a change
+    /// rather than poll [`SharedWatch::snapshot`]. An observer more than
+    /// [`BUFFER`] names behind misses some (it should look at the snapshot
+    /// then); the stream never ends while the watch lives.
+    pub fn changes(&self) -> impl futures::Stream<Item = String> + Send + 'static {
+        let (tx, rx) = mpsc::channel(BUFFER);
+        self.hub.lock().observers.push(tx);
+        rx
     }
 
     /// What the watch has done so far.
@@ -313,6 +341,15 @@ fn rx_stream(rx: mpsc::Receiver<Result<WatchEvent, LockError>>, silence: Duratio
 }
 
 impl<K: Resource> State<K> {
+    /// Tells the observers that `name` changed; drops those that are gone.
+    fn tell(&mut self, name: &str) {
+        self.observers
+            .retain_mut(|o| match o.try_send(name.to_owned()) {
+                Ok(()) => true,
+                Err(e) => e.is_full(),
+            });
+    }
+
     /// A subscriber's first events: from no version, the object's state; from a
     /// version, every change after it in the window, or an error if the window
     /// does not reach back to it. False if the subscriber is done (gone, or
@@ -375,16 +412,7 @@ enum Stop {
     Relist,
 }
 
-impl<K> Hub<K>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
-{
+impl<K: Watched> Hub<K> {
     fn lock(&self) -> MutexGuard<'_, State<K>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -482,7 +510,19 @@ where
             })
             .collect();
         state.changed = changed;
+        let moved: Vec<String> = fresh
+            .keys()
+            .filter(|n| {
+                state.objects.get(*n).map(|o| version_of(&**o))
+                    != fresh.get(*n).map(|o| version_of(&**o))
+            })
+            .chain(state.objects.keys().filter(|n| !fresh.contains_key(*n)))
+            .cloned()
+            .collect();
         state.objects = fresh;
+        for name in &moved {
+            state.tell(name);
+        }
         state.window.clear();
         state.floor = Some(Version::new(version.clone()));
         state.synced = true;
@@ -584,6 +624,7 @@ where
                 state.subs.remove(&name);
             }
         }
+        state.tell(&name);
         if deleted {
             state.objects.remove(&name);
             state.changed.remove(&name);

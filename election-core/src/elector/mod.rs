@@ -434,13 +434,18 @@ impl Elector {
     /// writes to take it: no create, no takeover, no handover request. Back from
     /// standby it campaigns at once with what it observed, so a lease it timed
     /// past its expiry is taken after one confirming read, without waiting
-    /// another lease. A leader stays leader: standby governs what it does once
-    /// its leadership ends ([`step_down`](Self::step_down) ends it).
+    /// another lease; the pause of one lease after a [`step_down`](Self::step_down)
+    /// is lifted too (the host decided this node may take the lock again). A
+    /// leader stays leader: standby governs what it does once its leadership
+    /// ends ([`step_down`](Self::step_down) ends it).
     pub fn set_standby(&mut self, standby: bool, now: Instant) {
         let now = self.clock(now);
         self.check_deadline(now);
         if self.standby != standby {
             self.standby = standby;
+            if !standby {
+                self.no_acquire_until = Instant::ZERO;
+            }
             if self.holding.is_none() {
                 self.timers.set(Timer::Attempt, now);
             }
