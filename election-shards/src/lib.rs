@@ -3,9 +3,11 @@
 //!
 //! Each replica runs an election for every shard (`<group>-0` …), all followed
 //! through one shared watch ([`kube_support::SharedWatch`]), and registers as a
-//! member with a Lease of its own (`<group>-member-<identity>`). Every retry
-//! period its balancer counts the live members (member Leases held and changed
-//! within a lease, [`membership`]) and applies [`balance::stances`]: a replica
+//! member with a Lease of its own (`<group>-member-<identity>`). Its balancer
+//! decides when a member Lease changes, when a silent member's lease runs out
+//! and at least every retry period: it counts the live members (member Leases
+//! held and changed within a lease, [`membership`]) and applies
+//! [`balance::stances`]: a replica
 //! holds at most `ceil(S / R)` shards; under that it campaigns for every shard it
 //! does not hold; at it, the other candidates stand by (they follow and time
 //! each lease, so that they take an expired one at once when they campaign

@@ -1,8 +1,11 @@
 //! Who is in the group: every replica holds a member Lease of its own
 //! (`<group>-member-<identity>`, one candidate, renewed as any election), and
-//! counts the member Leases its shared watch shows held and changed within one
-//! lease duration, by its own monotonic clock (a crashed replica's Lease stops
+//! counts the member Leases its shared watch shows held and seen changing within
+//! one lease duration, by its own monotonic clock (a crashed replica's Lease stops
 //! changing; a replica that leaves releases its Lease, which empties its holder).
+//! A Lease only listed, not yet seen changing, is not counted: a replica that
+//! starts counts the others from their next renew, so that a dead one's Lease is
+//! never taken for a live one (which would leave shards to nobody).
 //! The count decides fairness only, never safety: every shard is still an
 //! election of its own.
 
@@ -52,7 +55,7 @@ pub fn live_identities<'a>(
 ) -> Vec<&'a str> {
     snapshot
         .iter()
-        .filter(|s| is_member(&s.object, group) && s.unchanged_for < lease)
+        .filter(|s| is_member(&s.object, group) && s.unchanged_for.is_some_and(|d| d < lease))
         .map(|s| holder(&s.object))
         .filter(|h| !h.is_empty())
         .collect()
@@ -89,8 +92,8 @@ pub fn member_expiry(snapshot: &[Seen<Lease>], group: &str, lease: Duration) -> 
     snapshot
         .iter()
         .filter(|s| is_member(&s.object, group) && !holder(&s.object).is_empty())
-        .filter(|s| s.unchanged_for < lease)
-        .map(|s| lease - s.unchanged_for + Duration::from_millis(1))
+        .filter_map(|s| s.unchanged_for.filter(|d| *d < lease))
+        .map(|d| lease - d + Duration::from_millis(1))
         .min()
 }
 

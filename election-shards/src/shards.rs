@@ -1,6 +1,6 @@
 //! The sharded election of one replica: a candidate for every shard Lease, its
-//! registration as a member, and the balancer that decides, every retry period,
-//! which candidates campaign and which stand by.
+//! registration as a member, and the balancer that decides which candidates
+//! campaign and which stand by.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -134,9 +134,8 @@ impl ShardsBuilder {
         let period = self.config.retry_period;
         let task = inner.clone();
         let sleeper = rt.clone();
-        // A member joining, leaving or registering is acted on at once; a
-        // crashed one is noticed at the first decision a lease after its last
-        // renew (every retry period).
+        // A member joining, leaving or registering is acted on at once, a
+        // crashed one when its lease runs out (see the loop).
         let members = format!("{}-member-", task.group);
         let mut changes = Box::pin(
             task.shared

@@ -92,8 +92,9 @@ impl<K> Debug for SharedWatch<K> {
 pub struct Seen<K> {
     /// The object.
     pub object: Arc<K>,
-    /// How long ago it last changed, as this process saw it.
-    pub unchanged_for: Duration,
+    /// How long ago it last changed, as this process saw it; `None` until it
+    /// changes while watched (a list shows only its state, not its age).
+    pub unchanged_for: Option<Duration>,
 }
 
 /// What a [`SharedWatch`] has done so far.
@@ -243,7 +244,8 @@ impl<K: Watched> SharedWatch<K> {
     }
 
     /// Every object the watch shows now, with how long ago it last changed as
-    /// this process saw it (by its monotonic clock); empty until the first list.
+    /// this process saw it (by its monotonic clock; unknown for an object that
+    /// has not changed since it was listed); empty until the first list.
     /// Built for observers beside the elections, such as a membership count.
     pub fn snapshot(&self) -> Vec<Seen<K>> {
         let state = self.hub.lock();
@@ -256,7 +258,7 @@ impl<K: Watched> SharedWatch<K> {
                 unchanged_for: state
                     .changed
                     .get(name)
-                    .map_or(Duration::ZERO, |at| now.saturating_duration_since(*at)),
+                    .map(|at| now.saturating_duration_since(*at)),
             })
             .collect()
     }
@@ -494,19 +496,20 @@ impl<K: Watched> Hub<K> {
                 event.is_none_or(|e| sub.send(e, &self.overflows))
             });
         }
+        // When each object last changed: kept where the version is the same,
+        // now where a known object moved on, unknown for one first seen here (it
+        // may not have changed for a long time).
         let now = Instant::now();
         let changed = fresh
             .iter()
-            .map(|(name, o)| {
-                let same = state
-                    .objects
-                    .get(name)
-                    .is_some_and(|b| version_of(&**b) == version_of(&**o));
-                let at = match state.changed.get(name) {
-                    Some(at) if same => *at,
-                    _ => now,
+            .filter_map(|(name, o)| {
+                let before = state.objects.get(name)?;
+                let at = if version_of(&**before) == version_of(&**o) {
+                    *state.changed.get(name)?
+                } else {
+                    now
                 };
-                (name.clone(), at)
+                Some((name.clone(), at))
             })
             .collect();
         state.changed = changed;
