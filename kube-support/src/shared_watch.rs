@@ -407,6 +407,7 @@ impl<K: Resource> State<K> {
 }
 
 /// Why the hub's watch stopped.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Stop {
     /// The server closed it cleanly: resume from the last version.
     Closed,
@@ -420,13 +421,14 @@ impl<K: Watched> Hub<K> {
     }
 
     async fn run(self: Arc<Self>) {
+        // Failed lists, and watches that ended before they said anything, in a
+        // row: from the second on each waits a backoff first (a 410 on a resume
+        // is listed afresh at once), so that a watch the server refuses (RBAC
+        // without `watch`, say) or closes at once makes no busy loop.
         let mut failures = 0u32;
         loop {
             let mut version = match self.list().await {
-                Ok(v) => {
-                    failures = 0;
-                    v
-                }
+                Ok(v) => v,
                 Err(e) => {
                     failures = failures.saturating_add(1);
                     let backoff = self.backoff(failures);
@@ -437,7 +439,20 @@ impl<K: Watched> Hub<K> {
                 }
             };
             // Resumed after a clean close; listed afresh after anything else.
-            while let Stop::Closed = self.watch(&mut version).await {}
+            loop {
+                let (stop, heard) = self.watch(&mut version).await;
+                if heard {
+                    failures = 0;
+                } else {
+                    failures = failures.saturating_add(1);
+                    if failures > 1 {
+                        tokio::time::sleep(self.backoff(failures - 1)).await;
+                    }
+                }
+                if stop == Stop::Relist {
+                    break;
+                }
+            }
         }
     }
 
@@ -546,8 +561,8 @@ impl<K: Watched> Hub<K> {
     }
 
     /// Watches from `version` (moved along with every event and bookmark) until
-    /// the watch stops.
-    async fn watch(&self, version: &mut String) -> Stop {
+    /// the watch stops; says whether it heard anything (an event, a bookmark).
+    async fn watch(&self, version: &mut String) -> (Stop, bool) {
         self.watches.fetch_add(1, Ordering::Relaxed);
         let mut wp = WatchParams::default().labels(&self.selector);
         if let Some(t) = self.config.server_timeout {
@@ -564,37 +579,40 @@ impl<K: Watched> Hub<K> {
             Ok(s) => s,
             Err(e) => {
                 tracing::debug!(target = %self.target, error = %e, "shared watch could not start; listing afresh");
-                return Stop::Relist;
+                return (Stop::Relist, false);
             }
         };
         let mut events = Box::pin(events);
+        let mut heard = false;
         loop {
             let item = match tokio::time::timeout(self.config.silence, events.next()).await {
                 Err(_) => {
                     tracing::debug!(target = %self.target, "shared watch silent too long; listing afresh");
-                    return Stop::Relist;
+                    return (Stop::Relist, heard);
                 }
-                Ok(None) => return Stop::Closed,
+                Ok(None) => return (Stop::Closed, heard),
                 Ok(Some(item)) => item,
             };
             let (obj, deleted) = match item {
                 Ok(KubeEvent::Added(o)) | Ok(KubeEvent::Modified(o)) => (o, false),
                 Ok(KubeEvent::Deleted(o)) => (o, true),
                 Ok(KubeEvent::Bookmark(b)) => {
+                    heard = true;
                     *version = b.metadata.resource_version;
                     continue;
                 }
                 Ok(KubeEvent::Error(status)) => {
                     let e = classify_status(&status, Verb::Watch, &self.target);
                     tracing::debug!(target = %self.target, error = %e, "shared watch error event; listing afresh");
-                    return Stop::Relist;
+                    return (Stop::Relist, heard);
                 }
                 Err(e) => {
                     let e = classify(&e, Verb::Watch, &self.target);
                     tracing::debug!(target = %self.target, error = %e, "shared watch broke; listing afresh");
-                    return Stop::Relist;
+                    return (Stop::Relist, heard);
                 }
             };
+            heard = true;
             self.events.fetch_add(1, Ordering::Relaxed);
             if let Some(v) = &obj.meta().resource_version {
                 version.clone_from(v);

@@ -35,3 +35,8 @@ async fn w1_a_silent_shared_watch_is_listed_afresh() {
 async fn a_subscriber_that_falls_behind_ends_and_resumes_where_it_left() {
     shared::a_subscriber_that_falls_behind_ends_and_resumes_where_it_left::<LeaseSuite>().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a6_a_refused_shared_watch_backs_off() {
+    shared::a6_a_refused_shared_watch_backs_off::<LeaseSuite>().await;
+}

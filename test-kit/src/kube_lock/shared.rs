@@ -10,6 +10,8 @@
 //!   lists afresh and a release is still seen at once (docs/faults.md W1, W2);
 //! - [`w1_a_silent_shared_watch_is_listed_afresh`]: a watch that says nothing
 //!   is replaced after the silence bound, and the elections go on;
+//! - [`a6_a_refused_shared_watch_backs_off`]: a watch the server refuses (RBAC
+//!   with `list` but not `watch`) makes no busy loop of lists and watches;
 //! - [`a_subscriber_that_falls_behind_ends_and_resumes_where_it_left`]: a lost
 //!   event (a subscriber more than `BUFFER` events behind) ends its stream; the
 //!   one resumed from the last version seen yields every change after it from
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 use election_core::{Config, Lock, LockRecord, Stamp, Version, WatchEvent};
 use election_driver::{Builder, Handle, Runtime};
 use futures::StreamExt;
+use kube::Resource as _;
 use kube_emulator::{Emulator, Fault, Match, Resource, Verb};
 use kube_support::{ObjectLock, SharedWatch, WatchConfig};
 
@@ -234,6 +237,21 @@ pub async fn a_subscriber_that_falls_behind_ends_and_resumes_where_it_left<S: Ku
     let writer = Process::<S>::start(&emu, "writer", Duration::from_secs(30));
     let (w, r) = (watcher.lock("behind"), writer.lock("behind"));
     let mut version = r.create(&held("a", 0)).await.expect("create").version;
+    // The watcher's shared watch has seen the create (a subscription starts from
+    // what the shared watch knows).
+    let start = Instant::now();
+    while !watcher
+        .shared
+        .snapshot()
+        .iter()
+        .any(|s| s.object.meta().resource_version.as_deref() == Some(version.as_str()))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the create was not seen"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let mut stream = w.watch(None).expect("a watch");
     let first = stream.next().await.expect("the current state");
     assert!(matches!(first, Ok(WatchEvent::Changed(ref o)) if o.version == version));
@@ -310,4 +328,22 @@ async fn force_relist<S: KubeLock>(emu: &Emulator, processes: &[Process<S>]) {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// See the [module docs](self).
+pub async fn a6_a_refused_shared_watch_backs_off<S: KubeLock>() {
+    let emu = Emulator::start().await.expect("emulator");
+    emu.faults("refused")
+        .on(Match::verbs(&[Verb::Watch]))
+        .forbidden();
+    let p = Process::<S>::start(&emu, "refused", Duration::from_secs(30));
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let counts = emu.request_counts();
+    let (lists, watches) = (
+        counts.get(&p.token, Verb::List, S::RESOURCE),
+        counts.get(&p.token, Verb::Watch, S::RESOURCE),
+    );
+    // Backoff 1 s, 2 s, …: a handful in 4 s, where a busy loop makes thousands.
+    assert!((2..=6).contains(&lists), "{lists} lists in 4 s");
+    assert!((2..=6).contains(&watches), "{watches} watches in 4 s");
 }
