@@ -1,11 +1,12 @@
 //! Sixteen shards over replicas that join, leave and crash, on the API emulator
 //! with the real kube client: after each change every shard has a holder and no
 //! replica holds more than its share, within a bound; at no sampled instant does
-//! a shard have two holders.
+//! a shard have two holders, and the shard work never runs twice for a shard (a
+//! handed-over shard's work has ended before another replica's starts).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use adapter_tokio::TokioRuntime;
@@ -16,9 +17,31 @@ use kube_emulator::Emulator;
 
 const SHARDS: usize = 16;
 
-fn replica(emu: &Emulator, id: &str) -> Shards {
+/// How many works run for each shard now, and how many times a work started
+/// while another ran for its shard (a panic inside the work would only be
+/// reported by the driver, so it is counted instead).
+#[derive(Default)]
+struct Works {
+    running: [AtomicUsize; SHARDS],
+    doubled: AtomicUsize,
+}
+
+type Running = Arc<Works>;
+
+fn replica(emu: &Emulator, id: &str, running: &Running) -> Shards {
     let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    let running = running.clone();
     Shards::builder(client, "default", "orders", SHARDS, Config::fast(id))
+        .shard_work(move |shard, _term, cancel| {
+            let running = running.clone();
+            async move {
+                if running.running[shard].fetch_add(1, Ordering::SeqCst) > 0 {
+                    running.doubled.fetch_add(1, Ordering::SeqCst);
+                }
+                cancel.cancelled().await;
+                running.running[shard].fetch_sub(1, Ordering::SeqCst);
+            }
+        })
         .spawn(TokioRuntime::current().expect("inside tokio"))
         .expect("valid")
 }
@@ -67,6 +90,7 @@ async fn balanced(replicas: &Replicas, within: Duration) -> Duration {
 async fn shards_rebalance_as_replicas_join_leave_and_crash_and_never_have_two_holders() {
     let emu = Emulator::start().await.expect("emulator");
     let replicas: Arc<Replicas> = Arc::default();
+    let works: Running = Arc::default();
     // A sampler checks for two holders every 5 ms, through every change.
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
@@ -84,14 +108,14 @@ async fn shards_rebalance_as_replicas_join_leave_and_crash_and_never_have_two_ho
         replicas
             .lock()
             .expect("lock")
-            .insert(id.into(), replica(&emu, id));
+            .insert(id.into(), replica(&emu, id, &works));
     }
     balanced(&replicas, Duration::from_secs(20)).await;
     // A fourth joins: it gets its share by graceful handover, well within a lease.
     replicas
         .lock()
         .expect("lock")
-        .insert("r3".into(), replica(&emu, "r3"));
+        .insert("r3".into(), replica(&emu, "r3", &works));
     let took = balanced(&replicas, bound).await;
     assert!(took < lease * 2, "join rebalanced in {took:?}");
     assert_eq!(replicas.lock().expect("lock")["r3"].held().len(), 4);
@@ -109,6 +133,24 @@ async fn shards_rebalance_as_replicas_join_leave_and_crash_and_never_have_two_ho
     assert!(took < lease * 3, "crash rebalanced in {took:?}");
     stop.store(true, Ordering::Relaxed);
     sampler.await.expect("no two holders");
+    assert_eq!(
+        works.doubled.load(Ordering::SeqCst),
+        0,
+        "a shard's work ran twice"
+    );
+    // Every held shard's work runs, once (it starts just after the leadership).
+    let start = Instant::now();
+    loop {
+        let running: usize = works.running.iter().map(|n| n.load(Ordering::SeqCst)).sum();
+        if running == SHARDS {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{running} works run"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let all: Vec<Shards> = std::mem::take(&mut *replicas.lock().expect("lock"))
         .into_values()
         .collect();
