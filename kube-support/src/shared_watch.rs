@@ -11,22 +11,26 @@
 //!
 //! A subscription behaves as the lock's own watch would:
 //!
-//! - from no version, it yields the object's current state first (or an
-//!   unversioned deletion if there is none), then every change;
+//! - from no version, it reads the object (one GET, as the per-object watch
+//!   does: the shared watch may not have seen the latest change yet) and yields
+//!   its current state first (or an unversioned deletion if there is none), then
+//!   every change;
 //! - from a version, it yields every change after it, in order, from the hub's
 //!   window of the last [`HISTORY`] events of all objects (as the API server's
-//!   watch cache does); a version older than the window ends the subscription
-//!   with an error, as a `410 Gone` would, and the driver starts afresh;
-//! - it *ends* whenever it cannot be trusted: the hub's list failed (the driver
-//!   then polls and resumes), or the subscriber fell more than [`BUFFER`] events
-//!   behind (it resumes from the last version it saw).
+//!   watch cache does); from a version older than the window, the object's
+//!   state as the hub knows it first, as a watch restarted after a `410 Gone`
+//!   would start (but without the restart, its backoff or a read);
+//! - it *ends* whenever it cannot be trusted: the hub's list failed twice in a
+//!   row (the driver then polls and resumes), or the subscriber fell more than
+//!   [`BUFFER`] events behind (it resumes from the last version it saw).
 //!
 //! The hub itself resumes its watch from the last version it saw when the server
 //! closes it, and lists afresh after an error, a `410 Gone` or a silence longer
 //! than [`WatchConfig::silence`] (bookmarks count as life): the changes the list
 //! shows (an object changed, appeared or gone) reach the subscribers as events,
-//! so no subscriber needs a request of its own. RBAC: `list` and `watch` on the
-//! resource in the namespace (the per-lock watch needs `get` and `watch` only).
+//! so no subscriber needs a request of its own after its first read. RBAC: `get`,
+//! `list` and `watch` on the resource in the namespace (the per-lock watch needs
+//! `get` and `watch` only).
 //!
 //! An object whose labels stop matching leaves a label-selected watch as a
 //! `DELETED` event: a holder of a lock whose label a human removed stops leading
@@ -100,7 +104,8 @@ pub struct Seen<K> {
 /// What a [`SharedWatch`] has done so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SharedWatchStats {
-    /// Lists made (the first, and one after each error, 410 or silence).
+    /// Lists that succeeded (the first, and one after each error, 410 or
+    /// silence).
     pub lists: u64,
     /// Watch requests made (each list's, and each resume after a clean close).
     pub watches: u64,
@@ -142,6 +147,8 @@ struct State<K> {
     /// The window holds every event after this version (the last list's, or the
     /// last event dropped from the window).
     floor: Option<Version>,
+    /// The last version the watch brought (or the last list's).
+    latest: Option<Version>,
     /// Subscriptions by object name.
     subs: HashMap<String, Vec<Sub<K>>>,
     /// Observers of every change ([`SharedWatch::changes`]).
@@ -227,6 +234,7 @@ impl<K: Watched> SharedWatch<K> {
                     changed: HashMap::new(),
                     window: VecDeque::new(),
                     floor: None,
+                    latest: None,
                     subs: HashMap::new(),
                     observers: Vec::new(),
                 }),
@@ -296,12 +304,51 @@ impl<K: Watched> SharedWatch<K> {
     }
 
     /// A subscription to the object `name` from `from` (see the module docs).
+    ///
+    /// From no version it reads the object first (one GET, as the per-object
+    /// watch does): the shared watch may not have seen the latest change yet, and
+    /// the first item must be the current state. It then follows from the version
+    /// read (from the last version the shared watch had seen before the read,
+    /// where the object was absent).
     pub fn subscribe(
         &self,
         name: &str,
         from: Option<Version>,
         map: ObjectMapper<K>,
     ) -> WatchStream {
+        if from.is_some() {
+            return self.follow(name, from, map);
+        }
+        let me = self.clone();
+        let name = name.to_owned();
+        let start = async move {
+            let before = me.hub.lock().latest.clone();
+            let target = Target::new(
+                me.hub.target.resource,
+                me.hub.target.namespace.clone(),
+                name.clone(),
+            );
+            let got = call(me.hub.config.request_timeout, Verb::Get, &target, async {
+                me.hub.api.get_opt(&name).await
+            })
+            .await;
+            let (first, rest) = match got {
+                Ok(Some(obj)) => (
+                    WatchEvent::Changed(map(&obj)),
+                    me.follow(&name, version_of(&obj), map),
+                ),
+                Ok(None) => (WatchEvent::Deleted(None), me.follow(&name, before, map)),
+                Err(e) => return futures::stream::iter([Err(e)]).boxed(),
+            };
+            futures::stream::iter([Ok(first)]).chain(rest).boxed()
+        };
+        Box::pin(CompatStream(Box::pin(
+            futures::stream::once(start).flatten(),
+        )))
+    }
+
+    /// A subscription from `from` (`None`: the cached state first, once listed).
+    fn follow(&self, name: &str, from: Option<Version>, map: ObjectMapper<K>) -> WatchStream {
         let (tx, rx) = mpsc::channel(BUFFER);
         let mut sub = Sub {
             tx,
@@ -373,12 +420,14 @@ impl<K: Resource> State<K> {
         }
         let reaches = self.floor.as_ref().is_some_and(|f| !f.is_newer_than(from));
         if !reaches {
-            let e = LockError::transient(format!(
-                "watch {}: version {from} is older than the shared watch keeps (410 Gone)",
-                hub.target
-            ));
-            let _ = sub.tx.try_send(Err(e));
-            return false;
+            // The changes since `from` are no longer kept: go to the object's
+            // state as the shared watch knows it, as a watch restarted after a
+            // 410 would start (without the restart, its backoff or a read).
+            let event = match cached {
+                Some(obj) => WatchEvent::Changed((sub.map)(obj)),
+                None => WatchEvent::Deleted(None),
+            };
+            return sub.send(event, overflows);
         }
         for (n, v, obj) in &self.window {
             if n != name || !v.is_newer_than(from) {
@@ -421,20 +470,29 @@ impl<K: Watched> Hub<K> {
     }
 
     async fn run(self: Arc<Self>) {
-        // Failed lists, and watches that ended before they said anything, in a
-        // row: from the second on each waits a backoff first (a 410 on a resume
-        // is listed afresh at once), so that a watch the server refuses (RBAC
-        // without `watch`, say) or closes at once makes no busy loop.
-        let mut failures = 0u32;
+        // Failed lists in a row, and watches in a row that ended before they
+        // said anything: the first of either is retried at once (a connection
+        // reset after a blip, a 410 on a resume); from the second on each waits
+        // a backoff first, so that a server that refuses the watch (RBAC without
+        // `watch`, say) or closes it at once makes no busy loop, and failed lists
+        // end the subscriptions, so that their drivers poll.
+        let (mut failed_lists, mut quiet_watches) = (0u32, 0u32);
         loop {
             let mut version = match self.list().await {
-                Ok(v) => v,
+                Ok(v) => {
+                    failed_lists = 0;
+                    v
+                }
                 Err(e) => {
-                    failures = failures.saturating_add(1);
-                    let backoff = self.backoff(failures);
-                    tracing::warn!(target = %self.target, error = %e, ?backoff, "shared watch: list failed; its subscribers poll");
-                    self.end_all();
-                    tokio::time::sleep(backoff).await;
+                    failed_lists = failed_lists.saturating_add(1);
+                    if failed_lists > 1 {
+                        let backoff = self.backoff(failed_lists - 1);
+                        tracing::warn!(target = %self.target, error = %e, ?backoff, "shared watch: list failed; its subscribers poll");
+                        self.end_all();
+                        tokio::time::sleep(backoff).await;
+                    } else {
+                        tracing::debug!(target = %self.target, error = %e, "shared watch: list failed; trying again");
+                    }
                     continue;
                 }
             };
@@ -442,11 +500,11 @@ impl<K: Watched> Hub<K> {
             loop {
                 let (stop, heard) = self.watch(&mut version).await;
                 if heard {
-                    failures = 0;
+                    quiet_watches = 0;
                 } else {
-                    failures = failures.saturating_add(1);
-                    if failures > 1 {
-                        tokio::time::sleep(self.backoff(failures - 1)).await;
+                    quiet_watches = quiet_watches.saturating_add(1);
+                    if quiet_watches > 1 {
+                        tokio::time::sleep(self.backoff(quiet_watches - 1)).await;
                     }
                 }
                 if stop == Stop::Relist {
@@ -473,7 +531,6 @@ impl<K: Watched> Hub<K> {
     /// Lists the objects, tells the subscribers what changed since the cache,
     /// and returns the list's version.
     async fn list(&self) -> Result<String, LockError> {
-        self.lists.fetch_add(1, Ordering::Relaxed);
         let lp = ListParams::default().labels(&self.selector);
         let list = call(
             self.config.request_timeout,
@@ -543,6 +600,7 @@ impl<K: Watched> Hub<K> {
         }
         state.window.clear();
         state.floor = Some(Version::new(version.clone()));
+        state.latest = Some(Version::new(version.clone()));
         state.synced = true;
         state.failing = false;
         // Then those that waited for the list start as they asked.
@@ -554,6 +612,8 @@ impl<K: Watched> Hub<K> {
         }
         subs.retain(|_, v| !v.is_empty());
         state.subs = subs;
+        drop(guard);
+        self.lists.fetch_add(1, Ordering::Relaxed);
         if was_synced {
             tracing::debug!(target = %self.target, "shared watch listed afresh");
         }
@@ -561,25 +621,31 @@ impl<K: Watched> Hub<K> {
     }
 
     /// Watches from `version` (moved along with every event and bookmark) until
-    /// the watch stops; says whether it heard anything (an event, a bookmark).
+    /// the watch stops; says whether it heard anything (an event, a bookmark, or
+    /// a `410 Gone`, the server's own word to list afresh).
     async fn watch(&self, version: &mut String) -> (Stop, bool) {
         self.watches.fetch_add(1, Ordering::Relaxed);
         let mut wp = WatchParams::default().labels(&self.selector);
         if let Some(t) = self.config.server_timeout {
             wp = wp.timeout(t);
         }
+        let mut gone = false;
         let events = match call(
             self.config.request_timeout,
             Verb::Watch,
             &self.target,
-            async { self.api.watch(&wp, version).await },
+            async {
+                let r = self.api.watch(&wp, version).await;
+                gone = matches!(&r, Err(kube::Error::Api(s)) if s.code == 410);
+                r
+            },
         )
         .await
         {
             Ok(s) => s,
             Err(e) => {
                 tracing::debug!(target = %self.target, error = %e, "shared watch could not start; listing afresh");
-                return (Stop::Relist, false);
+                return (Stop::Relist, gone);
             }
         };
         let mut events = Box::pin(events);
@@ -604,7 +670,7 @@ impl<K: Watched> Hub<K> {
                 Ok(KubeEvent::Error(status)) => {
                     let e = classify_status(&status, Verb::Watch, &self.target);
                     tracing::debug!(target = %self.target, error = %e, "shared watch error event; listing afresh");
-                    return (Stop::Relist, heard);
+                    return (Stop::Relist, heard || status.code == 410);
                 }
                 Err(e) => {
                     let e = classify(&e, Verb::Watch, &self.target);
@@ -646,6 +712,7 @@ impl<K: Watched> Hub<K> {
             }
         }
         state.tell(&name);
+        state.latest = Some(version.clone());
         if deleted {
             state.objects.remove(&name);
             state.changed.remove(&name);
