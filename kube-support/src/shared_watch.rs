@@ -11,9 +11,9 @@
 //!
 //! A subscription behaves as the lock's own watch would:
 //!
-//! - from no version, it reads the object (one GET, as the per-object watch
-//!   does: the shared watch may not have seen the latest change yet) and yields
-//!   its current state first (or an unversioned deletion if there is none), then
+//! - from no version, it yields the object's state first, as the hub holds it
+//!   (reading it with one GET where the hub holds no such object, since it may
+//!   just have been created), or an unversioned deletion if there is none; then
 //!   every change;
 //! - from a version, it yields every change after it, in order, from the hub's
 //!   window of the last [`HISTORY`] events of all objects (as the API server's
@@ -66,6 +66,9 @@ pub const BUFFER: usize = 64;
 /// How many events (of all objects) the hub keeps for subscriptions that resume
 /// from a version.
 pub const HISTORY: usize = 1024;
+
+/// How many fresh subscriptions read their object at once.
+const READS: usize = 8;
 
 /// One watch of the objects of a kind carrying `labels` in a namespace, shared
 /// by the locks built with [`LockBuilder::shared_watch`](crate::LockBuilder::shared_watch).
@@ -125,6 +128,8 @@ struct Hub<K> {
     labels: BTreeMap<String, String>,
     config: WatchConfig,
     state: Mutex<State<K>>,
+    /// Bounds the first reads of fresh subscriptions running at once.
+    reads: tokio::sync::Semaphore,
     lists: AtomicU64,
     watches: AtomicU64,
     events: AtomicU64,
@@ -227,6 +232,7 @@ impl<K: Watched> SharedWatch<K> {
                 selector,
                 labels,
                 config,
+                reads: tokio::sync::Semaphore::new(READS),
                 state: Mutex::new(State {
                     synced: false,
                     failing: false,
@@ -305,23 +311,32 @@ impl<K: Watched> SharedWatch<K> {
 
     /// A subscription to the object `name` from `from` (see the module docs).
     ///
-    /// From no version it reads the object first (one GET, as the per-object
-    /// watch does): the shared watch may not have seen the latest change yet, and
-    /// the first item must be the current state. It then follows from the version
-    /// read (from the last version the shared watch had seen before the read,
-    /// where the object was absent).
+    /// From no version it starts from the object as the shared watch holds it,
+    /// or as its first list finds it. Where the shared watch, listed, holds no
+    /// such object, it reads it (one GET, as the per-object watch does): it may
+    /// have been created a moment ago, and an absence must not be reported for
+    /// an object that exists. It then follows from the version read (from the
+    /// last version the shared watch had seen before the read, where the object
+    /// is absent).
     pub fn subscribe(
         &self,
         name: &str,
         from: Option<Version>,
         map: ObjectMapper<K>,
     ) -> WatchStream {
-        if from.is_some() {
+        let cache_miss = {
+            let state = self.hub.lock();
+            state.synced && !state.objects.contains_key(name)
+        };
+        if from.is_some() || !cache_miss {
             return self.follow(name, from, map);
         }
         let me = self.clone();
         let name = name.to_owned();
         let start = async move {
+            // A few reads at a time: thousands of locks starting at once would
+            // otherwise open as many connections (HTTP/1.1), kept in the pool.
+            let _permit = me.hub.reads.acquire().await;
             let before = me.hub.lock().latest.clone();
             let target = Target::new(
                 me.hub.target.resource,
@@ -335,20 +350,27 @@ impl<K: Watched> SharedWatch<K> {
             let (first, rest) = match got {
                 Ok(Some(obj)) => (
                     WatchEvent::Changed(map(&obj)),
-                    me.follow(&name, version_of(&obj), map),
+                    me.follow_rx(&name, version_of(&obj), map),
                 ),
-                Ok(None) => (WatchEvent::Deleted(None), me.follow(&name, before, map)),
+                Ok(None) => (WatchEvent::Deleted(None), me.follow_rx(&name, before, map)),
                 Err(e) => return futures::stream::iter([Err(e)]).boxed(),
             };
             futures::stream::iter([Ok(first)]).chain(rest).boxed()
         };
-        Box::pin(CompatStream(Box::pin(
-            futures::stream::once(start).flatten(),
-        )))
+        bounded(
+            Box::pin(futures::stream::once(start).flatten()),
+            self.hub.config.silence,
+        )
     }
 
     /// A subscription from `from` (`None`: the cached state first, once listed).
     fn follow(&self, name: &str, from: Option<Version>, map: ObjectMapper<K>) -> WatchStream {
+        bounded(self.follow_rx(name, from, map), self.hub.config.silence)
+    }
+
+    /// The events of a subscription from `from`; an ended stream while the
+    /// hub's lists fail.
+    fn follow_rx(&self, name: &str, from: Option<Version>, map: ObjectMapper<K>) -> Events {
         let (tx, rx) = mpsc::channel(BUFFER);
         let mut sub = Sub {
             tx,
@@ -362,24 +384,25 @@ impl<K: Watched> SharedWatch<K> {
         if state.synced {
             let from = sub.waiting.take().flatten();
             if !state.prime(&mut sub, name, from.as_ref(), &self.hub) {
-                drop(state);
-                return Box::pin(rx_stream(rx, self.hub.config.silence));
+                return Box::pin(rx);
             }
         }
         let subs = state.subs.entry(name.to_owned()).or_default();
         // Subscriptions their drivers dropped go here (or at the object's next event).
         subs.retain(|s| !s.tx.is_closed());
         subs.push(sub);
-        drop(state);
-        rx_stream(rx, self.hub.config.silence)
+        Box::pin(rx)
     }
 }
 
-/// A subscription's stream. Its silence is bounded as a watch's is: it ends, and
-/// the driver resumes it (at no cost to the server).
-fn rx_stream(rx: mpsc::Receiver<Result<WatchEvent, LockError>>, silence: Duration) -> WatchStream {
+/// A subscription's events, before [`bounded`].
+type Events = std::pin::Pin<Box<dyn futures::Stream<Item = Result<WatchEvent, LockError>> + Send>>;
+
+/// A subscription's stream, in a tokio context. Its silence is bounded as a
+/// watch's is: it ends, and the driver resumes it (at no cost to the server).
+fn bounded(events: Events, silence: Duration) -> WatchStream {
     Box::pin(CompatStream(Box::pin(futures::stream::unfold(
-        Box::pin(rx),
+        events,
         move |mut rx| async move {
             match tokio::time::timeout(silence, rx.next()).await {
                 Ok(Some(item)) => Some((item, rx)),
