@@ -40,7 +40,7 @@
 //! ([`SharedWatch::run`]). Until it has listed once, subscriptions wait; while its
 //! lists fail, they end at once, so that their drivers poll.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt::{self, Debug};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -571,51 +571,49 @@ impl<K: Watched> Hub<K> {
         let mut guard = self.lock();
         let state = &mut *guard;
         let was_synced = state.synced;
-        // Subscribers already running get what changed since the cache, as the
-        // events a watch would have brought (a deletion's version is unknown).
+        // What the list shows changed since the cache: a new version, a new
+        // object, or one gone.
+        let version_in =
+            |objects: &HashMap<String, Arc<K>>, n: &str| objects.get(n).map(|o| version_of(&**o));
+        let moved: HashSet<String> = fresh
+            .keys()
+            .filter(|n| version_in(&state.objects, n) != version_in(&fresh, n))
+            .chain(state.objects.keys().filter(|n| !fresh.contains_key(*n)))
+            .cloned()
+            .collect();
+        // Subscribers already running get those changes, as the events a watch
+        // would have brought (a deletion's version is unknown).
         let mut subs = std::mem::take(&mut state.subs);
-        for (name, subs) in subs.iter_mut() {
-            let now = fresh.get(name);
-            let before = state.objects.get(name);
+        for name in &moved {
+            let Some(subs) = subs.get_mut(name) else {
+                continue;
+            };
             subs.retain_mut(|sub| {
                 if sub.waiting.is_some() {
                     return true;
                 }
-                let event = match (before, now) {
-                    (_, Some(o)) if before.and_then(|b| version_of(&**b)) != version_of(&**o) => {
-                        Some(WatchEvent::Changed((sub.map)(o)))
-                    }
-                    (Some(_), None) => Some(WatchEvent::Deleted(None)),
-                    _ => None,
+                let event = match fresh.get(name) {
+                    Some(o) => WatchEvent::Changed((sub.map)(o)),
+                    None => WatchEvent::Deleted(None),
                 };
-                event.is_none_or(|e| sub.send(e, &self.overflows))
+                sub.send(event, &self.overflows)
             });
         }
-        // When each object last changed: kept where the version is the same,
-        // now where a known object moved on, unknown for one first seen here (it
-        // may not have changed for a long time).
+        // When each object last changed: kept where it did not move, now where a
+        // known object moved on, unknown for one first seen here (it may not have
+        // changed for a long time).
         let now = Instant::now();
-        let changed = fresh
-            .iter()
-            .filter_map(|(name, o)| {
-                let before = state.objects.get(name)?;
-                let at = if version_of(&**before) == version_of(&**o) {
-                    *state.changed.get(name)?
-                } else {
-                    now
-                };
-                Some((name.clone(), at))
-            })
-            .collect();
-        state.changed = changed;
-        let moved: Vec<String> = fresh
+        state.changed = fresh
             .keys()
-            .filter(|n| {
-                state.objects.get(*n).map(|o| version_of(&**o))
-                    != fresh.get(*n).map(|o| version_of(&**o))
+            .filter(|n| state.objects.contains_key(*n))
+            .filter_map(|n| {
+                let at = if moved.contains(n) {
+                    now
+                } else {
+                    *state.changed.get(n)?
+                };
+                Some((n.clone(), at))
             })
-            .chain(state.objects.keys().filter(|n| !fresh.contains_key(*n)))
-            .cloned()
             .collect();
         state.objects = fresh;
         for name in &moved {
