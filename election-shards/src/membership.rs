@@ -32,32 +32,41 @@ fn holder(lease: &Lease) -> &str {
         .unwrap_or("")
 }
 
-fn is_member(lease: &Lease, group: &str) -> bool {
-    lease
-        .metadata
-        .name
-        .as_deref()
-        .is_some_and(|n| n.starts_with(&format!("{group}-member-")))
+/// A live member of the group, as one replica sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Member<'a> {
+    /// Its identity (the holder of its member Lease).
+    pub identity: &'a str,
+    /// How long until it is counted out if its Lease stays unchanged (a
+    /// millisecond past its lease).
+    pub counted_out_in: Duration,
 }
 
-/// The replicas of `group` alive in `snapshot`: member Leases held and changed
-/// within `lease`.
-pub fn live_members(snapshot: &[Seen<Lease>], group: &str, lease: Duration) -> usize {
-    live_identities(snapshot, group, lease).len()
-}
-
-/// The identities of the live members of `group` in `snapshot` (see
-/// [`live_members`]).
-pub fn live_identities<'a>(
+/// The members of `group` alive in `snapshot`: member Leases held and seen
+/// changing within `lease`.
+pub fn live_members<'a>(
     snapshot: &'a [Seen<Lease>],
     group: &str,
     lease: Duration,
-) -> Vec<&'a str> {
+) -> Vec<Member<'a>> {
+    let prefix = format!("{group}-member-");
     snapshot
         .iter()
-        .filter(|s| is_member(&s.object, group) && s.unchanged_for.is_some_and(|d| d < lease))
-        .map(|s| holder(&s.object))
-        .filter(|h| !h.is_empty())
+        .filter(|s| {
+            s.object
+                .metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .filter_map(|s| {
+            let unchanged = s.unchanged_for.filter(|d| *d < lease)?;
+            let identity = holder(&s.object);
+            (!identity.is_empty()).then_some(Member {
+                identity,
+                counted_out_in: lease - unchanged + Duration::from_millis(1),
+            })
+        })
         .collect()
 }
 
@@ -84,17 +93,6 @@ pub fn holdings<'a>(
         }
     }
     out
-}
-
-/// How long until the first live member of `group` in `snapshot` is counted
-/// out if its Lease stays unchanged (a millisecond past its lease).
-pub fn member_expiry(snapshot: &[Seen<Lease>], group: &str, lease: Duration) -> Option<Duration> {
-    snapshot
-        .iter()
-        .filter(|s| is_member(&s.object, group) && !holder(&s.object).is_empty())
-        .filter_map(|s| s.unchanged_for.filter(|d| *d < lease))
-        .map(|d| lease - d + Duration::from_millis(1))
-        .min()
 }
 
 /// Whether `identity`'s own member Lease is seen held by it in `snapshot`.

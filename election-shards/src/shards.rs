@@ -16,9 +16,7 @@ use kube_support::{NameError, SharedWatch, WatchConfig};
 use lock_lease::LeaseLock;
 
 use crate::balance::{Stance, floor, stances};
-use crate::membership::{
-    GROUP_LABEL, holdings, live_identities, member_expiry, member_lease, registered,
-};
+use crate::membership::{GROUP_LABEL, holdings, live_members, member_lease, registered};
 
 /// Why a sharded election could not start.
 #[derive(Debug, thiserror::Error)]
@@ -187,13 +185,14 @@ impl Inner {
             return None;
         }
         let shards = self.candidates.len();
-        let live = live_identities(&snapshot, &self.group, self.lease);
+        let live = live_members(&snapshot, &self.group, self.lease);
         let members = live.len().max(1);
         self.members.store(members, Ordering::Release);
         // Another live replica under its floor goes first (a joiner, say).
         let holdings = holdings(&snapshot, &self.group, shards);
-        let needy = live.iter().any(|id| {
-            *id != self.identity && holdings.get(id).copied().unwrap_or(0) < floor(shards, members)
+        let needy = live.iter().any(|m| {
+            m.identity != self.identity
+                && holdings.get(m.identity).copied().unwrap_or(0) < floor(shards, members)
         });
         let held: BTreeSet<usize> = (0..shards)
             .filter(|&s| self.candidates[s].is_leader())
@@ -217,7 +216,7 @@ impl Inner {
             }
         }
         *last = next;
-        member_expiry(&snapshot, &self.group, self.lease)
+        live.iter().map(|m| m.counted_out_in).min()
     }
 }
 
