@@ -96,7 +96,9 @@ pub use elector::{Elector, Role, Stats};
 pub use event::{BrokenAnswer, Event, StopReason, Term, Warning};
 pub use input::Input;
 pub use lock::{LeadershipChange, Lock, LockError, LockTask, WatchEvent, WatchStream};
-pub use record::{Handover, LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version};
+pub use record::{
+    Handover, LockRecord, MALFORMED_HOLDER, MAX_TRANSITIONS, Observation, Stamp, Version,
+};
 pub use rng::SplitMix64;
 pub use time::{Instant, WallTime};
 

@@ -146,6 +146,11 @@ pub struct LockRecord {
 /// The largest transition count a record can carry (Kubernetes stores an `int32`).
 pub const MAX_TRANSITIONS: u32 = i32::MAX as u32;
 
+/// The holder a lock backend reads a record it cannot decode as: nobody can have
+/// this identity (it is not a valid Kubernetes name), so the elector times it
+/// like any holder's and takes it over after a lease (docs/faults.md R6).
+pub const MALFORMED_HOLDER: &str = "<malformed-record>";
+
 impl LockRecord {
     /// Whether someone holds the lock (the holder is not empty).
     pub fn is_held(&self) -> bool {

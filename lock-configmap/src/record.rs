@@ -36,9 +36,8 @@ use serde_json::Value;
 
 /// The annotation holding the record.
 pub const ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
-/// The holder a malformed record is read as: nobody can have this identity (it is
-/// not a valid Kubernetes name), so it is taken over after a lease.
-pub const MALFORMED_HOLDER: &str = "<malformed-record>";
+/// The holder a malformed record is read as (the core's convention).
+pub use election_core::MALFORMED_HOLDER;
 pub use kube_support::annotations::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY};
 use kube_support::annotations::{int_annotation, set_annotations};
 

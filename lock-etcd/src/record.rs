@@ -54,9 +54,8 @@ pub const PRIORITY: &str = "election.rs/priority";
 pub const HANDOVER_TO: &str = "election.rs/handover-to";
 /// The field holding the asking candidate's priority.
 pub const HANDOVER_PRIORITY: &str = "election.rs/handover-priority";
-/// The holder a malformed record is read as: nobody has this identity, so it is
-/// taken over after a lease.
-pub const MALFORMED_HOLDER: &str = "<malformed-record>";
+/// The holder a malformed record is read as (the core's convention).
+pub use election_core::MALFORMED_HOLDER;
 
 /// Why a key's value could not be read as a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
