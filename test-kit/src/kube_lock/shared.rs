@@ -73,27 +73,46 @@ impl<S: KubeLock> Drop for Process<S> {
     }
 }
 
-/// Candidates of every election `names` in every process, on `rt`; `elections[i][p]`
-/// is process `p`'s candidate in election `i`.
-fn campaign<S: KubeLock>(
+/// `n` processes, `process-0` …, their shared watches silent for at most `silence`.
+fn fleet<S: KubeLock>(emu: &Emulator, n: usize, silence: Duration) -> Vec<Process<S>> {
+    (0..n)
+        .map(|p| Process::start(emu, &format!("process-{p}"), silence))
+        .collect()
+}
+
+/// Candidates of the elections `<prefix>-0` … `<prefix>-{count - 1}` in every
+/// process, on `rt`, once each has its leader; `elections[i][p]` is process `p`'s
+/// candidate in election `i`.
+async fn elect<S: KubeLock>(
     processes: &[Process<S>],
-    names: &[String],
+    prefix: &str,
+    count: usize,
     rt: &impl Runtime,
 ) -> Vec<Vec<Handle>> {
-    names
-        .iter()
-        .map(|name| {
+    let elections: Vec<Vec<Handle>> = (0..count)
+        .map(|i| {
             processes
                 .iter()
                 .map(|p| {
                     let config = Config::fast(p.token.as_str()).seed(p.token.len() as u64 + 11);
-                    Builder::new(p.lock(name), config)
+                    Builder::new(p.lock(&format!("{prefix}-{i}")), config)
                         .spawn(rt.clone())
                         .expect("valid config")
                 })
                 .collect()
         })
-        .collect()
+        .collect();
+    for e in &elections {
+        one_leader(e, Duration::from_secs(20)).await;
+    }
+    elections
+}
+
+/// Shuts every candidate down.
+async fn shut_down(elections: Vec<Vec<Handle>>) {
+    for h in elections.into_iter().flatten() {
+        h.shutdown().await;
+    }
 }
 
 /// The one leader of `candidates`, waiting up to `within`; panics on two.
@@ -131,14 +150,8 @@ fn reads(counts: &kube_emulator::RequestCounts, token: &str, resource: Resource)
 /// See the [module docs](self).
 pub async fn many_elections_one_watch_per_process<S: KubeLock>(rt: impl Runtime) {
     let emu = Emulator::start().await.expect("emulator");
-    let processes: Vec<Process<S>> = (0..3)
-        .map(|p| Process::start(&emu, &format!("process-{p}"), Duration::from_secs(30)))
-        .collect();
-    let names: Vec<String> = (0..20).map(|i| format!("shared-{i}")).collect();
-    let mut elections = campaign(&processes, &names, &rt);
-    for e in &elections {
-        one_leader(e, Duration::from_secs(20)).await;
-    }
+    let processes = fleet::<S>(&emu, 3, Duration::from_secs(30));
+    let mut elections = elect(&processes, "shared", 20, &rt).await;
     let counts = emu.request_counts();
     for p in &processes {
         assert_eq!(
@@ -182,11 +195,7 @@ pub async fn many_elections_one_watch_per_process<S: KubeLock>(rt: impl Runtime)
     for e in &elections {
         one_leader(e, Duration::from_secs(10)).await;
     }
-    for e in elections {
-        for h in e {
-            h.shutdown().await;
-        }
-    }
+    shut_down(elections).await;
 }
 
 /// See the [module docs](self).
@@ -197,14 +206,8 @@ pub async fn w1_a_silent_shared_watch_is_listed_afresh<S: KubeLock>(rt: impl Run
         .on(Match::verbs(&[Verb::Watch]))
         .times(1)
         .inject(Fault::WatchSilent);
-    let processes: Vec<Process<S>> = (0..2)
-        .map(|p| Process::start(&emu, &format!("process-{p}"), Duration::from_secs(1)))
-        .collect();
-    let names: Vec<String> = (0..4).map(|i| format!("silent-{i}")).collect();
-    let mut elections = campaign(&processes, &names, &rt);
-    for e in &elections {
-        one_leader(e, Duration::from_secs(20)).await;
-    }
+    let processes = fleet::<S>(&emu, 2, Duration::from_secs(1));
+    let mut elections = elect(&processes, "silent", 4, &rt).await;
     let start = Instant::now();
     while processes[0].shared.stats().lists < 2 {
         assert!(
@@ -223,11 +226,7 @@ pub async fn w1_a_silent_shared_watch_is_listed_afresh<S: KubeLock>(rt: impl Run
         took < Duration::from_millis(1_000),
         "handover took {took:?}"
     );
-    for e in elections {
-        for h in e {
-            h.shutdown().await;
-        }
-    }
+    shut_down(elections).await;
 }
 
 /// See the [module docs](self).
