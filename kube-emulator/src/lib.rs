@@ -16,7 +16,9 @@
 //! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
 //! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
 //! 422 `Invalid` with the Lease validation rules); create-on-update for Leases;
-//! watches with field selectors, bookmarks, `timeoutSeconds`, resume from a
+//! lists with label and field selectors, pages (`limit`, `continue`) and
+//! `resourceVersion` / `resourceVersionMatch`; watches with selectors, bookmarks,
+//! `timeoutSeconds`, resume from a
 //! version, and a 410 `Expired` ERROR event when the version left the history.
 //!
 //! Faults are injected per client, told apart by bearer token: latency, error
@@ -171,6 +173,7 @@ use clap as _;
 mod discovery;
 mod emulator;
 mod faults;
+mod list;
 mod patch;
 pub mod rbac;
 mod resource;

@@ -15,11 +15,12 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 
 use crate::faults::{Control, Fault, Plan, WriteRecord, lock};
+use crate::list::ListRequest;
 use crate::resource::{Resource, Verb};
 use crate::selector::Selectors;
 use crate::status::ApiError;
@@ -574,31 +575,15 @@ fn execute(
             return Outcome::Stream(resp);
         }
         Verb::List => {
+            let req = ListRequest {
+                resource_version: param(pairs, "resourceVersion").map(str::to_owned),
+                version_match: param(pairs, "resourceVersionMatch").map(str::to_owned),
+                limit: param(pairs, "limit").map(str::to_owned),
+                continue_token: param(pairs, "continue").map(str::to_owned),
+            };
             let store = lock(&shared.store);
-            let items: Vec<Value> = store
-                .objects(resource, namespace.as_deref())
-                .into_iter()
-                .filter(|o| selectors.matches(o))
-                .map(|mut o| {
-                    if let Value::Object(m) = &mut o {
-                        m.remove("apiVersion");
-                        m.remove("kind");
-                    }
-                    o
-                })
-                .collect();
-            Ok((
-                Reply {
-                    code: 200,
-                    body: json!({
-                        "kind": format!("{}List", resource.kind()),
-                        "apiVersion": resource.api_version(),
-                        "metadata": {"resourceVersion": store.resource_version().to_string()},
-                        "items": items,
-                    }),
-                },
-                false,
-            ))
+            crate::list::list(&store, resource, namespace.as_deref(), &selectors, &req)
+                .map(|r| (r, false))
         }
         Verb::Get if stale_read => lock(&shared.store)
             .stale_get(resource, &ns, name)

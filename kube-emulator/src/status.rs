@@ -224,6 +224,29 @@ impl ApiError {
         }
     }
 
+    /// 410 Expired, for a `continue` token older than the compacted version.
+    pub(crate) fn continue_expired() -> Self {
+        ApiError {
+            code: 410,
+            reason: "Expired",
+            message: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".to_owned(),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    /// 504 for a LIST at a version the server has not reached (the real server
+    /// waits up to three seconds first; the emulator's store is never behind).
+    pub(crate) fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        ApiError {
+            code: 504,
+            reason: "Timeout",
+            message: format!("Too large resource version: {requested}, current: {current}"),
+            details: Some(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})),
+            retry_after: Some(1),
+        }
+    }
+
     /// An injected failure with a given code (reason chosen as the API server would).
     pub(crate) fn injected(code: u16, retry_after: Option<u32>) -> Self {
         let (reason, message) = match code {
