@@ -16,31 +16,18 @@ pub(crate) enum Command {
     Abort,
 }
 
-/// A running election: ask whether this node leads, follow its state, step down,
-/// shut down.
-///
-/// Dropping the handle without [`Handle::shutdown`] shuts the driver down in the
-/// background: it drains the leader work and releases the lock (best effort, within
-/// one renew deadline), then ends.
-pub struct Handle {
+/// A read-only view of a running election: whether this node leads, its
+/// deadline, term and state. Cheap to clone, and unlike the [`Handle`] it does
+/// not keep the driver running: for helpers that must read leadership from
+/// inside the leader work (a write guard bound to one term), which exists
+/// before the handle does.
+#[derive(Clone)]
+pub struct Observer {
     shared: Arc<Shared>,
-    commands: mpsc::UnboundedSender<Command>,
     identity: Arc<str>,
 }
 
-impl Handle {
-    pub(crate) fn new(
-        shared: Arc<Shared>,
-        commands: mpsc::UnboundedSender<Command>,
-        identity: Arc<str>,
-    ) -> Self {
-        Handle {
-            shared,
-            commands,
-            identity,
-        }
-    }
-
+impl Observer {
     /// This node's identity.
     pub fn identity(&self) -> &Arc<str> {
         &self.identity
@@ -59,7 +46,7 @@ impl Handle {
         self.shared.deadline()
     }
 
-    /// The driver's clock, as [`Handle::is_leader`] reads it.
+    /// The driver's clock, as [`Observer::is_leader`] reads it.
     pub fn now(&self) -> Instant {
         self.shared.now()
     }
@@ -86,6 +73,85 @@ impl Handle {
     /// A stream of states: the current one, then each change.
     pub fn states(&self) -> StateStream {
         StateStream::new(&self.shared)
+    }
+}
+
+impl core::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Observer")
+            .field("identity", &self.identity)
+            .field("is_leader", &self.is_leader())
+            .finish()
+    }
+}
+
+/// A running election: ask whether this node leads, follow its state, step down,
+/// shut down.
+///
+/// Dropping the handle without [`Handle::shutdown`] shuts the driver down in the
+/// background: it drains the leader work and releases the lock (best effort, within
+/// one renew deadline), then ends.
+pub struct Handle {
+    observer: Observer,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl Handle {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        commands: mpsc::UnboundedSender<Command>,
+        identity: Arc<str>,
+    ) -> Self {
+        Handle {
+            observer: Observer { shared, identity },
+            commands,
+        }
+    }
+
+    /// A read-only view that does not keep the driver running ([`Observer`]).
+    pub fn observer(&self) -> Observer {
+        self.observer.clone()
+    }
+
+    /// This node's identity.
+    pub fn identity(&self) -> &Arc<str> {
+        self.observer.identity()
+    }
+
+    /// Whether this node leads now ([`Observer::is_leader`]): false from the
+    /// published deadline on, even if the driver is wedged.
+    pub fn is_leader(&self) -> bool {
+        self.observer.is_leader()
+    }
+
+    /// The leadership deadline while this node leads ([`Observer::deadline`]).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.observer.deadline()
+    }
+
+    /// The driver's clock, as [`Handle::is_leader`] reads it.
+    pub fn now(&self) -> Instant {
+        self.observer.now()
+    }
+
+    /// The holder of the lock as this node last saw it.
+    pub fn leader(&self) -> Option<Arc<str>> {
+        self.observer.leader()
+    }
+
+    /// The current term (fencing token) while this node leads now.
+    pub fn term(&self) -> Option<Term> {
+        self.observer.term()
+    }
+
+    /// The last published state.
+    pub fn state(&self) -> LeadershipState {
+        self.observer.state()
+    }
+
+    /// A stream of states: the current one, then each change.
+    pub fn states(&self) -> StateStream {
+        self.observer.states()
     }
 
     /// Gives leadership up gracefully: the leader work is cancelled and awaited,
@@ -133,7 +199,7 @@ impl Handle {
 impl core::fmt::Debug for Handle {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Handle")
-            .field("identity", &self.identity)
+            .field("identity", self.identity())
             .field("is_leader", &self.is_leader())
             .finish()
     }

@@ -76,7 +76,7 @@ mod work;
 
 pub use clock::BootClock;
 pub use driver::{Builder, Driver, MAX_SLEEP, OnLoss, WATCH_IDLE_LEASES};
-pub use handle::Handle;
+pub use handle::{Handle, Observer};
 pub use runtime::{BoxFuture, Runtime};
 pub use shared::{STREAM_BUFFER, StateHook, StateStream};
 pub use signal::{CancelSignal, Cancelled};

@@ -56,6 +56,21 @@ impl LeadershipView for election_driver::Handle {
     }
 }
 
+impl LeadershipView for election_driver::Observer {
+    fn now(&self) -> Instant {
+        election_driver::Observer::now(self)
+    }
+    fn deadline(&self) -> Option<Instant> {
+        election_driver::Observer::deadline(self)
+    }
+    fn state(&self) -> LeadershipState {
+        election_driver::Observer::state(self)
+    }
+    fn term(&self) -> Option<Term> {
+        election_driver::Observer::term(self)
+    }
+}
+
 impl<V: LeadershipView + ?Sized> LeadershipView for Arc<V> {
     fn now(&self) -> Instant {
         (**self).now()

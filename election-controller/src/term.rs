@@ -1,0 +1,90 @@
+//! One leadership term as the reconcilers see it: its term, and a client whose
+//! writes pass only while this node leads in that term.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use election_core::{Instant, Term};
+use election_driver::{LeadershipState, Observer};
+use election_ops::LeadershipView;
+use election_ops::guard::{TermAnnotationLayer, WriteGuardLayer};
+
+/// The election's observer, set once the election is built (the leader work
+/// is made before the election exists).
+pub(crate) type HandleSlot = Arc<OnceLock<Observer>>;
+
+/// A [`LeadershipView`] that leads only in one term: a reconcile of an
+/// earlier term cannot write, even once this node leads again.
+#[derive(Clone)]
+pub(crate) struct TermView {
+    pub(crate) handle: HandleSlot,
+    pub(crate) term: Term,
+}
+
+impl LeadershipView for TermView {
+    fn now(&self) -> Instant {
+        self.handle.get().map_or(Instant::ZERO, Observer::now)
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        let handle = self.handle.get()?;
+        if handle.state().term.as_ref() == Some(&self.term) {
+            handle.deadline()
+        } else {
+            None
+        }
+    }
+
+    fn state(&self) -> LeadershipState {
+        match self.handle.get() {
+            Some(handle) => handle.state(),
+            None => LeadershipState::initial(Arc::from("")),
+        }
+    }
+}
+
+/// What a term's controller gets besides the store: the term, and a client for
+/// its writes.
+#[derive(Clone)]
+pub struct TermContext {
+    /// The term (fencing token) this controller runs in.
+    pub term: Term,
+    /// A client whose writes pass only while this node leads in
+    /// [`TermContext::term`] with the guard's margin left; any other write fails
+    /// at once with `election_ops::guard::NotLeader` (see
+    /// `election_ops::guard::not_leader`) and is not sent. Unless turned off, its
+    /// writes carry the term as the annotation `election_ops::guard::TERM_ANNOTATION`.
+    pub client: kube::Client,
+}
+
+impl std::fmt::Debug for TermContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TermContext")
+            .field("term", &self.term)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a term's client is built.
+#[derive(Clone)]
+pub(crate) struct ClientRecipe {
+    pub(crate) config: kube::Config,
+    pub(crate) margin: Duration,
+    pub(crate) annotate: bool,
+}
+
+impl ClientRecipe {
+    /// The guarded client for `view`'s term: the guard outermost, so that a
+    /// refused write is neither annotated nor sent.
+    pub(crate) fn build(&self, view: TermView) -> Result<kube::Client, kube::Error> {
+        let base = kube::client::ClientBuilder::try_from(self.config.clone())?;
+        let guard = WriteGuardLayer::new(view.clone()).margin(self.margin);
+        Ok(if self.annotate {
+            base.with_layer(&TermAnnotationLayer::new(view))
+                .with_layer(&guard)
+                .build()
+        } else {
+            base.with_layer(&guard).build()
+        })
+    }
+}
