@@ -1,0 +1,313 @@
+//! A small real controller: it copies the ConfigMaps labelled `mirror=true` in
+//! the namespace `source` into the namespace `mirror`, and keeps the copies'
+//! data in sync. Shared by the example `controller`, the benchmark
+//! `bench_controller` and the crate's tests.
+//!
+//! Both namespaces are cached on every replica ([`Warm`]): the sources drive the
+//! controller, and the mirrors tell the reconcile what is already there, so an
+//! unchanged object costs no request at all.
+
+#![allow(dead_code)] // each user takes what it needs
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use election_controller::{ElectedController, TermContext, Warm};
+use election_core::{Config, Term};
+use election_driver::{Builder, Handle};
+use election_ops::guard::not_leader;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use kube_runtime::controller::Action;
+use kube_runtime::reflector::ObjectRef;
+use kube_runtime::watcher;
+
+/// Where the sources live.
+pub const SOURCE: &str = "source";
+/// Where the copies go.
+pub const TARGET: &str = "mirror";
+/// The Lease the replicas elect a leader with.
+pub const LEASE: &str = "mirror-controller";
+/// A source annotated with this many milliseconds makes its reconcile wait that
+/// long before writing (for tests of a reconcile that outlives its term).
+pub const SLOW_MS: &str = "mirror.example/slow-ms";
+
+/// How a reconcile ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The copy was already up to date: no request.
+    Unchanged,
+    /// The copy was created or replaced.
+    Wrote,
+    /// The term's client refused the write: this replica no longer led in its term.
+    Refused,
+    /// The API answered an error.
+    Failed(String),
+}
+
+/// One reconcile, as the replica saw it.
+#[derive(Clone, Debug)]
+pub struct Reconcile {
+    /// The replica's identity.
+    pub replica: String,
+    /// Its term.
+    pub term: Term,
+    /// The source's name.
+    pub name: String,
+    /// When the reconcile started.
+    pub started: Instant,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// Every reconcile of every replica, in the order they ended.
+#[derive(Clone, Default)]
+pub struct Log(Arc<Mutex<Vec<Reconcile>>>);
+
+impl Log {
+    fn push(&self, r: Reconcile) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+    }
+
+    /// A copy of the log.
+    pub fn entries(&self) -> Vec<Reconcile> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The first reconcile `replica` started at or after `since`.
+    pub fn first_by(&self, replica: &str, since: Instant) -> Option<Reconcile> {
+        self.entries()
+            .into_iter()
+            .filter(|r| r.replica == replica && r.started >= since)
+            .min_by_key(|r| r.started)
+    }
+}
+
+/// What a reconcile needs: its term's context, the mirrors' cache, the log.
+pub struct Context {
+    replica: String,
+    term: TermContext,
+    targets: Warm<ConfigMap>,
+    log: Log,
+    verbose: bool,
+}
+
+/// A reconcile's failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Error(#[from] kube::Error);
+
+/// The copy `source` should have.
+fn copy_of(source: &ConfigMap) -> ConfigMap {
+    let mut copy = ConfigMap::default();
+    copy.metadata.name = source.metadata.name.clone();
+    copy.metadata.namespace = Some(TARGET.to_owned());
+    copy.metadata.labels = Some([("mirrored-from".to_owned(), SOURCE.to_owned())].into());
+    copy.data = source.data.clone();
+    copy
+}
+
+async fn reconcile(source: Arc<ConfigMap>, cx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let name = source.metadata.name.clone().unwrap_or_default();
+    let slow = source
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SLOW_MS))
+        .and_then(|ms| ms.parse().ok())
+        .map(Duration::from_millis);
+    if let Some(wait) = slow {
+        tokio::time::sleep(wait).await;
+    }
+    let mut copy = copy_of(&source);
+    let api: Api<ConfigMap> = Api::namespaced(cx.term.client.clone(), TARGET);
+    let existing = cx
+        .targets
+        .store()
+        .get(&ObjectRef::new(&name).within(TARGET));
+    let result = match existing {
+        Some(have) if have.data == copy.data => Ok(Outcome::Unchanged),
+        Some(have) => {
+            copy.metadata.resource_version = have.metadata.resource_version.clone();
+            api.replace(&name, &PostParams::default(), &copy)
+                .await
+                .map(|_| Outcome::Wrote)
+        }
+        None => api
+            .create(&PostParams::default(), &copy)
+            .await
+            .map(|_| Outcome::Wrote),
+    };
+    let outcome = match &result {
+        Ok(outcome) => outcome.clone(),
+        Err(e) if not_leader(e).is_some() => Outcome::Refused,
+        Err(e) => Outcome::Failed(e.to_string()),
+    };
+    if cx.verbose {
+        println!(
+            "  {:<8} reconciled {name} in term {}: {outcome:?}",
+            cx.replica, cx.term.term
+        );
+    }
+    cx.log.push(Reconcile {
+        replica: cx.replica.clone(),
+        term: cx.term.term.clone(),
+        name,
+        started,
+        outcome,
+    });
+    // A conflict (the cache of copies lagged our own write) or any failure:
+    // the next try reads the cache again.
+    result.map(|_| Action::await_change()).map_err(Error)
+}
+
+fn error_policy(_: Arc<ConfigMap>, _: &Error, _: Arc<Context>) -> Action {
+    Action::requeue(Duration::from_millis(100))
+}
+
+/// One replica of the mirror controller.
+pub struct Replica {
+    /// Its identity (also its bearer token on the emulator).
+    pub id: String,
+    /// Its election.
+    pub handle: Handle,
+    /// The sources' cache.
+    pub sources: Warm<ConfigMap>,
+}
+
+/// How a replica is started.
+pub struct Options {
+    /// The election's timings.
+    pub config: fn(&str) -> Config,
+    /// Print each reconcile.
+    pub verbose: bool,
+}
+
+/// Starts a replica on `kube_config` (the emulator's or a cluster's): its
+/// caches at once, its election, and its controller whenever it leads.
+pub fn start(kube_config: &kube::Config, id: &str, options: &Options, log: &Log) -> Replica {
+    let client = kube_support::lock_client(kube_config.clone()).expect("a client");
+    let sources = Warm::spawn(
+        Api::<ConfigMap>::namespaced(client.clone(), SOURCE),
+        watcher::Config::default().labels("mirror=true"),
+    );
+    let targets = Warm::spawn(
+        Api::<ConfigMap>::namespaced(client.clone(), TARGET),
+        watcher::Config::default().labels("mirrored-from"),
+    );
+    let lock = lock_lease::LeaseLock::new(client, "default", LEASE).expect("a valid name");
+    let (replica, log, verbose) = (id.to_owned(), log.clone(), options.verbose);
+    let handle = ElectedController::new(sources.clone(), kube_config.clone())
+        .spawn(
+            Builder::new(lock, (options.config)(id)),
+            move |controller, term| {
+                let cx = Context {
+                    replica: replica.clone(),
+                    term,
+                    targets: targets.clone(),
+                    log: log.clone(),
+                    verbose,
+                };
+                controller.run(reconcile, error_policy, Arc::new(cx))
+            },
+        )
+        .expect("a valid configuration");
+    Replica {
+        id: id.to_owned(),
+        handle,
+        sources,
+    }
+}
+
+/// A source ConfigMap.
+pub fn source(name: &str, value: &str) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_owned());
+    cm.metadata.labels = Some([("mirror".to_owned(), "true".to_owned())].into());
+    cm.data = Some([("value".to_owned(), value.to_owned())].into());
+    cm
+}
+
+/// Creates the two namespaces.
+pub async fn namespaces(client: &kube::Client) {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: Api<Namespace> = Api::all(client.clone());
+    for ns in [SOURCE, TARGET] {
+        let mut n = Namespace::default();
+        n.metadata.name = Some(ns.to_owned());
+        api.create(&PostParams::default(), &n)
+            .await
+            .expect("namespace");
+    }
+}
+
+/// What the write history shows, once checked.
+#[derive(Debug, Default)]
+pub struct History {
+    /// Committed writes to the copies, per replica.
+    pub writes: std::collections::BTreeMap<String, usize>,
+    /// The writers of the copies in commit order, each run of one writer once.
+    pub runs: Vec<String>,
+}
+
+/// Checks the emulator's write history: every committed write to a copy
+/// comes from the replica that the Lease named at that instant (the last
+/// committed Lease write before it, in the server's commit order), and
+/// reaches the server before that replica's deadline (its last Lease write
+/// plus `renew_deadline`: its own send time was earlier still).
+pub fn check_history(
+    records: &[kube_emulator::WriteRecord],
+    renew_deadline: Duration,
+) -> Result<History, String> {
+    use kube_emulator::Resource;
+    let mut committed: Vec<&kube_emulator::WriteRecord> =
+        records.iter().filter(|r| r.committed).collect();
+    let version = |r: &kube_emulator::WriteRecord| {
+        r.resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(u64::MAX)
+    };
+    committed.sort_by_key(|r| version(r));
+    let mut holder: Option<(String, std::time::SystemTime)> = None;
+    let mut history = History::default();
+    for r in committed {
+        if r.resource == Resource::Lease && r.name == LEASE {
+            let name = r
+                .object
+                .as_ref()
+                .and_then(|o| o["spec"]["holderIdentity"].as_str())
+                .unwrap_or("")
+                .to_owned();
+            holder = Some((name, r.at));
+        } else if r.resource == Resource::ConfigMap && r.namespace == TARGET {
+            match &holder {
+                Some((h, renewed)) if *h == r.client => {
+                    if r.at > *renewed + renew_deadline {
+                        return Err(format!(
+                            "{} wrote {} {:?} after its deadline",
+                            r.client,
+                            r.name,
+                            r.at.duration_since(*renewed + renew_deadline)
+                                .unwrap_or_default()
+                        ));
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "{} wrote {} while the Lease named {:?}",
+                        r.client,
+                        r.name,
+                        other.as_ref().map(|(h, _)| h)
+                    ));
+                }
+            }
+            *history.writes.entry(r.client.clone()).or_default() += 1;
+            if history.runs.last() != Some(&r.client) {
+                history.runs.push(r.client.clone());
+            }
+        }
+    }
+    Ok(history)
+}
