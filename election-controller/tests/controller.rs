@@ -1,0 +1,363 @@
+//! The mirror controller (`examples/mirror`) on the API emulator, with the real
+//! kube client and kube-runtime: who writes, when, and what a takeover costs.
+
+#[path = "../examples/mirror/mod.rs"]
+mod mirror;
+
+use std::time::{Duration, Instant};
+
+use election_controller::{ControllerError, ElectedController, Warm};
+use election_core::Config;
+use election_driver::Builder;
+use election_ops::health::{Health, ReadyWhen};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use kube_emulator::{Emulator, Match, Resource, Verb};
+use kube_runtime::watcher;
+
+use mirror::{Log, Options, Outcome, Replica};
+
+const RENEW_DEADLINE: Duration = Duration::from_millis(1500); // Config::fast
+
+fn options() -> Options {
+    Options {
+        config: |id| Config::fast(id),
+        verbose: false,
+    }
+}
+
+async fn until(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < within, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+fn leader(replicas: &[Replica]) -> Option<String> {
+    replicas
+        .iter()
+        .find(|r| r.handle.is_leader())
+        .map(|r| r.id.clone())
+}
+
+fn lists(emu: &Emulator, id: &str) -> u64 {
+    emu.request_counts()
+        .get(id, Verb::List, Resource::ConfigMap)
+}
+
+/// An emulator with the two namespaces and `n` sources; the admin's client.
+async fn setup(n: usize) -> (Emulator, Api<ConfigMap>) {
+    let emu = Emulator::start().await.expect("emulator");
+    let admin = emu.client("admin").expect("client");
+    mirror::namespaces(&admin).await;
+    let sources: Api<ConfigMap> = Api::namespaced(admin, mirror::SOURCE);
+    for i in 0..n {
+        sources
+            .create(
+                &PostParams::default(),
+                &mirror::source(&format!("s{i}"), "v1"),
+            )
+            .await
+            .expect("create");
+    }
+    (emu, sources)
+}
+
+async fn set_value(sources: &Api<ConfigMap>, name: &str, value: &str) {
+    let mut cm = sources.get(name).await.expect("get");
+    cm.data = Some([("value".to_owned(), value.to_owned())].into());
+    sources
+        .replace(name, &PostParams::default(), &cm)
+        .await
+        .expect("update");
+}
+
+/// Waits until `replica` has reconciled `name` with `outcome` since `since`.
+async fn reconciled(log: &Log, replica: &str, name: &str, outcome: Outcome, since: Instant) {
+    until(
+        &format!("{replica} reconciles {name}: {outcome:?}"),
+        Duration::from_secs(5),
+        || {
+            log.entries().iter().any(|r| {
+                r.replica == replica && r.name == name && r.outcome == outcome && r.started >= since
+            })
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_list_nothing() {
+    let (emu, sources) = setup(20).await;
+    let log = Log::default();
+    let mut replicas: Vec<Replica> = ["a", "b", "c"]
+        .iter()
+        .map(|id| mirror::start(&emu.kube_config(id), id, &options(), &log))
+        .collect();
+    until("a leader", Duration::from_secs(5), || {
+        leader(&replicas).is_some()
+    })
+    .await;
+    let first = leader(&replicas).expect("leader");
+    let t = Instant::now() - Duration::from_secs(10);
+    reconciled(&log, &first, "s19", Outcome::Wrote, t).await;
+
+    // Health per role: live everywhere, ready only on the leader (an option).
+    for r in &replicas {
+        let health = Health::new(r.handle.observer()).ready_when(ReadyWhen::Leader);
+        assert!(health.liveness().is_ok(), "{} is live", r.id);
+        assert_eq!(health.readiness().is_ok(), r.id == first, "{} ready", r.id);
+    }
+
+    // Graceful handover.
+    let lists_before: Vec<(String, u64)> = replicas
+        .iter()
+        .map(|r| (r.id.clone(), lists(&emu, &r.id)))
+        .collect();
+    let i = replicas.iter().position(|r| r.id == first).expect("leader");
+    let start = Instant::now();
+    replicas.remove(i).handle.shutdown().await;
+    until("a second leader", Duration::from_secs(5), || {
+        leader(&replicas).is_some()
+    })
+    .await;
+    let second = leader(&replicas).expect("leader");
+    // Its first reconcile: from the warm cache, the copies unchanged.
+    until("its first reconcile", Duration::from_secs(5), || {
+        log.first_by(&second, start).is_some()
+    })
+    .await;
+    assert_eq!(
+        log.first_by(&second, start).expect("reconcile").outcome,
+        Outcome::Unchanged
+    );
+    set_value(&sources, "s3", "v2").await;
+    reconciled(&log, &second, "s3", Outcome::Wrote, start).await;
+
+    // Crash: no release; the next leader waits out the lease.
+    let i = replicas
+        .iter()
+        .position(|r| r.id == second)
+        .expect("leader");
+    let crashed = replicas.remove(i);
+    let start = Instant::now();
+    crashed.handle.abort();
+    drop(crashed);
+    until("a third leader", Duration::from_secs(5), || {
+        leader(&replicas).is_some()
+    })
+    .await;
+    let third = leader(&replicas).expect("leader");
+    set_value(&sources, "s4", "v2").await;
+    reconciled(&log, &third, "s4", Outcome::Wrote, start).await;
+
+    let history = mirror::check_history(&emu.write_history(), RENEW_DEADLINE).expect("history");
+    assert_eq!(history.runs, [first.clone(), second.clone(), third.clone()]);
+    for (id, before) in lists_before {
+        if id == second || id == third {
+            assert_eq!(lists(&emu, &id), before, "{id} listed nothing to take over");
+        }
+    }
+    for r in &replicas {
+        r.handle.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconcile_that_outlives_its_term_gets_not_leader_and_the_object_is_untouched() {
+    let (emu, sources) = setup(2).await;
+    let log = Log::default();
+    let a = mirror::start(&emu.kube_config("a"), "a", &options(), &log);
+    let t = Instant::now();
+    reconciled(&log, "a", "s1", Outcome::Wrote, t).await;
+    reconciled(&log, "a", "s0", Outcome::Wrote, t).await;
+
+    // A source whose reconcile waits 1.2 s before writing; meanwhile the
+    // leader's renewals fail, so its deadline (1.5 s after its last renew,
+    // minus the guard's 0.5 s margin) passes before the write.
+    let mut slow = mirror::source("slow", "v1");
+    slow.metadata.annotations = Some([(mirror::SLOW_MS.to_owned(), "1200".to_owned())].into());
+    sources
+        .create(&PostParams::default(), &slow)
+        .await
+        .expect("create");
+    emu.faults("a")
+        .on(Match::writes().resource(Resource::Lease))
+        .error(500);
+    reconciled(&log, "a", "slow", Outcome::Refused, t).await;
+    // Refused within the margin before the deadline, which then passes.
+    until("a's deadline passes", Duration::from_secs(1), || {
+        !a.handle.is_leader()
+    })
+    .await;
+    let copies: Api<ConfigMap> = Api::namespaced(emu.client("admin").expect("c"), mirror::TARGET);
+    assert!(
+        copies.get_opt("slow").await.expect("get").is_none(),
+        "the refused write was not sent"
+    );
+    assert!(
+        !emu.write_history()
+            .iter()
+            .any(|w| w.name == "slow" && w.namespace == mirror::TARGET),
+        "no request reached the server"
+    );
+    mirror::check_history(&emu.write_history(), RENEW_DEADLINE).expect("history");
+    a.handle.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_give_up_lets_the_running_reconcile_finish_before_the_release() {
+    let (emu, sources) = setup(1).await;
+    let log = Log::default();
+    let a = mirror::start(&emu.kube_config("a"), "a", &options(), &log);
+    let t = Instant::now();
+    reconciled(&log, "a", "s0", Outcome::Wrote, t).await;
+    let mut slow = mirror::source("slow", "v1");
+    slow.metadata.annotations = Some([(mirror::SLOW_MS.to_owned(), "400".to_owned())].into());
+    sources
+        .create(&PostParams::default(), &slow)
+        .await
+        .expect("create");
+    tokio::time::sleep(Duration::from_millis(100)).await; // its reconcile is running
+    a.handle.shutdown().await;
+    let history = emu.write_history();
+    let version = |w: &kube_emulator::WriteRecord| {
+        w.resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    let copy = history
+        .iter()
+        .find(|w| w.name == "slow" && w.namespace == mirror::TARGET && w.committed)
+        .and_then(version)
+        .expect("the running reconcile wrote its copy");
+    let release = history
+        .iter()
+        .filter(|w| w.resource == Resource::Lease && w.committed)
+        .filter(|w| {
+            w.object
+                .as_ref()
+                .is_some_and(|o| o["spec"]["holderIdentity"].as_str() == Some(""))
+        })
+        .find_map(version)
+        .expect("a release");
+    assert!(copy < release, "copy at {copy}, release at {release}");
+    mirror::check_history(&history, RENEW_DEADLINE).expect("history");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_loss_the_replica_keeps_its_cache_campaigns_again_and_reconciles_in_a_new_term() {
+    let (emu, sources) = setup(3).await;
+    let log = Log::default();
+    let a = mirror::start(&emu.kube_config("a"), "a", &options(), &log);
+    let t = Instant::now();
+    reconciled(&log, "a", "s2", Outcome::Wrote, t).await;
+    let first_term = a.handle.term().expect("a leads");
+    let b = mirror::start(&emu.kube_config("b"), "b", &options(), &log);
+
+    // a's renewals fail: it loses, and b takes the expired lease.
+    emu.faults("a")
+        .on(Match::writes().resource(Resource::Lease))
+        .error(500);
+    until("b leads", Duration::from_secs(6), || b.handle.is_leader()).await;
+    emu.faults("a").clear();
+    let lists_a = lists(&emu, "a");
+    set_value(&sources, "s0", "v2").await;
+    reconciled(&log, "b", "s0", Outcome::Wrote, t).await;
+
+    // b steps down; a, still running and warm, leads again in a new term.
+    b.handle.step_down().await;
+    until("a leads again", Duration::from_secs(6), || {
+        a.handle.is_leader()
+    })
+    .await;
+    let second_term = a.handle.term().expect("a leads");
+    assert!(second_term > first_term);
+    set_value(&sources, "s1", "v2").await;
+    until(
+        "a reconciles in its new term",
+        Duration::from_secs(5),
+        || {
+            log.entries().iter().any(|r| {
+                r.replica == "a"
+                    && r.term == second_term
+                    && r.name == "s1"
+                    && r.outcome == Outcome::Wrote
+            })
+        },
+    )
+    .await;
+    assert_eq!(lists(&emu, "a"), lists_a, "no relist to lead again");
+    let history = mirror::check_history(&emu.write_history(), RENEW_DEADLINE).expect("history");
+    assert_eq!(history.runs, ["a", "b", "a"]);
+    a.handle.shutdown().await;
+    b.handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_drain_timeout_beyond_the_release_budget_is_refused() {
+    let emu = Emulator::start().await.expect("emulator");
+    let client = emu.client("a").expect("client");
+    let warm = Warm::<ConfigMap>::spawn(
+        Api::namespaced(client.clone(), "default"),
+        watcher::Config::default(),
+    );
+    let lock = lock_lease::LeaseLock::new(client, "default", "x").expect("name");
+    // Config::fast: renew deadline 1.5 s, request timeout 0.5 s: at most 1 s.
+    let err = ElectedController::new(warm, emu.kube_config("a"))
+        .drain_timeout(Duration::from_millis(1001))
+        .spawn(Builder::new(lock, Config::fast("a")), |c, _| {
+            c.run(
+                |_, _| async {
+                    Ok::<_, kube::Error>(kube_runtime::controller::Action::await_change())
+                },
+                |_, _, _| kube_runtime::controller::Action::await_change(),
+                std::sync::Arc::new(()),
+            )
+        })
+        .expect_err("too long");
+    assert!(
+        matches!(err, ControllerError::DrainTooLong { budget, .. } if budget == Duration::from_secs(1)),
+        "{err}"
+    );
+}
+
+/// The history check itself fails on the violations it looks for.
+#[test]
+fn the_history_check_catches_a_write_by_a_non_holder_and_one_past_the_deadline() {
+    use std::time::SystemTime;
+    let at = SystemTime::now();
+    let record =
+        |client: &str, resource, ns: &str, rv: u64, at, holder: &str| kube_emulator::WriteRecord {
+            at,
+            client: client.into(),
+            verb: Verb::Update,
+            resource,
+            namespace: ns.into(),
+            name: if resource == Resource::Lease {
+                mirror::LEASE.into()
+            } else {
+                "s0".into()
+            },
+            code: 200,
+            committed: true,
+            resource_version: Some(rv.to_string()),
+            spoiled_by: None,
+            object: Some(serde_json::json!({"spec": {"holderIdentity": holder}})),
+        };
+    let lease = |client, rv, at| record(client, Resource::Lease, "default", rv, at, client);
+    let copy = |client, rv, at| record(client, Resource::ConfigMap, mirror::TARGET, rv, at, "");
+    let good = [
+        lease("a", 1, at),
+        copy("a", 2, at),
+        lease("b", 3, at),
+        copy("b", 4, at),
+    ];
+    let h = mirror::check_history(&good, RENEW_DEADLINE).expect("good");
+    assert_eq!(h.runs, ["a", "b"]);
+    let late_old_leader = [lease("a", 1, at), lease("b", 3, at), copy("a", 4, at)];
+    assert!(mirror::check_history(&late_old_leader, RENEW_DEADLINE).is_err());
+    let past_deadline = [lease("a", 1, at), copy("a", 2, at + Duration::from_secs(2))];
+    assert!(mirror::check_history(&past_deadline, RENEW_DEADLINE).is_err());
+}
