@@ -80,6 +80,7 @@ async fn main() {
     let options = Options {
         config: |id| Config::fast(id),
         verbose: true,
+        cold: false,
     };
     println!(
         "three replicas, Lease `{}`, Config::fast (lease 2 s, renew deadline 1.5 s, retry 250 ms)",

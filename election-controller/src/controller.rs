@@ -180,7 +180,12 @@ where
                     .warm
                     .controller()
                     .graceful_shutdown_on(signal.cancelled());
-                let stream = (self.run)(controller, TermContext { term, client });
+                let context = TermContext {
+                    term,
+                    client,
+                    cancel: signal.clone(),
+                };
+                let stream = (self.run)(controller, context);
                 drive(stream, signal.clone(), self.drain).boxed()
             }
             Err(error) => {

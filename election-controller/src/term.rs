@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use election_core::{Instant, Term};
-use election_driver::{LeadershipState, Observer};
+use election_driver::{CancelSignal, Cancelled, LeadershipState, Observer};
 use election_ops::LeadershipView;
 use election_ops::guard::{TermAnnotationLayer, WriteGuardLayer};
 
@@ -43,8 +43,8 @@ impl LeadershipView for TermView {
     }
 }
 
-/// What a term's controller gets besides the store: the term, and a client for
-/// its writes.
+/// What a term's controller gets besides the store: the term, a client for its
+/// writes, and the signal that the term is being given up.
 #[derive(Clone)]
 pub struct TermContext {
     /// The term (fencing token) this controller runs in.
@@ -55,6 +55,16 @@ pub struct TermContext {
     /// `election_ops::guard::not_leader`) and is not sent. Unless turned off, its
     /// writes carry the term as the annotation `election_ops::guard::TERM_ANNOTATION`.
     pub client: kube::Client,
+    pub(crate) cancel: CancelSignal,
+}
+
+impl TermContext {
+    /// Completes when this term is given up or lost. The controller handed to
+    /// the closure already stops on it (`graceful_shutdown_on`); pass it to
+    /// anything else the term runs, such as a controller built by hand.
+    pub fn given_up(&self) -> Cancelled {
+        self.cancel.cancelled()
+    }
 }
 
 impl std::fmt::Debug for TermContext {

@@ -23,6 +23,7 @@ fn options() -> Options {
     Options {
         config: |id| Config::fast(id),
         verbose: false,
+        cold: false,
     }
 }
 

@@ -12,6 +12,7 @@
 //! | `configmap` | | `ConfigMapLock` and the module `configmap` (`lock-configmap`) |
 //! | `memory` | | `MemoryStore` and the module `memory` (`lock-memory`): the lock to test with |
 //! | `etcd` | | `EtcdLock` and the module `etcd` (`lock-etcd`): a lock on one etcd v3 key |
+//! | `controller` | | the module `controller` (`election-controller`): kube-runtime controllers that reconcile only while leading, from caches kept warm on every replica; `runtime` (kube-runtime); with `tokio`, `lease`, `ops-guard` |
 //! | `ops` | | the module `ops` (`election-ops`): identities, the monitor; `ops-guard`, `ops-health`, `ops-http`, `ops-metrics` add its parts |
 //! | `rustls-tls` | | kube's rustls TLS stack with ring, for a real API server (the libraries leave TLS to the binary; or enable a stack in your own `kube` dependency) |
 //!
@@ -123,6 +124,16 @@ pub use {k8s_openapi, kube};
 /// `LockBuilder::shared_watch`), and the settings of a watch.
 #[cfg(feature = "kube")]
 pub use kube_support::{SharedWatch, WatchConfig};
+
+/// kube-runtime controllers that reconcile only while leading, with warm
+/// standby (`election-controller`).
+#[cfg(feature = "controller")]
+pub use election_controller as controller;
+#[cfg(feature = "controller")]
+pub use election_controller::{ElectedController, TermContext, Warm};
+/// kube-runtime, as the controllers use it.
+#[cfg(feature = "controller")]
+pub use kube_runtime as runtime;
 
 /// A lock on one etcd v3 key (`lock-etcd`).
 #[cfg(feature = "etcd")]

@@ -5,47 +5,17 @@
 //! and release the Lease, and it exits 0. The README's quick start is the
 //! example, byte for byte.
 
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use kube_emulator::{Emulator, Resource};
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{ChildStdout, Command};
+mod support;
+
+use support::{example_binary, read_until};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
 
 const IDENTITY: &str = "quickstart-a";
-
-/// The example binary, which `cargo test` builds next to the test binaries
-/// (`target/<profile>/examples/`).
-fn quickstart_binary() -> PathBuf {
-    let test = std::env::current_exe().expect("the test binary's path");
-    let profile_dir = test
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let bin = profile_dir
-        .join("examples")
-        .join(format!("quickstart{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.exists(),
-        "{} is missing: `cargo test -p kube-election` builds it (or `cargo build -p kube-election --example quickstart`)",
-        bin.display()
-    );
-    bin
-}
-
-/// Reads lines until one contains `needle`; all lines read.
-async fn read_until(lines: &mut Lines<BufReader<ChildStdout>>, needle: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    while let Some(line) = lines.next_line().await.expect("stdout") {
-        let found = line.contains(needle);
-        seen.push(line);
-        if found {
-            return seen;
-        }
-    }
-    panic!("stdout ended before {needle:?}: {seen:?}");
-}
 
 fn holder(emu: &Emulator) -> Option<String> {
     let lease = emu.object(Resource::Lease, "default", "quickstart")?;
@@ -60,7 +30,7 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
     let kubeconfig = dir.join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, IDENTITY)
         .expect("kubeconfig");
-    let mut child = Command::new(quickstart_binary())
+    let mut child = Command::new(example_binary("quickstart"))
         .env("KUBECONFIG", &kubeconfig)
         .env("ELECTION_IDENTITY", IDENTITY)
         .env_remove("POD_NAME")
@@ -80,9 +50,7 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
     .expect("it leads within a minute");
     assert_eq!(holder(&emu).as_deref(), Some(IDENTITY), "{led:?}");
 
-    let pid = child.id().expect("running");
-    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).expect("a pid")).expect("a pid");
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    support::signal(child.id().expect("running"), rustix::process::Signal::TERM);
     let rest = tokio::time::timeout(Duration::from_secs(20), async {
         let mut rest = Vec::new();
         while let Some(line) = lines.next_line().await.expect("stdout") {

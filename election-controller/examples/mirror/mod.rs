@@ -10,14 +10,16 @@
 #![allow(dead_code)] // each user takes what it needs
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use election_controller::{ElectedController, TermContext, Warm};
 use election_core::{Config, Term};
 use election_driver::{Builder, Handle};
 use election_ops::guard::not_leader;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
+use kube_runtime::Controller;
 use kube_runtime::controller::Action;
 use kube_runtime::reflector::ObjectRef;
 use kube_runtime::watcher;
@@ -56,6 +58,9 @@ pub struct Reconcile {
     pub name: String,
     /// When the reconcile started.
     pub started: Instant,
+    /// The same instant on the wall clock (to compare with the emulator's
+    /// write history).
+    pub started_at: SystemTime,
     /// How it ended.
     pub outcome: Outcome,
 }
@@ -108,7 +113,7 @@ fn copy_of(source: &ConfigMap) -> ConfigMap {
 }
 
 async fn reconcile(source: Arc<ConfigMap>, cx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
+    let (started, started_at) = (Instant::now(), SystemTime::now());
     let name = source.metadata.name.clone().unwrap_or_default();
     let slow = source
         .metadata
@@ -155,6 +160,7 @@ async fn reconcile(source: Arc<ConfigMap>, cx: Arc<Context>) -> Result<Action, E
         term: cx.term.term.clone(),
         name,
         started,
+        started_at,
         outcome,
     });
     // A conflict (the cache of copies lagged our own write) or any failure:
@@ -182,6 +188,10 @@ pub struct Options {
     pub config: fn(&str) -> Config,
     /// Print each reconcile.
     pub verbose: bool,
+    /// Cold standby, for comparison: nothing is cached before leading; each
+    /// term starts `Controller::new` (a LIST of the sources) and lists the
+    /// copies, then reconciles.
+    pub cold: bool,
 }
 
 /// Starts a replica on `kube_config` (the emulator's or a cluster's): its
@@ -197,19 +207,40 @@ pub fn start(kube_config: &kube::Config, id: &str, options: &Options, log: &Log)
         watcher::Config::default().labels("mirrored-from"),
     );
     let lock = lock_lease::LeaseLock::new(client, "default", LEASE).expect("a valid name");
-    let (replica, log, verbose) = (id.to_owned(), log.clone(), options.verbose);
+    let (replica, log, verbose, cold) = (id.to_owned(), log.clone(), options.verbose, options.cold);
     let handle = ElectedController::new(sources.clone(), kube_config.clone())
         .spawn(
             Builder::new(lock, (options.config)(id)),
-            move |controller, term| {
-                let cx = Context {
+            move |warm_controller, term| {
+                let targets = if cold {
+                    let client = term.client.clone();
+                    Warm::spawn(
+                        Api::<ConfigMap>::namespaced(client, TARGET),
+                        watcher::Config::default().labels("mirrored-from"),
+                    )
+                } else {
+                    targets.clone()
+                };
+                let cx = Arc::new(Context {
                     replica: replica.clone(),
                     term,
                     targets: targets.clone(),
                     log: log.clone(),
                     verbose,
-                };
-                controller.run(reconcile, error_policy, Arc::new(cx))
+                });
+                if !cold {
+                    return warm_controller.run(reconcile, error_policy, cx).boxed();
+                }
+                let sources = Api::<ConfigMap>::namespaced(cx.term.client.clone(), SOURCE);
+                let controller =
+                    Controller::new(sources, watcher::Config::default().labels("mirror=true"))
+                        .graceful_shutdown_on(cx.term.given_up());
+                futures::stream::once(async move {
+                    targets.synced().await;
+                    controller.run(reconcile, error_policy, cx)
+                })
+                .flatten()
+                .boxed()
             },
         )
         .expect("a valid configuration");

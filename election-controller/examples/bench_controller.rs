@@ -1,0 +1,222 @@
+//! Warm standby against cold, for the mirror controller on the API emulator:
+//! from a leader change to the new leader's first reconcile, with 1,000 source
+//! ConfigMaps (and their copies), after a graceful handover and after a crash;
+//! and the requests a follower replica makes per minute.
+//!
+//! - warm: every replica caches sources and copies from start-up
+//!   (`election-controller`); a new leader reconciles from its cache.
+//! - cold: a replica starts its controller only on leadership
+//!   (`Controller::new`: a LIST of the sources, and one of the copies), as a
+//!   hand-written "start the controller in the leader callback" does.
+//!
+//! "Leader change" is the server's time of the new leader's acquiring Lease
+//! write (the emulator's write history); the first reconcile is stamped by the
+//! wall clock of the same machine.
+//!
+//! Run: `cargo run --release -p election-controller --example bench_controller`
+//! (`-- --quick`: 100 objects, one round, for CI).
+
+mod mirror;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use election_core::Config;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use kube_emulator::{Emulator, Resource};
+
+use mirror::{Log, Options, Replica};
+
+/// Waits until `ok`, for at most 30 s.
+async fn until(what: &str, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// The server time of the last committed Lease write that made `id` the holder
+/// (the previous one named another, or nobody).
+fn acquired_at(emu: &Emulator, id: &str) -> SystemTime {
+    let mut previous = String::new();
+    let mut acquired = None;
+    for w in emu.write_history() {
+        if w.resource != Resource::Lease || !w.committed {
+            continue;
+        }
+        let holder = w
+            .object
+            .as_ref()
+            .and_then(|o| o["spec"]["holderIdentity"].as_str())
+            .unwrap_or("")
+            .to_owned();
+        if holder == id && previous != id {
+            acquired = Some(w.at);
+        }
+        previous = holder;
+    }
+    acquired.expect("an acquiring write")
+}
+
+struct Round {
+    /// Acquire write to first reconcile.
+    change: Duration,
+    /// The old leader's shutdown call (or crash) to first reconcile.
+    total: Duration,
+}
+
+async fn takeover(
+    emu: &Emulator,
+    log: &Log,
+    replicas: &mut Vec<Replica>,
+    crash: bool,
+) -> (Round, String) {
+    let i = replicas
+        .iter()
+        .position(|r| r.handle.is_leader())
+        .expect("a leader");
+    let old = replicas.remove(i);
+    let start = Instant::now();
+    if crash {
+        old.handle.abort();
+    } else {
+        old.handle.shutdown().await;
+    }
+    until("a new leader", || {
+        replicas.iter().any(|r| r.handle.is_leader())
+    })
+    .await;
+    let new = replicas
+        .iter()
+        .find(|r| r.handle.is_leader())
+        .expect("leader")
+        .id
+        .clone();
+    until("its first reconcile", || {
+        log.first_by(&new, start).is_some()
+    })
+    .await;
+    let first = log.first_by(&new, start).expect("reconcile");
+    let change = first
+        .started_at
+        .duration_since(acquired_at(emu, &new))
+        .unwrap_or_default();
+    (
+        Round {
+            change,
+            total: first.started - start,
+        },
+        old.id,
+    )
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// One mode: `rounds` graceful handovers and crashes among two replicas.
+async fn run(objects: usize, rounds: usize, cold: bool) -> (Vec<Round>, Vec<Round>, f64) {
+    let emu = Emulator::start().await.expect("emulator");
+    let admin = emu.client("admin").expect("client");
+    mirror::namespaces(&admin).await;
+    let sources: Api<ConfigMap> = Api::namespaced(admin.clone(), mirror::SOURCE);
+    for i in 0..objects {
+        let cm = mirror::source(&format!("s{i:04}"), "v1");
+        sources
+            .create(&PostParams::default(), &cm)
+            .await
+            .expect("create");
+    }
+    let log = Log::default();
+    let options = Options {
+        config: |id| Config::fast(id),
+        verbose: false,
+        cold,
+    };
+    let mut next = 0;
+    let mut spawn = |emu: &Emulator| {
+        next += 1;
+        let id = format!("r{next}");
+        mirror::start(&emu.kube_config(&id), &id, &options, &log)
+    };
+    let mut replicas = vec![spawn(&emu), spawn(&emu)];
+    until("a leader", || replicas.iter().any(|r| r.handle.is_leader())).await;
+    let copies: Api<ConfigMap> = Api::namespaced(admin, mirror::TARGET);
+    loop {
+        let n = copies
+            .list(&Default::default())
+            .await
+            .expect("list")
+            .items
+            .len();
+        if n == objects {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A follower's requests over 10 s of steady state.
+    let follower = replicas
+        .iter()
+        .find(|r| !r.handle.is_leader())
+        .expect("a follower")
+        .id
+        .clone();
+    let before = emu.request_counts().client_total(&follower);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let per_minute = (emu.request_counts().client_total(&follower) - before) as f64 * 6.0;
+
+    let (mut graceful, mut crashes) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (round, _) = takeover(&emu, &log, &mut replicas, false).await;
+        graceful.push(round);
+        replicas.push(spawn(&emu));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (round, _) = takeover(&emu, &log, &mut replicas, true).await;
+        crashes.push(round);
+        replicas.push(spawn(&emu));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for r in &replicas {
+        r.handle.shutdown().await;
+    }
+    (graceful, crashes, per_minute)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (objects, rounds) = if quick { (100, 1) } else { (1000, 5) };
+    println!(
+        "mirror controller, {objects} sources, Config::fast (lease 2 s), {rounds} rounds per mode, medians"
+    );
+    let mut rows = Vec::new();
+    for cold in [false, true] {
+        let (graceful, crashes, per_minute) = run(objects, rounds, cold).await;
+        let mode = if cold { "cold" } else { "warm" };
+        let g = median(graceful.iter().map(|r| r.change).collect());
+        let c = median(crashes.iter().map(|r| r.change).collect());
+        println!(
+            "{mode}: handover: acquire -> first reconcile {} (shutdown call -> first reconcile {}); crash: acquire -> first reconcile {} (crash -> first reconcile {}); follower requests/min {per_minute:.0}",
+            ms(g),
+            ms(median(graceful.iter().map(|r| r.total).collect())),
+            ms(c),
+            ms(median(crashes.iter().map(|r| r.total).collect())),
+        );
+        rows.push((g, c));
+    }
+    let ratio = |w: Duration, c: Duration| c.as_secs_f64() / w.as_secs_f64().max(1e-6);
+    println!(
+        "cold / warm, acquire -> first reconcile: handover {:.1}x, crash {:.1}x",
+        ratio(rows[0].0, rows[1].0),
+        ratio(rows[0].1, rows[1].1)
+    );
+}
