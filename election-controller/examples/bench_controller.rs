@@ -124,7 +124,12 @@ fn ms(d: Duration) -> String {
 }
 
 /// One mode: `rounds` graceful handovers and crashes among two replicas.
-async fn run(objects: usize, rounds: usize, cold: bool) -> (Vec<Round>, Vec<Round>, f64) {
+async fn run(
+    objects: usize,
+    rounds: usize,
+    window: Duration,
+    cold: bool,
+) -> (Vec<Round>, Vec<Round>, f64) {
     let emu = Emulator::start().await.expect("emulator");
     let admin = emu.client("admin").expect("client");
     mirror::namespaces(&admin).await;
@@ -163,7 +168,7 @@ async fn run(objects: usize, rounds: usize, cold: bool) -> (Vec<Round>, Vec<Roun
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // A follower's requests over 10 s of steady state.
+    // A follower's requests over a window of steady state.
     let follower = replicas
         .iter()
         .find(|r| !r.handle.is_leader())
@@ -171,8 +176,9 @@ async fn run(objects: usize, rounds: usize, cold: bool) -> (Vec<Round>, Vec<Roun
         .id
         .clone();
     let before = emu.request_counts().client_total(&follower);
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let per_minute = (emu.request_counts().client_total(&follower) - before) as f64 * 6.0;
+    tokio::time::sleep(window).await;
+    let per_minute = (emu.request_counts().client_total(&follower) - before) as f64 * 60.0
+        / window.as_secs_f64();
 
     let (mut graceful, mut crashes) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
@@ -194,18 +200,22 @@ async fn run(objects: usize, rounds: usize, cold: bool) -> (Vec<Round>, Vec<Roun
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let (objects, rounds) = if quick { (100, 1) } else { (1000, 5) };
+    let (objects, rounds, window) = if quick {
+        (100, 1, Duration::from_secs(2))
+    } else {
+        (1000, 5, Duration::from_secs(60))
+    };
     println!(
         "mirror controller, {objects} sources, Config::fast (lease 2 s), {rounds} rounds per mode, medians"
     );
     let mut rows = Vec::new();
     for cold in [false, true] {
-        let (graceful, crashes, per_minute) = run(objects, rounds, cold).await;
+        let (graceful, crashes, per_minute) = run(objects, rounds, window, cold).await;
         let mode = if cold { "cold" } else { "warm" };
         let g = median(graceful.iter().map(|r| r.change).collect());
         let c = median(crashes.iter().map(|r| r.change).collect());
         println!(
-            "{mode}: handover: acquire -> first reconcile {} (shutdown call -> first reconcile {}); crash: acquire -> first reconcile {} (crash -> first reconcile {}); follower requests/min {per_minute:.0}",
+            "{mode}: handover: acquire -> first reconcile {} (shutdown call -> first reconcile {}); crash: acquire -> first reconcile {} (crash -> first reconcile {}); follower requests/min {per_minute:.1}",
             ms(g),
             ms(median(graceful.iter().map(|r| r.total).collect())),
             ms(c),

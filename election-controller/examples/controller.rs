@@ -103,7 +103,8 @@ async fn main() {
                         "stopped leading"
                     };
                     let term = s.term.map(|t| t.to_string()).unwrap_or_default();
-                    println!("{:>9} {id:<8} {what} {term}", ms(t0.elapsed()));
+                    let line = format!("{:>9} {id:<8} {what} {term}", ms(t0.elapsed()));
+                    println!("{}", line.trim_end());
                 }
             }
         });

@@ -166,7 +166,7 @@ async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reconcile_that_outlives_its_term_gets_not_leader_and_the_object_is_untouched() {
+async fn n7_a_reconcile_that_outlives_its_term_gets_not_leader_and_the_object_is_untouched() {
     let (emu, sources) = setup(2).await;
     let log = Log::default();
     let a = mirror::start(&emu.kube_config("a"), "a", &options(), &log);
@@ -208,7 +208,7 @@ async fn a_reconcile_that_outlives_its_term_gets_not_leader_and_the_object_is_un
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_graceful_give_up_lets_the_running_reconcile_finish_before_the_release() {
+async fn h3_a_graceful_give_up_lets_the_running_reconcile_finish_before_the_release() {
     let (emu, sources) = setup(1).await;
     let log = Log::default();
     let a = mirror::start(&emu.kube_config("a"), "a", &options(), &log);

@@ -176,3 +176,21 @@ async fn controller_replicas_hand_over_on_sigterm_and_fail_over_on_sigkill() {
     assert!(status.success(), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's controller is `examples/controller.rs`, which CI compiles and
+/// the test above runs.
+#[test]
+fn the_readme_controller_is_the_example() {
+    let readme = include_str!("../../README.md");
+    let example = include_str!("../examples/controller.rs");
+    let block = readme
+        .split("## Controllers")
+        .nth(1)
+        .and_then(|rest| rest.split("```rust,ignore\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("a ```rust,ignore block in the README's Controllers section");
+    assert_eq!(
+        block, example,
+        "README.md's controller differs from examples/controller.rs"
+    );
+}

@@ -129,7 +129,11 @@ pub(crate) fn list(
     let start = match req.continue_token.as_deref().filter(|t| !t.is_empty()) {
         None => None,
         Some(token) => {
-            if req.resource_version.as_deref().is_some_and(|v| !v.is_empty()) {
+            if req
+                .resource_version
+                .as_deref()
+                .is_some_and(|v| !v.is_empty())
+            {
                 return Err(ApiError::bad_request(
                     "specifying resource version is not allowed when using continue",
                 ));

@@ -242,7 +242,9 @@ impl ApiError {
             code: 504,
             reason: "Timeout",
             message: format!("Too large resource version: {requested}, current: {current}"),
-            details: Some(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})),
+            details: Some(
+                json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}),
+            ),
             retry_after: Some(1),
         }
     }
