@@ -65,6 +65,8 @@ fn acquired_at(emu: &Emulator, id: &str) -> SystemTime {
 struct Round {
     /// Acquire write to first reconcile.
     change: Duration,
+    /// Acquire write to the term's controller being made (the election's part).
+    elected: Duration,
     /// The old leader's shutdown call (or crash) to first reconcile.
     total: Duration,
 }
@@ -105,9 +107,15 @@ async fn takeover(
         .started_at
         .duration_since(acquired_at(emu, &new))
         .unwrap_or_default();
+    let acquired = acquired_at(emu, &new);
+    let elected = log
+        .last_term_start(&new)
+        .and_then(|t| t.duration_since(acquired).ok())
+        .unwrap_or_default();
     (
         Round {
             change,
+            elected,
             total: first.started - start,
         },
         old.id,
@@ -215,10 +223,12 @@ async fn main() {
         let g = median(graceful.iter().map(|r| r.change).collect());
         let c = median(crashes.iter().map(|r| r.change).collect());
         println!(
-            "{mode}: handover: acquire -> first reconcile {} (shutdown call -> first reconcile {}); crash: acquire -> first reconcile {} (crash -> first reconcile {}); follower requests/min {per_minute:.1}",
+            "{mode}: handover: acquire -> first reconcile {} (of which acquire -> controller made {}; shutdown call -> first reconcile {}); crash: acquire -> first reconcile {} (of which {}; crash -> first reconcile {}); follower requests/min {per_minute:.1}",
             ms(g),
+            ms(median(graceful.iter().map(|r| r.elected).collect())),
             ms(median(graceful.iter().map(|r| r.total).collect())),
             ms(c),
+            ms(median(crashes.iter().map(|r| r.elected).collect())),
             ms(median(crashes.iter().map(|r| r.total).collect())),
         );
         rows.push((g, c));

@@ -272,3 +272,79 @@ async fn w2_kube_runtimes_reflector_pages_watches_takes_bookmarks_and_relists_af
     assert!(lists > 5, "a relist after the 410: {lists} lists");
     task.abort();
 }
+
+/// Runs `kubectl` with `args` against the kubeconfig in `dir`; its stdout.
+async fn kubectl(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(dir.join("kubeconfig"))
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .args(args)
+        .output()
+        .await;
+    match out {
+        Ok(out) => {
+            assert!(out.status.success(), "kubectl {args:?}: {out:?}");
+            String::from_utf8(out.stdout).expect("utf-8")
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            panic!("kubectl is not installed: this test uses it as a client")
+        }
+        Err(e) => panic!("kubectl could not be run: {e}"),
+    }
+}
+
+/// `kubectl` (installed on this project's machines; the test fails, naming it,
+/// where it is not) pages through a list with `--chunk-size`, as it does by
+/// default with 500, and filters by label.
+#[tokio::test]
+async fn kubectl_pages_through_configmaps_with_chunk_size_and_selects_by_label() {
+    let emu = Emulator::start().await.expect("start");
+    let api: Api<ConfigMap> = Api::namespaced(emu.client("writer").expect("client"), "default");
+    create_many(&api, 10, |i| i % 2 == 0).await;
+    let dir = std::env::temp_dir().join(format!("kube-emulator-kubectl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    emu.write_kubeconfig(&dir.join("kubeconfig"), "kubectl")
+        .expect("kubeconfig");
+    // Counted by client: the token, else (as kubectl may send none over plain
+    // HTTP) the user agent.
+    let lists = || {
+        emu.request_counts()
+            .iter()
+            .filter(|(client, verb, resource, _)| {
+                client.starts_with("kubectl")
+                    && *verb == Verb::List
+                    && *resource == Resource::ConfigMap
+            })
+            .map(|(_, _, _, n)| n)
+            .sum::<u64>()
+    };
+    let before = lists();
+    let args = [
+        "get",
+        "configmaps",
+        "-n",
+        "default",
+        "--chunk-size=3",
+        "-o",
+        "name",
+    ];
+    let all = kubectl(&dir, &args).await;
+    let want: Vec<String> = (0..10).map(|i| format!("configmap/cm-{i:03}")).collect();
+    assert_eq!(all.lines().collect::<Vec<_>>(), want);
+    assert_eq!(lists() - before, 4, "ten items in chunks of three");
+    let args = [
+        "get",
+        "configmaps",
+        "-n",
+        "default",
+        "-l",
+        "mirror=true",
+        "-o",
+        "name",
+    ];
+    let selected = kubectl(&dir, &args).await;
+    assert_eq!(selected.lines().count(), 5, "{selected}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

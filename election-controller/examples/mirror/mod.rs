@@ -65,18 +65,35 @@ pub struct Reconcile {
     pub outcome: Outcome,
 }
 
-/// Every reconcile of every replica, in the order they ended.
+/// Every reconcile of every replica, in the order they ended, and when each
+/// term's controller was made.
 #[derive(Clone, Default)]
-pub struct Log(Arc<Mutex<Vec<Reconcile>>>);
+pub struct Log(Arc<Mutex<(Vec<Reconcile>, Vec<(String, SystemTime)>)>>);
 
 impl Log {
     fn push(&self, r: Reconcile) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).0.push(r);
+    }
+
+    fn term_started(&self, replica: &str) {
+        let now = SystemTime::now();
+        let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        log.1.push((replica.to_owned(), now));
     }
 
     /// A copy of the log.
     pub fn entries(&self) -> Vec<Reconcile> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).0.clone()
+    }
+
+    /// When `replica`'s last term's controller was made.
+    pub fn last_term_start(&self, replica: &str) -> Option<SystemTime> {
+        let log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        log.1
+            .iter()
+            .rev()
+            .find(|(r, _)| r == replica)
+            .map(|(_, at)| *at)
     }
 
     /// The first reconcile `replica` started at or after `since`.
@@ -212,6 +229,7 @@ pub fn start(kube_config: &kube::Config, id: &str, options: &Options, log: &Log)
         .spawn(
             Builder::new(lock, (options.config)(id)),
             move |warm_controller, term| {
+                log.term_started(&replica);
                 let targets = if cold {
                     let client = term.client.clone();
                     Warm::spawn(
