@@ -295,20 +295,20 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         if let WatchState::Untried = self.watch {
             self.start_watch(None, now);
         }
-        if let WatchState::Broken { at } = self.watch {
-            if at <= now {
-                let from = if self.watch_failures >= 2 || self.watch_fresh_next {
-                    None // resuming from our version keeps failing: start afresh
-                } else {
-                    self.elector.observed().map(|o| o.version.clone())
-                };
-                self.start_watch(from, now);
-            }
+        if let WatchState::Broken { at } = self.watch
+            && at <= now
+        {
+            let from = if self.watch_failures >= 2 || self.watch_fresh_next {
+                None // resuming from our version keeps failing: start afresh
+            } else {
+                self.elector.observed().map(|o| o.version.clone())
+            };
+            self.start_watch(from, now);
         }
-        if let WatchState::Active(_) = self.watch {
-            if now.saturating_duration_since(self.watch_heard) >= self.watch_idle {
-                self.restart_lagging_watch("silent for too long", now);
-            }
+        if let WatchState::Active(_) = self.watch
+            && now.saturating_duration_since(self.watch_heard) >= self.watch_idle
+        {
+            self.restart_lagging_watch("silent for too long", now);
         }
         if self.elector.poll_timeout().is_some_and(|t| t <= now) {
             self.elector.handle_timeout(now);
@@ -526,10 +526,10 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
 
     /// Waits for the first thing that needs the loop.
     fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<Wake> {
-        if let Some(commands) = &mut self.commands {
-            if let Poll::Ready(c) = commands.poll_next_unpin(cx) {
-                return Poll::Ready(Wake::Command(c));
-            }
+        if let Some(commands) = &mut self.commands
+            && let Poll::Ready(c) = commands.poll_next_unpin(cx)
+        {
+            return Poll::Ready(Wake::Command(c));
         }
         if let Some(call) = &mut self.call {
             if let Poll::Ready(result) = call.future.poll_unpin(cx) {
@@ -539,19 +539,19 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 return Poll::Ready(Wake::CallTimedOut(call.op));
             }
         }
-        if let WatchState::Active(stream) = &mut self.watch {
-            if let Poll::Ready(item) = stream.poll_next_unpin(cx) {
-                return Poll::Ready(Wake::Watch(item));
-            }
+        if let WatchState::Active(stream) = &mut self.watch
+            && let Poll::Ready(item) = stream.poll_next_unpin(cx)
+        {
+            return Poll::Ready(Wake::Watch(item));
         }
         if let Poll::Ready((term, end)) = self.work.poll_end(cx) {
             return Poll::Ready(Wake::WorkEnded(term, end));
         }
-        if let Some((_, timer)) = &mut self.timer {
-            if timer.poll_unpin(cx).is_ready() {
-                self.timer = None;
-                return Poll::Ready(Wake::Timer);
-            }
+        if let Some((_, timer)) = &mut self.timer
+            && timer.poll_unpin(cx).is_ready()
+        {
+            self.timer = None;
+            return Poll::Ready(Wake::Timer);
         }
         Poll::Pending
     }
@@ -631,10 +631,11 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 if self.elector.role() == Role::Draining {
                     self.elector.work_stopped(now);
                 }
-                if let Some(next) = self.work.take_pending() {
-                    if self.elector.is_leader(now) && self.elector.term() == Some(&next) {
-                        self.work.start(&self.rt, next);
-                    }
+                if let Some(next) = self.work.take_pending()
+                    && self.elector.is_leader(now)
+                    && self.elector.term() == Some(&next)
+                {
+                    self.work.start(&self.rt, next);
                 }
             }
             Wake::Timer => {}

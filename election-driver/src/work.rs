@@ -135,10 +135,10 @@ impl WorkRunner {
     /// Tells the running work to stop and forgets a pending start.
     pub(crate) fn cancel(&mut self) {
         self.pending = None;
-        if let Some(r) = &mut self.running {
-            if let Some(cancel) = r.cancel.take() {
-                cancel();
-            }
+        if let Some(r) = &mut self.running
+            && let Some(cancel) = r.cancel.take()
+        {
+            cancel();
         }
     }
 

@@ -156,12 +156,11 @@ where
                 path: req.uri().path().to_owned(),
             }) as BoxError)));
         }
-        if self.term_header {
-            if let Some(term) = self.view.term() {
-                if let Ok(v) = hyper::header::HeaderValue::from_str(&term.to_string()) {
-                    req.headers_mut().insert(TERM_HEADER, v);
-                }
-            }
+        if self.term_header
+            && let Some(term) = self.view.term()
+            && let Ok(v) = hyper::header::HeaderValue::from_str(&term.to_string())
+        {
+            req.headers_mut().insert(TERM_HEADER, v);
         }
         Either::Right(self.inner.call(req).err_into())
     }

@@ -253,12 +253,11 @@ impl<V: LeadershipView + Clone> Health<V> {
                 });
             }
         }
-        if let Some((heartbeat, stall)) = &self.heartbeat {
-            if let Some(silent) = self.work_silence(heartbeat) {
-                if silent > *stall {
-                    return Err(Unhealthy::WorkStalled { silent });
-                }
-            }
+        if let Some((heartbeat, stall)) = &self.heartbeat
+            && let Some(silent) = self.work_silence(heartbeat)
+            && silent > *stall
+        {
+            return Err(Unhealthy::WorkStalled { silent });
         }
         Ok(())
     }

@@ -169,15 +169,14 @@ impl Checker {
                 if let Some(prev) = self.max_term[generation]
                     .as_ref()
                     .filter(|_| !self.evicted(term))
+                    && term <= prev
                 {
-                    if term <= prev {
-                        let (term, previous) = (term.to_string(), prev.to_string());
-                        return Err(Violation::TermNotGrowing {
-                            node,
-                            term,
-                            previous,
-                        });
-                    }
+                    let (term, previous) = (term.to_string(), prev.to_string());
+                    return Err(Violation::TermNotGrowing {
+                        node,
+                        term,
+                        previous,
+                    });
                 }
                 self.max_term[generation] = Some(term.clone());
                 self.started[node] = Some(term.clone());
@@ -211,15 +210,14 @@ impl Checker {
     /// The store applied a write by `by`.
     pub fn on_write(&mut self, w: &AppliedWrite, by: &str, _at: u64) -> Result<(), Violation> {
         let released = w.now.as_ref().is_some_and(|o| !o.record.is_held());
-        if released {
-            if let Some(old) = &w.replaced {
-                if &*old.holder != by {
-                    return Err(Violation::ReleaseEvicted {
-                        by: by.into(),
-                        holder: old.holder.to_string(),
-                    });
-                }
-            }
+        if released
+            && let Some(old) = &w.replaced
+            && &*old.holder != by
+        {
+            return Err(Violation::ReleaseEvicted {
+                by: by.into(),
+                holder: old.holder.to_string(),
+            });
         }
         Ok(())
     }

@@ -232,10 +232,10 @@ impl World {
 
     fn delay(&mut self) -> u64 {
         let mut max = self.msg.max_delay;
-        if let Some((spike, until)) = self.latency {
-            if self.now < until {
-                max = max.max(spike);
-            }
+        if let Some((spike, until)) = self.latency
+            && self.now < until
+        {
+            max = max.max(spike);
         }
         self.rng.range(0, max.as_nanos() as u64 + 1)
     }
@@ -331,18 +331,18 @@ impl World {
             | Happening::Drained { node, .. } => Some(*node),
             _ => None,
         };
-        if let Some(n) = node_of {
-            if self.nodes[n].paused_until > self.now {
-                let at = self.nodes[n].paused_until;
-                if let Happening::Wake { .. } = q.what {
-                    if self.nodes[n].wake != Some(q.at) {
-                        return Ok(()); // superseded
-                    }
-                    self.nodes[n].wake = Some(at);
+        if let Some(n) = node_of
+            && self.nodes[n].paused_until > self.now
+        {
+            let at = self.nodes[n].paused_until;
+            if let Happening::Wake { .. } = q.what {
+                if self.nodes[n].wake != Some(q.at) {
+                    return Ok(()); // superseded
                 }
-                self.push(at, q.what);
-                return Ok(());
+                self.nodes[n].wake = Some(at);
             }
+            self.push(at, q.what);
+            return Ok(());
         }
         match q.what {
             Happening::Wake { node } => {
@@ -441,10 +441,10 @@ impl World {
             }
         }
         for a in actions {
-            if let Action::Update { record, .. } = &a {
-                if !record.is_held() {
-                    self.checker.on_release_sent(node, leading, self.now)?;
-                }
+            if let Action::Update { record, .. } = &a
+                && !record.is_held()
+            {
+                self.checker.on_release_sent(node, leading, self.now)?;
             }
             self.log(|| format!("{id} -> {}", brief_action(&a)));
             self.send(node, a);

@@ -51,7 +51,7 @@ impl Continue {
     }
 
     fn decode(token: &str) -> Option<Continue> {
-        if token.len() % 2 != 0 {
+        if !token.len().is_multiple_of(2) {
             return None;
         }
         let bytes: Option<Vec<u8>> = (0..token.len())

@@ -67,10 +67,10 @@ pub fn exec_child(parent: u32, command: &[OsString]) -> ExitCode {
     };
     // The group the shim SIGKILLs must be its own, never its caller's.
     let me = rustix::process::getpid();
-    if rustix::process::getpgrp() != me {
-        if let Err(e) = rustix::process::setpgid(None, None) {
-            return fail("failed to start a process group", &e);
-        }
+    if rustix::process::getpgrp() != me
+        && let Err(e) = rustix::process::setpgid(None, None)
+    {
+        return fail("failed to start a process group", &e);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -143,9 +143,9 @@ pub fn format_duration(d: Duration) -> String {
     let nanos = d.as_nanos();
     if nanos < 1_000_000_000 {
         // Below a second: the largest unit that keeps it whole-ish.
-        let (unit, per) = if nanos % 1_000_000 == 0 {
+        let (unit, per) = if nanos.is_multiple_of(1_000_000) {
             ("ms", 1_000_000)
-        } else if nanos % 1_000 == 0 {
+        } else if nanos.is_multiple_of(1_000) {
             ("us", 1_000)
         } else {
             ("ns", 1)

@@ -32,13 +32,13 @@ impl Elector {
         if self.lock.predates_deletion(&obs.version) {
             return Novelty::Stale;
         }
-        if let LockView::Present(seen) = &mut self.lock {
-            if seen.obs.version == obs.version {
-                if from_read {
-                    seen.read_at = Some(now);
-                }
-                return Novelty::Same;
+        if let LockView::Present(seen) = &mut self.lock
+            && seen.obs.version == obs.version
+        {
+            if from_read {
+                seen.read_at = Some(now);
             }
+            return Novelty::Same;
         }
         if self.wrote(&obs.version) && self.last_written() != Some(&obs.version) {
             return Novelty::Stale;

@@ -272,15 +272,16 @@ pub fn term_spans(reports: &[Report]) -> Vec<TermSpan> {
                 o.end = r.at;
                 spans.push(o);
             }
-            if r.leading && !matches!(r.change, Change::Aborted) {
-                if let Some(term) = r.term.clone() {
-                    open = Some(TermSpan {
-                        candidate: c,
-                        term,
-                        start: r.at,
-                        end: r.at,
-                    });
-                }
+            if r.leading
+                && !matches!(r.change, Change::Aborted)
+                && let Some(term) = r.term.clone()
+            {
+                open = Some(TermSpan {
+                    candidate: c,
+                    term,
+                    start: r.at,
+                    end: r.at,
+                });
             }
         }
         assert!(
