@@ -153,6 +153,7 @@ async fn run(
     let options = Options {
         config: |id| Config::fast(id),
         verbose: false,
+        exit_on_loss: false,
         cold,
     };
     let mut next = 0;

@@ -80,6 +80,7 @@ async fn main() {
     let options = Options {
         config: |id| Config::fast(id),
         verbose: true,
+        exit_on_loss: false,
         cold: false,
     };
     println!(

@@ -105,13 +105,8 @@ impl<K: Cached> ElectedController<K> {
 
     /// Starts the election `election` on the current tokio runtime, with `run`
     /// as its leader work: called on each term with the term's controller and
-    /// context, it returns the stream of `Controller::run`.
-    ///
-    /// ```ignore
-    /// .spawn(election, |controller, term| {
-    ///     controller.run(reconcile, error_policy, Arc::new(Ctx { client: term.client }))
-    /// })
-    /// ```
+    /// context, it returns the stream of `Controller::run` (the crate docs
+    /// show one).
     pub fn spawn<L, F, S, E>(self, election: Builder<L>, run: F) -> Result<Handle, ControllerError>
     where
         L: Lock,

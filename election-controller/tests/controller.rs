@@ -23,6 +23,7 @@ fn options() -> Options {
     Options {
         config: |id| Config::fast(id),
         verbose: false,
+        exit_on_loss: false,
         cold: false,
     }
 }
@@ -294,6 +295,39 @@ async fn after_a_loss_the_replica_keeps_its_cache_campaigns_again_and_reconciles
     assert_eq!(history.runs, ["a", "b", "a"]);
     a.handle.shutdown().await;
     b.handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n7_with_exit_on_loss_the_election_ends_after_a_loss_and_reconciles_stop() {
+    let (emu, sources) = setup(1).await;
+    let log = Log::default();
+    let exit = Options {
+        exit_on_loss: true,
+        ..options()
+    };
+    let a = mirror::start(&emu.kube_config("a"), "a", &exit, &log);
+    let t = Instant::now();
+    reconciled(&log, "a", "s0", Outcome::Wrote, t).await;
+    let mut states = a.handle.states();
+    emu.faults("a")
+        .on(Match::writes().resource(Resource::Lease))
+        .error(500);
+    // The state stream ends when the driver does: after the loss, not before.
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        use futures::StreamExt;
+        while states.next().await.is_some() {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the election ended within 5 s of the loss");
+    assert!(!a.handle.is_leader());
+    emu.faults("a").clear();
+    let after = Instant::now();
+    set_value(&sources, "s0", "v2").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        log.first_by("a", after).is_none(),
+        "no reconcile after the election ended"
+    );
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use election_controller::{ElectedController, TermContext, Warm};
 use election_core::{Config, Term};
-use election_driver::{Builder, Handle};
+use election_driver::{Builder, Handle, OnLoss};
 use election_ops::guard::not_leader;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -68,28 +68,43 @@ pub struct Reconcile {
 /// Every reconcile of every replica, in the order they ended, and when each
 /// term's controller was made.
 #[derive(Clone, Default)]
-pub struct Log(Arc<Mutex<(Vec<Reconcile>, Vec<(String, SystemTime)>)>>);
+pub struct Log(Arc<Mutex<Entries>>);
+
+#[derive(Default)]
+struct Entries {
+    reconciles: Vec<Reconcile>,
+    /// (replica, when its term's controller was made)
+    terms: Vec<(String, SystemTime)>,
+}
 
 impl Log {
     fn push(&self, r: Reconcile) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).0.push(r);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .reconciles
+            .push(r);
     }
 
     fn term_started(&self, replica: &str) {
         let now = SystemTime::now();
         let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        log.1.push((replica.to_owned(), now));
+        log.terms.push((replica.to_owned(), now));
     }
 
     /// A copy of the log.
     pub fn entries(&self) -> Vec<Reconcile> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).0.clone()
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .reconciles
+            .clone()
     }
 
     /// When `replica`'s last term's controller was made.
     pub fn last_term_start(&self, replica: &str) -> Option<SystemTime> {
         let log = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        log.1
+        log.terms
             .iter()
             .rev()
             .find(|(r, _)| r == replica)
@@ -205,6 +220,9 @@ pub struct Options {
     pub config: fn(&str) -> Config,
     /// Print each reconcile.
     pub verbose: bool,
+    /// End the election on a loss (client-go's `RunOrDie`) instead of
+    /// campaigning again.
+    pub exit_on_loss: bool,
     /// Cold standby, for comparison: nothing is cached before leading; each
     /// term starts `Controller::new` (a LIST of the sources) and lists the
     /// copies, then reconciles.
@@ -227,7 +245,11 @@ pub fn start(kube_config: &kube::Config, id: &str, options: &Options, log: &Log)
     let (replica, log, verbose, cold) = (id.to_owned(), log.clone(), options.verbose, options.cold);
     let handle = ElectedController::new(sources.clone(), kube_config.clone())
         .spawn(
-            Builder::new(lock, (options.config)(id)),
+            Builder::new(lock, (options.config)(id)).on_loss(if options.exit_on_loss {
+                OnLoss::Exit
+            } else {
+                OnLoss::Campaign
+            }),
             move |warm_controller, term| {
                 log.term_started(&replica);
                 let targets = if cold {
