@@ -20,9 +20,8 @@ mod mirror;
 
 use std::time::{Duration, Instant, SystemTime};
 
-use election_core::Config;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use kube_emulator::{Emulator, Resource};
 
 use mirror::{Log, Options, Replica};
@@ -77,11 +76,7 @@ async fn takeover(
     replicas: &mut Vec<Replica>,
     crash: bool,
 ) -> (Round, String) {
-    let i = replicas
-        .iter()
-        .position(|r| r.handle.is_leader())
-        .expect("a leader");
-    let old = replicas.remove(i);
+    let old = mirror::take_leader(replicas).expect("a leader");
     let start = Instant::now();
     if crash {
         old.handle.abort();
@@ -138,23 +133,11 @@ async fn run(
     window: Duration,
     cold: bool,
 ) -> (Vec<Round>, Vec<Round>, f64) {
-    let emu = Emulator::start().await.expect("emulator");
-    let admin = emu.client("admin").expect("client");
-    mirror::namespaces(&admin).await;
-    let sources: Api<ConfigMap> = Api::namespaced(admin.clone(), mirror::SOURCE);
-    for i in 0..objects {
-        let cm = mirror::source(&format!("s{i:04}"), "v1");
-        sources
-            .create(&PostParams::default(), &cm)
-            .await
-            .expect("create");
-    }
+    let (emu, _) = mirror::cluster((0..objects).map(|i| format!("s{i:04}"))).await;
     let log = Log::default();
     let options = Options {
-        config: |id| Config::fast(id),
-        verbose: false,
-        exit_on_loss: false,
         cold,
+        ..Options::fast()
     };
     let mut next = 0;
     let mut spawn = |emu: &Emulator| {
@@ -164,7 +147,8 @@ async fn run(
     };
     let mut replicas = vec![spawn(&emu), spawn(&emu)];
     until("a leader", || replicas.iter().any(|r| r.handle.is_leader())).await;
-    let copies: Api<ConfigMap> = Api::namespaced(admin, mirror::TARGET);
+    let copies: Api<ConfigMap> =
+        Api::namespaced(emu.client("admin").expect("client"), mirror::TARGET);
     loop {
         let n = copies
             .list(&Default::default())

@@ -15,10 +15,9 @@ mod mirror;
 
 use std::time::{Duration, Instant};
 
-use election_core::Config;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use kube_emulator::{Emulator, Resource, Verb};
 
 use mirror::{Log, Options, Replica};
@@ -48,12 +47,7 @@ fn lists(emu: &Emulator, id: &str) -> u64 {
 
 /// Changes a source's value, then gives the leader a moment to copy it.
 async fn change(sources: &Api<ConfigMap>, name: &str, value: &str, t0: Instant) {
-    let mut cm = sources.get(name).await.expect("get");
-    cm.data = Some([("value".to_owned(), value.to_owned())].into());
-    sources
-        .replace(name, &PostParams::default(), &cm)
-        .await
-        .expect("update");
+    mirror::set_value(sources, name, value).await;
     println!("{:>9} == {name} changed to {value}", ms(t0.elapsed()));
     tokio::time::sleep(Duration::from_millis(300)).await;
 }
@@ -65,23 +59,11 @@ fn ms(d: Duration) -> String {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let t0 = Instant::now();
-    let emu = Emulator::start().await.expect("emulator");
-    let admin = emu.client("admin").expect("client");
-    mirror::namespaces(&admin).await;
-    let sources: Api<ConfigMap> = Api::namespaced(admin.clone(), mirror::SOURCE);
-    for i in 0..SOURCES {
-        let cm = mirror::source(&format!("settings-{i}"), "v1");
-        sources
-            .create(&PostParams::default(), &cm)
-            .await
-            .expect("create");
-    }
+    let (emu, sources) = mirror::cluster((0..SOURCES).map(|i| format!("settings-{i}"))).await;
     let log = Log::default();
     let options = Options {
-        config: |id| Config::fast(id),
         verbose: true,
-        exit_on_loss: false,
-        cold: false,
+        ..Options::fast()
     };
     println!(
         "three replicas, Lease `{}`, Config::fast (lease 2 s, renew deadline 1.5 s, retry 250 ms)",
@@ -117,7 +99,8 @@ async fn main() {
 
     until("a leader", || leader(&replicas).is_some()).await;
     let first = leader(&replicas).expect("leader").id.clone();
-    let copies: Api<ConfigMap> = Api::namespaced(admin.clone(), mirror::TARGET);
+    let copies: Api<ConfigMap> =
+        Api::namespaced(emu.client("admin").expect("client"), mirror::TARGET);
     let all_copied = || async {
         copies
             .list(&Default::default())
@@ -138,8 +121,7 @@ async fn main() {
 
     // A graceful handover: the leader shuts down (drain, release).
     let lists_before: Vec<u64> = replicas.iter().map(|r| lists(&emu, &r.id)).collect();
-    let i = replicas.iter().position(|r| r.id == first).expect("leader");
-    let gone = replicas.remove(i);
+    let gone = mirror::take_leader(&mut replicas).expect("a leader");
     println!(
         "{:>9} == shutting {first} down gracefully",
         ms(t0.elapsed())
@@ -164,11 +146,7 @@ async fn main() {
 
     // A crash: the new leader stops at once, without a release.
     println!("{:>9} == crashing {second} (no release)", ms(t0.elapsed()));
-    let i = replicas
-        .iter()
-        .position(|r| r.id == second)
-        .expect("leader");
-    let crashed = replicas.remove(i);
+    let crashed = mirror::take_leader(&mut replicas).expect("a leader");
     let start = Instant::now();
     crashed.handle.abort();
     drop(crashed);

@@ -20,12 +20,7 @@ use mirror::{Log, Options, Outcome, Replica};
 const RENEW_DEADLINE: Duration = Duration::from_millis(1500); // Config::fast
 
 fn options() -> Options {
-    Options {
-        config: |id| Config::fast(id),
-        verbose: false,
-        exit_on_loss: false,
-        cold: false,
-    }
+    Options::fast()
 }
 
 async fn until(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
@@ -48,31 +43,13 @@ fn lists(emu: &Emulator, id: &str) -> u64 {
         .get(id, Verb::List, Resource::ConfigMap)
 }
 
-/// An emulator with the two namespaces and `n` sources; the admin's client.
+/// An emulator with the two namespaces and `n` sources.
 async fn setup(n: usize) -> (Emulator, Api<ConfigMap>) {
-    let emu = Emulator::start().await.expect("emulator");
-    let admin = emu.client("admin").expect("client");
-    mirror::namespaces(&admin).await;
-    let sources: Api<ConfigMap> = Api::namespaced(admin, mirror::SOURCE);
-    for i in 0..n {
-        sources
-            .create(
-                &PostParams::default(),
-                &mirror::source(&format!("s{i}"), "v1"),
-            )
-            .await
-            .expect("create");
-    }
-    (emu, sources)
+    mirror::cluster((0..n).map(|i| format!("s{i}"))).await
 }
 
 async fn set_value(sources: &Api<ConfigMap>, name: &str, value: &str) {
-    let mut cm = sources.get(name).await.expect("get");
-    cm.data = Some([("value".to_owned(), value.to_owned())].into());
-    sources
-        .replace(name, &PostParams::default(), &cm)
-        .await
-        .expect("update");
+    mirror::set_value(sources, name, value).await;
 }
 
 /// Waits until `replica` has reconciled `name` with `outcome` since `since`.
@@ -117,9 +94,9 @@ async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_
         .iter()
         .map(|r| (r.id.clone(), lists(&emu, &r.id)))
         .collect();
-    let i = replicas.iter().position(|r| r.id == first).expect("leader");
+    let gone = mirror::take_leader(&mut replicas).expect("a leader");
     let start = Instant::now();
-    replicas.remove(i).handle.shutdown().await;
+    gone.handle.shutdown().await;
     until("a second leader", Duration::from_secs(5), || {
         leader(&replicas).is_some()
     })
@@ -138,11 +115,7 @@ async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_
     reconciled(&log, &second, "s3", Outcome::Wrote, start).await;
 
     // Crash: no release; the next leader waits out the lease.
-    let i = replicas
-        .iter()
-        .position(|r| r.id == second)
-        .expect("leader");
-    let crashed = replicas.remove(i);
+    let crashed = mirror::take_leader(&mut replicas).expect("a leader");
     let start = Instant::now();
     crashed.handle.abort();
     drop(crashed);

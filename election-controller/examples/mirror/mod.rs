@@ -229,6 +229,18 @@ pub struct Options {
     pub cold: bool,
 }
 
+impl Options {
+    /// `Config::fast` (a 2 s lease), quiet, warm, campaigning again after a loss.
+    pub fn fast() -> Options {
+        Options {
+            config: |id| Config::fast(id),
+            verbose: false,
+            exit_on_loss: false,
+            cold: false,
+        }
+    }
+}
+
 /// Starts a replica on `kube_config` (the emulator's or a cluster's): its
 /// caches at once, its election, and its controller whenever it leads.
 pub fn start(kube_config: &kube::Config, id: &str, options: &Options, log: &Log) -> Replica {
@@ -300,8 +312,42 @@ pub fn source(name: &str, value: &str) -> ConfigMap {
     cm
 }
 
+/// An emulator with the two namespaces and a source named by each of `names`
+/// (value `v1`), and the sources' API as an admin sees it.
+pub async fn cluster(
+    names: impl IntoIterator<Item = String>,
+) -> (kube_emulator::Emulator, Api<ConfigMap>) {
+    let emu = kube_emulator::Emulator::start().await.expect("emulator");
+    let admin = emu.client("admin").expect("client");
+    namespaces(&admin).await;
+    let sources: Api<ConfigMap> = Api::namespaced(admin, SOURCE);
+    for name in names {
+        sources
+            .create(&PostParams::default(), &source(&name, "v1"))
+            .await
+            .expect("create");
+    }
+    (emu, sources)
+}
+
+/// Sets a source's value.
+pub async fn set_value(sources: &Api<ConfigMap>, name: &str, value: &str) {
+    let mut cm = sources.get(name).await.expect("get");
+    cm.data = Some([("value".to_owned(), value.to_owned())].into());
+    sources
+        .replace(name, &PostParams::default(), &cm)
+        .await
+        .expect("update");
+}
+
+/// Takes the replica that leads now out of `replicas`.
+pub fn take_leader(replicas: &mut Vec<Replica>) -> Option<Replica> {
+    let i = replicas.iter().position(|r| r.handle.is_leader())?;
+    Some(replicas.remove(i))
+}
+
 /// Creates the two namespaces.
-pub async fn namespaces(client: &kube::Client) {
+async fn namespaces(client: &kube::Client) {
     use k8s_openapi::api::core::v1::Namespace;
     let api: Api<Namespace> = Api::all(client.clone());
     for ns in [SOURCE, TARGET] {
