@@ -339,10 +339,8 @@ impl Control {
                     }
                     Stage::Before | Stage::After | Stage::Watch | Stage::Read => false,
                 };
-                if used {
-                    if let Some(n) = rule.remaining.as_mut() {
-                        *n -= 1;
-                    }
+                if used && let Some(n) = rule.remaining.as_mut() {
+                    *n -= 1;
                 }
             }
             rules.retain(|r| r.remaining != Some(0));

@@ -667,16 +667,16 @@ impl Store {
         };
         let uid = meta_str(&existing, "uid").to_owned();
         if let Some(pre) = options.and_then(|o| o.get("preconditions")) {
-            if let Some(want) = pre.get("uid").and_then(Value::as_str) {
-                if want != uid {
-                    return Err(ApiError::conflict(
-                        resource,
-                        name,
-                        &format!(
-                            "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
-                        ),
-                    ));
-                }
+            if let Some(want) = pre.get("uid").and_then(Value::as_str)
+                && want != uid
+            {
+                return Err(ApiError::conflict(
+                    resource,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                    ),
+                ));
             }
             if let Some(want) = pre.get("resourceVersion").and_then(Value::as_str) {
                 let have = meta_str(&existing, "resourceVersion");

@@ -107,10 +107,10 @@ pub(crate) fn check_lease_spec(obj: &mut Value) -> Result<Vec<FieldError>, ApiEr
         ("strategy", "v1.CoordinatedLeaseStrategy"),
         ("preferredHolder", "string"),
     ] {
-        if let Some(v) = spec.get(field) {
-            if !(v.is_string() || v.is_null()) {
-                return Err(decode_error(r, &format!("LeaseSpec.spec.{field}"), go, v));
-            }
+        if let Some(v) = spec.get(field)
+            && !(v.is_string() || v.is_null())
+        {
+            return Err(decode_error(r, &format!("LeaseSpec.spec.{field}"), go, v));
         }
     }
     let int32 = |field: &str| -> Result<Option<i64>, ApiError> {
@@ -153,23 +153,23 @@ pub(crate) fn check_lease_spec(obj: &mut Value) -> Result<Vec<FieldError>, ApiEr
         }
     }
     let mut errs = Vec::new();
-    if let Some(d) = duration {
-        if d <= 0 {
-            errs.push(FieldError::invalid(
-                "spec.leaseDurationSeconds",
-                &d.to_string(),
-                "must be greater than 0",
-            ));
-        }
+    if let Some(d) = duration
+        && d <= 0
+    {
+        errs.push(FieldError::invalid(
+            "spec.leaseDurationSeconds",
+            &d.to_string(),
+            "must be greater than 0",
+        ));
     }
-    if let Some(t) = transitions {
-        if t < 0 {
-            errs.push(FieldError::invalid(
-                "spec.leaseTransitions",
-                &t.to_string(),
-                "must be greater than or equal to 0",
-            ));
-        }
+    if let Some(t) = transitions
+        && t < 0
+    {
+        errs.push(FieldError::invalid(
+            "spec.leaseTransitions",
+            &t.to_string(),
+            "must be greater than or equal to 0",
+        ));
     }
     let strategy = spec.get("strategy").and_then(Value::as_str).unwrap_or("");
     if spec.get("strategy").is_some_and(Value::is_string) {
@@ -373,15 +373,15 @@ pub(crate) fn check_metadata_types(resource: Resource, obj: &Value) -> Result<()
         "uid",
         "generateName",
     ] {
-        if let Some(v) = meta.get(field) {
-            if !(v.is_string() || v.is_null()) {
-                return Err(decode_error(
-                    resource,
-                    &format!("ObjectMeta.metadata.{field}"),
-                    "string",
-                    v,
-                ));
-            }
+        if let Some(v) = meta.get(field)
+            && !(v.is_string() || v.is_null())
+        {
+            return Err(decode_error(
+                resource,
+                &format!("ObjectMeta.metadata.{field}"),
+                "string",
+                v,
+            ));
         }
     }
     Ok(())
