@@ -356,7 +356,8 @@ impl Inner {
             state.reported = decision.status;
             self.save(name, state.clone());
         }
-        let wrote = !decision.writes.is_empty();
+        // Whether anything was written (a drain already running is not restarted).
+        let mut wrote = false;
         let mut deadline = decision.deadline;
         for write in decision.writes {
             if !write.takes_window()
@@ -367,6 +368,11 @@ impl Inner {
                     what: format!("{write:?} on node {name}"),
                 });
             }
+            wrote |= match &write {
+                Write::StartDrain => !state.draining,
+                Write::CancelDrain => state.draining,
+                _ => true,
+            };
             match write {
                 Write::Lease(lw) => {
                     self.write_lease(name, &node, lease.as_ref(), lw, &mut deadline, &mut state)
