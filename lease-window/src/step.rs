@@ -583,7 +583,8 @@ pub fn step(config: &WindowConfig, input: &Input<'_>) -> Decision {
             d.next_check = Some(now + remaining.min(config.max_requeue));
         }
         (None, Judged::Absent | Judged::Ended { .. }) => {
-            d.status = status.filter(|s| *s == Status::Ended);
+            // No window, none asked for: nothing to report (the Node's status
+            // is the last holder's).
         }
     }
     d

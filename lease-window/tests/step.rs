@@ -324,11 +324,10 @@ fn every_branch_of_the_flow() {
             ..Case::default()
         },
         Case {
-            name: "no request, lease ended, status ended: nothing to write, ended reported",
+            name: "no request, lease ended, status ended: nothing to write or report",
             window: None,
             lease: Some(lease(None, 5.0, 1, 0)),
             status: Some("ended"),
-            reported: Some(Status::Ended),
             ..Case::default()
         },
         Case {
