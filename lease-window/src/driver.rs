@@ -29,7 +29,9 @@ use crate::step::{Input, LeaseView, LeaseWrite, Now, OwnWrite, WindowConfig, Wri
 /// Drains a Node: the user's part. Both calls must return promptly (a drain
 /// goes on in the background; a reconcile never blocks on it) and be safe to
 /// repeat. The driver starts a drain once per window and cancels it when the
-/// window ends.
+/// window ends. A Node deleted mid-window gets no cancel: kube-runtime does not
+/// reconcile an object once it left its cache (the driver cancels only if it
+/// finds the Node gone in a reconcile already under way).
 pub trait Drainer: Send + Sync + 'static {
     /// Starts draining `node`.
     fn start<'a>(
@@ -307,10 +309,19 @@ impl Inner {
             )
             .await?;
         let Some(node) = node else {
-            self.state
+            // The Node is gone (and its window Lease with it): forget it, and
+            // stop a drain of it that still runs.
+            let gone = self
+                .state
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(name);
+            if gone.is_some_and(|s| s.draining) {
+                self.bounded(|| name.to_owned(), None, async {
+                    self.drainer.cancel(name).await.map_err(CallError::drain)
+                })
+                .await?;
+            }
             return Ok(Action::await_change());
         };
         let lease = self

@@ -65,6 +65,9 @@
 //! # Ok::<(), lease_window::WindowError>(())
 //! ```
 #![forbid(unsafe_code)]
+// A dependency the library does not use is an error (in CI's clippy too); not in
+// the unit tests' build, which also gets the dev-dependencies.
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
 mod driver;
 mod error;
