@@ -35,12 +35,12 @@ async fn binary_serves_and_writes_a_working_kubeconfig() {
     let lines: Vec<String> = tokio::task::spawn_blocking(move || {
         BufReader::new(stdout)
             .lines()
-            .take(2)
+            .take(3)
             .collect::<Result<Vec<_>, _>>()
     })
     .await
     .expect("joined")
-    .expect("two lines");
+    .expect("three lines");
     assert!(
         lines[0].starts_with("kube-emulator listening on http://127.0.0.1:"),
         "{}",
@@ -132,7 +132,7 @@ async fn kubectl_cordons_and_annotates_a_node_and_its_lease_goes_with_it() {
     tokio::task::spawn_blocking(move || {
         BufReader::new(stdout)
             .lines()
-            .take(2)
+            .take(3)
             .collect::<Result<Vec<_>, _>>()
     })
     .await
