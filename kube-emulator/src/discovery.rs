@@ -71,6 +71,7 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Value {
                 Resource::Event => doc["shortNames"] = json!(["ev"]),
                 Resource::EventV1 => doc["shortNames"] = json!(["ev"]),
                 Resource::Namespace => doc["shortNames"] = json!(["ns"]),
+                Resource::Node => doc["shortNames"] = json!(["no"]),
                 Resource::Lease => {}
             }
             doc

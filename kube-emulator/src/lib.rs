@@ -10,8 +10,8 @@
 //! - **a binary** (`cargo run -p kube-emulator -- --port 6443`) that serves until
 //!   Ctrl-C and writes a kubeconfig for `kubectl` and other clients.
 //!
-//! It serves Leases, ConfigMaps, Events (core and `events.k8s.io/v1`) and
-//! Namespaces with the API server's rules: get, list, create, update (PUT), patch
+//! It serves Leases, ConfigMaps, Events (core and `events.k8s.io/v1`),
+//! Namespaces and Nodes with the API server's rules: get, list, create, update (PUT), patch
 //! (merge and JSON patch), delete and watch; one global, growing resourceVersion;
 //! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
 //! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
@@ -114,6 +114,13 @@
 //!   (which carries the old uid) to a deleted Lease gets 409 `Conflict`
 //!   ("Precondition failed: UID in precondition: …"), not a re-creation.
 //!   ConfigMaps have no create-on-update: 404.
+//! - **Deleting an object deletes its dependents**: every object whose
+//!   `metadata.ownerReferences` names the deleted uid goes too (a Node's Lease),
+//!   unless another owner it names still exists (then only the dangling
+//!   reference is removed); `propagationPolicy: Orphan` keeps the dependents
+//!   and removes the reference. The API server's collector does this in the
+//!   background, a little later; the emulator does it in the same write, so the
+//!   dependents' DELETED events follow the owner's at once.
 //! - **An update that changes nothing is not written**: same
 //!   `resourceVersion`, no watch event (etcd3's `GuaranteedUpdate` skips
 //!   identical bytes). A renew must change something (`renewTime`) to be
@@ -160,6 +167,8 @@
 //! - Deleting a namespace removes its objects at once (no Terminating phase that lasts).
 //! - The two Event APIs are stored apart; server-side apply is not served.
 //! - `managedFields` and `generation` are not maintained.
+//! - Nodes are objects only: no kubelet heartbeats, no status conditions, no
+//!   taints added on cordon (`spec.unschedulable` is stored as written).
 
 // A dependency the library does not use is an error (in CI's clippy too); not in
 // the unit tests' build, which also gets the dev-dependencies.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Parser;
 use kube_emulator::Emulator;
 
-/// A Kubernetes API emulator (Leases, ConfigMaps, Events, Namespaces) on 127.0.0.1.
+/// A Kubernetes API emulator (Leases, ConfigMaps, Events, Namespaces, Nodes) on 127.0.0.1.
 #[derive(Debug, Parser)]
 #[command(name = "kube-emulator", version)]
 struct Args {

@@ -15,16 +15,20 @@ pub enum Resource {
     EventV1,
     /// Core `v1` Namespace (cluster-scoped).
     Namespace,
+    /// Core `v1` Node (cluster-scoped): metadata and `spec` as written (cordon is
+    /// `spec.unschedulable`); no kubelet fills its status.
+    Node,
 }
 
 impl Resource {
     /// Every resource the emulator serves.
-    pub const ALL: [Resource; 5] = [
+    pub const ALL: [Resource; 6] = [
         Resource::Lease,
         Resource::ConfigMap,
         Resource::Event,
         Resource::EventV1,
         Resource::Namespace,
+        Resource::Node,
     ];
 
     /// API group, `""` for the core group.
@@ -32,7 +36,7 @@ impl Resource {
         match self {
             Resource::Lease => "coordination.k8s.io",
             Resource::EventV1 => "events.k8s.io",
-            Resource::ConfigMap | Resource::Event | Resource::Namespace => "",
+            Resource::ConfigMap | Resource::Event | Resource::Namespace | Resource::Node => "",
         }
     }
 
@@ -46,7 +50,7 @@ impl Resource {
         match self {
             Resource::Lease => "coordination.k8s.io/v1",
             Resource::EventV1 => "events.k8s.io/v1",
-            Resource::ConfigMap | Resource::Event | Resource::Namespace => "v1",
+            Resource::ConfigMap | Resource::Event | Resource::Namespace | Resource::Node => "v1",
         }
     }
 
@@ -57,6 +61,7 @@ impl Resource {
             Resource::ConfigMap => "configmaps",
             Resource::Event | Resource::EventV1 => "events",
             Resource::Namespace => "namespaces",
+            Resource::Node => "nodes",
         }
     }
 
@@ -67,12 +72,13 @@ impl Resource {
             Resource::ConfigMap => "ConfigMap",
             Resource::Event | Resource::EventV1 => "Event",
             Resource::Namespace => "Namespace",
+            Resource::Node => "Node",
         }
     }
 
     /// Whether objects live in a namespace.
     pub fn namespaced(self) -> bool {
-        !matches!(self, Resource::Namespace)
+        !matches!(self, Resource::Namespace | Resource::Node)
     }
 
     /// The group-qualified resource as the API server names it in messages:

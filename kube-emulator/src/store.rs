@@ -13,7 +13,10 @@ use crate::patch::{PatchError, json_patch, merge_patch};
 use crate::resource::Resource;
 use crate::status::{ApiError, FieldError, OPTIMISTIC_LOCK_MSG, delete_success};
 use crate::time::{Timestamp, format_time};
-use crate::validation::{check_config_map, check_lease_spec, check_metadata_types, validate_name};
+use crate::validation::{
+    check_config_map, check_lease_spec, check_metadata_types, check_node, validate_name,
+    validate_owner_references,
+};
 
 /// Storage key: resource, namespace (`""` for cluster-scoped), name.
 pub(crate) type Key = (Resource, String, String);
@@ -283,8 +286,10 @@ impl Store {
         match resource {
             Resource::Lease => errs.extend(check_lease_spec(obj)?),
             Resource::ConfigMap => check_config_map(obj)?,
+            Resource::Node => check_node(obj)?,
             Resource::Event | Resource::EventV1 | Resource::Namespace => {}
         }
+        errs.extend(validate_owner_references(obj));
         Ok(errs)
     }
 
@@ -589,6 +594,65 @@ impl Store {
         self.update_existing(resource, ns, name, obj, &existing)
     }
 
+    /// Owner-reference garbage collection after the objects with the uids
+    /// `gone` were deleted, done at once rather than by a background collector.
+    /// A dependent whose every owner is gone is deleted (and its own dependents
+    /// after it); one that still has a live owner only loses the dangling
+    /// reference, as the API server's collector does. With `orphan`
+    /// (`propagationPolicy: Orphan`) the direct dependents are kept and lose the
+    /// reference.
+    fn collect_garbage(&mut self, mut gone: Vec<String>, orphan: bool) {
+        let owners_of = |obj: &Value| -> Vec<String> {
+            meta(obj)
+                .and_then(|m| m.get("ownerReferences"))
+                .and_then(Value::as_array)
+                .map(|refs| {
+                    refs.iter()
+                        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut first_level = true;
+        while !gone.is_empty() {
+            let live: std::collections::BTreeSet<String> = self
+                .objects
+                .values()
+                .map(|o| meta_str(o, "uid").to_owned())
+                .collect();
+            let dependents: Vec<(Key, Value)> = self
+                .objects
+                .iter()
+                .filter(|(_, o)| owners_of(o).iter().any(|u| gone.contains(u)))
+                .map(|(k, o)| (k.clone(), o.clone()))
+                .collect();
+            let mut next = Vec::new();
+            for ((r, n, o), mut obj) in dependents {
+                let keep = (orphan && first_level)
+                    || owners_of(&obj)
+                        .iter()
+                        .any(|u| !gone.contains(u) && live.contains(u));
+                if keep {
+                    if let Some(Value::Array(refs)) = meta_mut(&mut obj).get_mut("ownerReferences")
+                    {
+                        refs.retain(|r| {
+                            r.get("uid")
+                                .and_then(Value::as_str)
+                                .is_none_or(|u| !gone.iter().any(|g| g == u))
+                        });
+                    }
+                    self.commit(r, &n, &o, obj, ChangeKind::Modified);
+                } else {
+                    next.push(meta_str(&obj, "uid").to_owned());
+                    self.commit(r, &n, &o, obj, ChangeKind::Deleted);
+                }
+            }
+            gone = next;
+            first_level = false;
+        }
+    }
+
     /// DELETE of one object, honouring `preconditions` in DeleteOptions.
     pub(crate) fn delete(
         &mut self,
@@ -627,6 +691,11 @@ impl Store {
                 }
             }
         }
+        let orphan = options.is_some_and(|o| {
+            o.get("propagationPolicy").and_then(Value::as_str) == Some("Orphan")
+                || o.get("orphanDependents").and_then(Value::as_bool) == Some(true)
+        });
+        let mut gone_uids = Vec::new();
         if resource == Resource::Namespace {
             let inside: Vec<Key> = self
                 .objects
@@ -636,11 +705,14 @@ impl Store {
                 .collect();
             for (r, n, o) in inside {
                 if let Some(obj) = self.objects.get(&(r, n.clone(), o.clone())).cloned() {
+                    gone_uids.push(meta_str(&obj, "uid").to_owned());
                     self.commit(r, &n, &o, obj, ChangeKind::Deleted);
                 }
             }
         }
         let gone = self.commit(resource, ns, name, existing, ChangeKind::Deleted);
+        gone_uids.push(uid.clone());
+        self.collect_garbage(gone_uids, orphan);
         let body = if resource == Resource::Namespace {
             let mut ns_obj = gone;
             ns_obj["status"] = json!({"phase": "Terminating"});

@@ -260,6 +260,44 @@ pub(crate) fn check_config_map(obj: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Checks the JSON types of a Node's spec (`unschedulable` is a bool).
+pub(crate) fn check_node(obj: &Value) -> Result<(), ApiError> {
+    let r = Resource::Node;
+    match obj.get("spec") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Object(spec)) => match spec.get("unschedulable") {
+            None | Some(Value::Null) | Some(Value::Bool(_)) => Ok(()),
+            Some(v) => Err(decode_error(r, "NodeSpec.spec.unschedulable", "bool", v)),
+        },
+        Some(other) => Err(decode_error(r, "Node.spec", "v1.NodeSpec", other)),
+    }
+}
+
+/// The field errors of `metadata.ownerReferences` (`ValidateOwnerReferences`):
+/// each names its owner by `apiVersion`, `kind`, `name` and `uid`. The JSON types
+/// were checked by [`check_metadata_types`].
+pub(crate) fn validate_owner_references(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let refs = obj
+        .get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array);
+    for (i, r) in refs.into_iter().flatten().enumerate() {
+        for field in ["apiVersion", "kind", "name", "uid"] {
+            if r.get(field)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                errs.push(FieldError::required(
+                    &format!("metadata.ownerReferences[{i}].{field}"),
+                    "",
+                ));
+            }
+        }
+    }
+    errs
+}
+
 /// Checks `metadata.labels` / `metadata.annotations` are string maps.
 pub(crate) fn check_metadata_types(resource: Resource, obj: &Value) -> Result<(), ApiError> {
     let Some(meta) = obj.get("metadata") else {
@@ -291,6 +329,41 @@ pub(crate) fn check_metadata_types(resource: Resource, obj: &Value) -> Result<()
                     other,
                 ));
             }
+        }
+    }
+    match meta.get("ownerReferences") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(refs)) => {
+            for r in refs {
+                let Some(fields) = r.as_object() else {
+                    return Err(decode_error(
+                        resource,
+                        "ObjectMeta.metadata.ownerReferences",
+                        "v1.OwnerReference",
+                        r,
+                    ));
+                };
+                for field in ["apiVersion", "kind", "name", "uid"] {
+                    if let Some(v) = fields.get(field)
+                        && !(v.is_string() || v.is_null())
+                    {
+                        return Err(decode_error(
+                            resource,
+                            &format!("OwnerReference.metadata.ownerReferences.{field}"),
+                            "string",
+                            v,
+                        ));
+                    }
+                }
+            }
+        }
+        Some(other) => {
+            return Err(decode_error(
+                resource,
+                "ObjectMeta.metadata.ownerReferences",
+                "[]v1.OwnerReference",
+                other,
+            ));
         }
     }
     for field in [

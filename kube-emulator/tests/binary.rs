@@ -35,12 +35,12 @@ async fn binary_serves_and_writes_a_working_kubeconfig() {
     let lines: Vec<String> = tokio::task::spawn_blocking(move || {
         BufReader::new(stdout)
             .lines()
-            .take(2)
+            .take(3)
             .collect::<Result<Vec<_>, _>>()
     })
     .await
     .expect("joined")
-    .expect("two lines");
+    .expect("three lines");
     assert!(
         lines[0].starts_with("kube-emulator listening on http://127.0.0.1:"),
         "{}",
@@ -67,6 +67,150 @@ async fn binary_serves_and_writes_a_working_kubeconfig() {
         .expect("create through the binary");
     let got = api.get("from-cli").await.expect("get");
     assert_eq!(got.metadata.namespace.as_deref(), Some("default"));
+    drop(child);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs kubectl with the kubeconfig; its stdout, or the test fails with its stderr.
+fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: Option<&str>) -> String {
+    use std::io::Write;
+    let mut cmd = Command::new("kubectl");
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn kubectl");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(input.as_bytes())
+            .expect("write kubectl's stdin");
+    }
+    let out = child.wait_with_output().expect("kubectl ran");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// kubectl creates, annotates, cordons and uncordons a Node on the binary, and
+/// deleting the Node takes the Lease it owns with it. Fails (does not skip)
+/// when kubectl is not installed.
+#[tokio::test]
+async fn kubectl_cordons_and_annotates_a_node_and_its_lease_goes_with_it() {
+    let found = Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    assert!(
+        found.is_ok_and(|s| s.success()),
+        "kubectl is not installed (or does not run): this test needs it on PATH"
+    );
+    let dir = std::env::temp_dir().join(format!("kube-emulator-kubectl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("config");
+    let mut child = Child(
+        Command::new(env!("CARGO_BIN_EXE_kube-emulator"))
+            .args(["--port", "0", "--token", "kubectl", "--kubeconfig"])
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the binary"),
+    );
+    let stdout = child.0.stdout.take().expect("piped");
+    tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .take(3)
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .expect("joined")
+    .expect("the binary announced itself");
+
+    let kc = path.clone();
+    let run = move |args: &'static [&'static str], stdin: Option<&'static str>| {
+        let kc = kc.clone();
+        tokio::task::spawn_blocking(move || kubectl(&kc, args, stdin))
+    };
+    run(
+        &["create", "--validate=false", "-f", "-"],
+        Some("apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-1\n"),
+    )
+    .await
+    .expect("joined");
+    run(
+        &["annotate", "node", "worker-1", "example.com/window=20"],
+        None,
+    )
+    .await
+    .expect("joined");
+    run(&["cordon", "worker-1"], None).await.expect("joined");
+    let got = run(
+        &[
+            "get",
+            "node",
+            "worker-1",
+            "-o",
+            "jsonpath={.spec.unschedulable} {.metadata.annotations.example\\.com/window}",
+        ],
+        None,
+    )
+    .await
+    .expect("joined");
+    assert_eq!(got, "true 20");
+    run(&["uncordon", "worker-1"], None).await.expect("joined");
+    let got = run(
+        &[
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={.items[*].spec.unschedulable}",
+        ],
+        None,
+    )
+    .await
+    .expect("joined");
+    assert_eq!(got, "", "uncordon clears spec.unschedulable");
+
+    // A Lease owned by the Node, through the kube client on the same binary.
+    let kubeconfig = Kubeconfig::read_from(&path).expect("a valid kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("usable config");
+    let client = kube::Client::try_from(config).expect("client");
+    let node = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .get("worker-1")
+        .await
+        .expect("the node kubectl made");
+    let leases: Api<Lease> = Api::namespaced(client, "kube-node-lease");
+    let mut lease = Lease::default();
+    lease.metadata.name = Some("worker-1".into());
+    lease.metadata.owner_references = Some(vec![
+        kube::Resource::controller_owner_ref(&node, &()).expect("name and uid"),
+    ]);
+    leases
+        .create(&PostParams::default(), &lease)
+        .await
+        .expect("owned lease");
+    run(&["delete", "node", "worker-1"], None)
+        .await
+        .expect("joined");
+    assert!(
+        leases.get_opt("worker-1").await.expect("get").is_none(),
+        "the Lease went with its Node"
+    );
     drop(child);
     let _ = std::fs::remove_dir_all(&dir);
 }
