@@ -1,4 +1,4 @@
-//! The README's controller (`examples/controller.rs`) as an operator runs it:
+//! The README's controller (`examples/mirror_controller.rs`) as an operator runs it:
 //! replicas as separate processes against the API emulator, each with its own
 //! token. The first copies the sources; SIGTERM hands over to the second, which
 //! copies the next change in a new term with no LIST; SIGKILL of the second
@@ -25,7 +25,7 @@ struct Replica {
 fn replica(emu: &Emulator, dir: &std::path::Path, id: &str) -> Replica {
     let kubeconfig = dir.join(id);
     emu.write_kubeconfig(&kubeconfig, id).expect("kubeconfig");
-    let mut child = Command::new(example_binary("controller"))
+    let mut child = Command::new(example_binary("mirror_controller"))
         .env("KUBECONFIG", &kubeconfig)
         .env("ELECTION_IDENTITY", id)
         .env_remove("POD_NAME")
@@ -177,12 +177,12 @@ async fn controller_replicas_hand_over_on_sigterm_and_fail_over_on_sigkill() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The README's controller is `examples/controller.rs`, which CI compiles and
+/// The README's controller is `examples/mirror_controller.rs`, which CI compiles and
 /// the test above runs.
 #[test]
 fn the_readme_controller_is_the_example() {
     let readme = include_str!("../../README.md");
-    let example = include_str!("../examples/controller.rs");
+    let example = include_str!("../examples/mirror_controller.rs");
     let block = readme
         .split("## Controllers")
         .nth(1)
@@ -191,6 +191,6 @@ fn the_readme_controller_is_the_example() {
         .expect("a ```rust,ignore block in the README's Controllers section");
     assert_eq!(
         block, example,
-        "README.md's controller differs from examples/controller.rs"
+        "README.md's controller differs from examples/mirror_controller.rs"
     );
 }
