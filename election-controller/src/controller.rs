@@ -128,7 +128,9 @@ impl<K: Cached> ElectedController<K> {
             annotate: self.annotate,
             config: self.config,
         };
-        // Fail here, not at the first term, on a configuration that gives no client.
+        // First the runtime (kube's client wants one), then fail here, not at
+        // the first term, on a configuration that gives no client.
+        let rt = TokioRuntime::current()?;
         kube::client::ClientBuilder::try_from(recipe.config.clone())
             .map_err(ControllerError::Client)?;
         let slot = HandleSlot::default();
@@ -139,7 +141,6 @@ impl<K: Cached> ElectedController<K> {
             slot: Arc::clone(&slot),
             run,
         };
-        let rt = TokioRuntime::current()?;
         let (driver, handle) = election.custom_leader_work(work).build(rt.clone())?;
         let _ = slot.set(handle.observer());
         rt.spawn(Box::pin(driver.run()));
