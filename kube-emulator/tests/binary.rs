@@ -1,46 +1,17 @@
 //! The `kube-emulator` binary: it prints where it listens, writes a
 //! kubeconfig, and a kube client built from that kubeconfig works.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod common;
 
+use common::{Binary, kubectl};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-/// Kills the child on every exit path of the test.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn binary_serves_and_writes_a_working_kubeconfig() {
-    let dir = std::env::temp_dir().join(format!("kube-emulator-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join("config");
-    let mut child = Child(
-        Command::new(env!("CARGO_BIN_EXE_kube-emulator"))
-            .args(["--port", "0", "--token", "cli-user", "--kubeconfig"])
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn the binary"),
-    );
-    let stdout = child.0.stdout.take().expect("piped");
-    let lines: Vec<String> = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout)
-            .lines()
-            .take(3)
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await
-    .expect("joined")
-    .expect("three lines");
+    let binary = Binary::start("cli-user").await;
+    let (lines, path) = (&binary.lines, &binary.kubeconfig);
     assert!(
         lines[0].starts_with("kube-emulator listening on http://127.0.0.1:"),
         "{}",
@@ -51,7 +22,7 @@ async fn binary_serves_and_writes_a_working_kubeconfig() {
         format!("kubeconfig written to {}", path.display())
     );
 
-    let kubeconfig = Kubeconfig::read_from(&path).expect("a valid kubeconfig");
+    let kubeconfig = Kubeconfig::read_from(path).expect("a valid kubeconfig");
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .expect("usable config");
@@ -67,40 +38,6 @@ async fn binary_serves_and_writes_a_working_kubeconfig() {
         .expect("create through the binary");
     let got = api.get("from-cli").await.expect("get");
     assert_eq!(got.metadata.namespace.as_deref(), Some("default"));
-    drop(child);
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Runs kubectl with the kubeconfig; its stdout, or the test fails with its stderr.
-fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: Option<&str>) -> String {
-    use std::io::Write;
-    let mut cmd = Command::new("kubectl");
-    cmd.arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn kubectl");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(input.as_bytes())
-            .expect("write kubectl's stdin");
-    }
-    let out = child.wait_with_output().expect("kubectl ran");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
 }
 
 /// kubectl creates, annotates, cordons and uncordons a Node on the binary, and
@@ -108,37 +45,8 @@ fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: Option<&str>) -> 
 /// when kubectl is not installed.
 #[tokio::test]
 async fn kubectl_cordons_and_annotates_a_node_and_its_lease_goes_with_it() {
-    let found = Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    assert!(
-        found.is_ok_and(|s| s.success()),
-        "kubectl is not installed (or does not run): this test needs it on PATH"
-    );
-    let dir = std::env::temp_dir().join(format!("kube-emulator-kubectl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join("config");
-    let mut child = Child(
-        Command::new(env!("CARGO_BIN_EXE_kube-emulator"))
-            .args(["--port", "0", "--token", "kubectl", "--kubeconfig"])
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn the binary"),
-    );
-    let stdout = child.0.stdout.take().expect("piped");
-    tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout)
-            .lines()
-            .take(3)
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await
-    .expect("joined")
-    .expect("the binary announced itself");
-
+    let binary = Binary::start("kubectl").await;
+    let path = binary.kubeconfig.clone();
     let kc = path.clone();
     let run = move |args: &'static [&'static str], stdin: Option<&'static str>| {
         let kc = kc.clone();
@@ -211,6 +119,4 @@ async fn kubectl_cordons_and_annotates_a_node_and_its_lease_goes_with_it() {
         leases.get_opt("worker-1").await.expect("get").is_none(),
         "the Lease went with its Node"
     );
-    drop(child);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,9 +3,12 @@
 //! `resourceVersion` with `resourceVersionMatch`, label selectors, bookmarks, and
 //! the relist after a 410 on an expired resume.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use common::kubectl;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams, VersionMatch};
@@ -273,28 +276,6 @@ async fn w2_kube_runtimes_reflector_pages_watches_takes_bookmarks_and_relists_af
     task.abort();
 }
 
-/// Runs `kubectl` with `args` against the kubeconfig in `dir`; its stdout.
-async fn kubectl(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = tokio::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .args(args)
-        .output()
-        .await;
-    match out {
-        Ok(out) => {
-            assert!(out.status.success(), "kubectl {args:?}: {out:?}");
-            String::from_utf8(out.stdout).expect("utf-8")
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            panic!("kubectl is not installed: this test uses it as a client")
-        }
-        Err(e) => panic!("kubectl could not be run: {e}"),
-    }
-}
-
 /// `kubectl` (installed on this project's machines; the test fails, naming it,
 /// where it is not) pages through a list with `--chunk-size`, as it does by
 /// default with 500, and filters by label.
@@ -321,7 +302,7 @@ async fn kubectl_pages_through_configmaps_with_chunk_size_and_selects_by_label()
             .sum::<u64>()
     };
     let before = lists();
-    let args = [
+    const ARGS: [&str; 7] = [
         "get",
         "configmaps",
         "-n",
@@ -330,11 +311,16 @@ async fn kubectl_pages_through_configmaps_with_chunk_size_and_selects_by_label()
         "-o",
         "name",
     ];
-    let all = kubectl(&dir, &args).await;
+    // kubectl blocks; the emulator serves it from this test's runtime.
+    let run = |args: &'static [&'static str]| {
+        let kubeconfig = dir.join("kubeconfig");
+        tokio::task::spawn_blocking(move || kubectl(&kubeconfig, args, None))
+    };
+    let all = run(&ARGS).await.expect("joined");
     let want: Vec<String> = (0..10).map(|i| format!("configmap/cm-{i:03}")).collect();
     assert_eq!(all.lines().collect::<Vec<_>>(), want);
     assert_eq!(lists() - before, 4, "ten items in chunks of three");
-    let args = [
+    const SELECTED: [&str; 8] = [
         "get",
         "configmaps",
         "-n",
@@ -344,7 +330,7 @@ async fn kubectl_pages_through_configmaps_with_chunk_size_and_selects_by_label()
         "-o",
         "name",
     ];
-    let selected = kubectl(&dir, &args).await;
+    let selected = run(&SELECTED).await.expect("joined");
     assert_eq!(selected.lines().count(), 5, "{selected}");
     let _ = std::fs::remove_dir_all(&dir);
 }

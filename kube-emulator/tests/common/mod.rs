@@ -1,0 +1,101 @@
+//! What the tests that start the binary or run `kubectl` share.
+
+#![allow(dead_code)] // each test file takes what it needs
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The `kube-emulator` binary on a free port, with a kubeconfig for `token`;
+/// killed, and its directory removed, when dropped.
+pub struct Binary {
+    child: std::process::Child,
+    /// Its temporary directory.
+    pub dir: PathBuf,
+    /// The kubeconfig it wrote.
+    pub kubeconfig: PathBuf,
+    /// The three lines it printed on start-up.
+    pub lines: Vec<String>,
+}
+
+impl Binary {
+    /// Starts it and reads the three lines it prints (all of them: a binary
+    /// whose stdout is closed early dies of EPIPE on its next line).
+    pub async fn start(token: &str) -> Binary {
+        let dir =
+            std::env::temp_dir().join(format!("kube-emulator-{token}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let kubeconfig = dir.join("config");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kube-emulator"))
+            .args(["--port", "0", "--token", token, "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the binary");
+        let stdout = child.stdout.take().expect("piped");
+        let lines = tokio::task::spawn_blocking(move || {
+            BufReader::new(stdout)
+                .lines()
+                .take(3)
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await
+        .expect("joined")
+        .expect("the binary announced itself");
+        Binary {
+            child,
+            dir,
+            kubeconfig,
+            lines,
+        }
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs kubectl with `kubeconfig` (its cache beside it), `args` and `stdin`;
+/// its stdout. The test fails, naming it, where kubectl is not installed, and
+/// with kubectl's stderr where it fails.
+pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String {
+    let mut cmd = Command::new("kubectl");
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(kubeconfig.with_extension("kubectl-cache"))
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            panic!("kubectl is not installed: this test uses it as a client")
+        }
+        Err(e) => panic!("kubectl could not be run: {e}"),
+    };
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(input.as_bytes())
+            .expect("write kubectl's stdin");
+    }
+    let out = child.wait_with_output().expect("kubectl ran");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
