@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use kube_emulator::{Emulator, Resource};
+use kube_emulator::Emulator;
 
 use mirror::{Log, Options, Replica};
 
@@ -44,20 +44,14 @@ async fn until(what: &str, mut ok: impl FnMut() -> bool) {
 fn acquired_at(emu: &Emulator, id: &str) -> SystemTime {
     let mut previous = String::new();
     let mut acquired = None;
-    for w in emu.write_history() {
-        if w.resource != Resource::Lease || !w.committed {
+    for w in emu.committed_writes() {
+        let Some(holder) = mirror::lease_holder(&w) else {
             continue;
-        }
-        let holder = w
-            .object
-            .as_ref()
-            .and_then(|o| o["spec"]["holderIdentity"].as_str())
-            .unwrap_or("")
-            .to_owned();
+        };
         if holder == id && previous != id {
             acquired = Some(w.at);
         }
-        previous = holder;
+        previous = holder.to_owned();
     }
     acquired.expect("an acquiring write")
 }

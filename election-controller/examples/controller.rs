@@ -166,7 +166,7 @@ async fn main() {
 
     let mut ok = true;
     println!("\nchecks:");
-    let history = mirror::check_history(&emu.write_history(), Duration::from_millis(1500));
+    let history = mirror::check_history(&emu.committed_writes(), Duration::from_millis(1500));
     match history {
         Ok(h) => println!(
             "  write history: copies written by {:?}, in runs {:?}: every one by the leader of its instant, before its deadline",

@@ -127,7 +127,7 @@ async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_
     set_value(&sources, "s4", "v2").await;
     reconciled(&log, &third, "s4", Outcome::Wrote, start).await;
 
-    let history = mirror::check_history(&emu.write_history(), RENEW_DEADLINE).expect("history");
+    let history = mirror::check_history(&emu.committed_writes(), RENEW_DEADLINE).expect("history");
     assert_eq!(history.runs, [first.clone(), second.clone(), third.clone()]);
     for (id, before) in lists_before {
         if id == second || id == third {
@@ -151,10 +151,8 @@ async fn n7_a_reconcile_that_outlives_its_term_gets_not_leader_and_the_object_is
     // A source whose reconcile waits 1.2 s before writing; meanwhile the
     // leader's renewals fail, so its deadline (1.5 s after its last renew,
     // minus the guard's 0.5 s margin) passes before the write.
-    let mut slow = mirror::source("slow", "v1");
-    slow.metadata.annotations = Some([(mirror::SLOW_MS.to_owned(), "1200".to_owned())].into());
     sources
-        .create(&PostParams::default(), &slow)
+        .create(&PostParams::default(), &mirror::slow_source("slow", 1200))
         .await
         .expect("create");
     emu.faults("a")
@@ -177,7 +175,7 @@ async fn n7_a_reconcile_that_outlives_its_term_gets_not_leader_and_the_object_is
             .any(|w| w.name == "slow" && w.namespace == mirror::TARGET),
         "no request reached the server"
     );
-    mirror::check_history(&emu.write_history(), RENEW_DEADLINE).expect("history");
+    mirror::check_history(&emu.committed_writes(), RENEW_DEADLINE).expect("history");
     a.handle.abort();
 }
 
@@ -188,34 +186,22 @@ async fn h3_a_graceful_give_up_lets_the_running_reconcile_finish_before_the_rele
     let a = mirror::start(&emu.kube_config("a"), "a", &options(), &log);
     let t = Instant::now();
     reconciled(&log, "a", "s0", Outcome::Wrote, t).await;
-    let mut slow = mirror::source("slow", "v1");
-    slow.metadata.annotations = Some([(mirror::SLOW_MS.to_owned(), "400".to_owned())].into());
     sources
-        .create(&PostParams::default(), &slow)
+        .create(&PostParams::default(), &mirror::slow_source("slow", 400))
         .await
         .expect("create");
     tokio::time::sleep(Duration::from_millis(100)).await; // its reconcile is running
     a.handle.shutdown().await;
-    let history = emu.write_history();
-    let version = |w: &kube_emulator::WriteRecord| {
-        w.resource_version
-            .as_deref()
-            .and_then(|v| v.parse::<u64>().ok())
-    };
+    let history = emu.committed_writes();
     let copy = history
         .iter()
-        .find(|w| w.name == "slow" && w.namespace == mirror::TARGET && w.committed)
-        .and_then(version)
+        .find(|w| w.name == "slow" && w.namespace == mirror::TARGET)
+        .and_then(|w| w.version())
         .expect("the running reconcile wrote its copy");
     let release = history
         .iter()
-        .filter(|w| w.resource == Resource::Lease && w.committed)
-        .filter(|w| {
-            w.object
-                .as_ref()
-                .is_some_and(|o| o["spec"]["holderIdentity"].as_str() == Some(""))
-        })
-        .find_map(version)
+        .find(|w| mirror::lease_holder(w) == Some(""))
+        .and_then(|w| w.version())
         .expect("a release");
     assert!(copy < release, "copy at {copy}, release at {release}");
     mirror::check_history(&history, RENEW_DEADLINE).expect("history");
@@ -264,7 +250,7 @@ async fn after_a_loss_the_replica_keeps_its_cache_campaigns_again_and_reconciles
     )
     .await;
     assert_eq!(lists(&emu, "a"), lists_a, "no relist to lead again");
-    let history = mirror::check_history(&emu.write_history(), RENEW_DEADLINE).expect("history");
+    let history = mirror::check_history(&emu.committed_writes(), RENEW_DEADLINE).expect("history");
     assert_eq!(history.runs, ["a", "b", "a"]);
     a.handle.shutdown().await;
     b.handle.shutdown().await;

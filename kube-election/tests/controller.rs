@@ -139,13 +139,7 @@ async fn controller_replicas_hand_over_on_sigterm_and_fail_over_on_sigkill() {
     assert_eq!(copy.data, Some([("v".to_owned(), "2".to_owned())].into()));
 
     // Every committed copy by the Lease's holder of that instant, in commit order.
-    let mut history = emu.write_history();
-    history.retain(|w| w.committed);
-    history.sort_by_key(|w| {
-        w.resource_version
-            .as_deref()
-            .and_then(|v| v.parse::<u64>().ok())
-    });
+    let history = emu.committed_writes();
     let mut holder = String::new();
     let mut writers = Vec::new();
     for w in &history {

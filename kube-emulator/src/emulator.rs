@@ -233,6 +233,16 @@ impl Emulator {
         lock(&self.shared.control).writes()
     }
 
+    /// The writes that changed the store, in the order the server committed
+    /// them (by the version each produced; the history itself is in the order
+    /// the requests were answered, which concurrent writes may swap).
+    pub fn committed_writes(&self) -> Vec<WriteRecord> {
+        let mut writes = self.write_history();
+        writes.retain(|w| w.committed);
+        writes.sort_by_key(WriteRecord::version);
+        writes
+    }
+
     /// The current resourceVersion of the whole store.
     pub fn resource_version(&self) -> u64 {
         lock(&self.shared.store).resource_version()

@@ -191,6 +191,14 @@ pub struct WriteRecord {
     pub object: Option<serde_json::Value>,
 }
 
+impl WriteRecord {
+    /// The resourceVersion the write produced, as a number: the server's commit
+    /// order (one global, growing version). `None` when nothing was written.
+    pub fn version(&self) -> Option<u64> {
+        self.resource_version.as_deref()?.parse().ok()
+    }
+}
+
 /// Requests seen, per client, verb and resource.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestCounts {

@@ -346,6 +346,13 @@ pub fn take_leader(replicas: &mut Vec<Replica>) -> Option<Replica> {
     Some(replicas.remove(i))
 }
 
+/// A source whose reconcile waits `ms` milliseconds before it writes.
+pub fn slow_source(name: &str, ms: u64) -> ConfigMap {
+    let mut cm = source(name, "v1");
+    cm.metadata.annotations = Some([(SLOW_MS.to_owned(), ms.to_string())].into());
+    cm
+}
+
 /// Creates the two namespaces.
 async fn namespaces(client: &kube::Client) {
     use k8s_openapi::api::core::v1::Namespace;
@@ -368,36 +375,32 @@ pub struct History {
     pub runs: Vec<String>,
 }
 
-/// Checks the emulator's write history: every committed write to a copy
+/// The holder a committed write of the mirror's Lease named, `None` for any
+/// other write.
+pub fn lease_holder(w: &kube_emulator::WriteRecord) -> Option<&str> {
+    if w.resource != kube_emulator::Resource::Lease || w.name != LEASE {
+        return None;
+    }
+    let holder = w.object.as_ref()?["spec"]["holderIdentity"].as_str();
+    Some(holder.unwrap_or(""))
+}
+
+/// Checks the committed writes, in the server's commit order
+/// ([`kube_emulator::Emulator::committed_writes`]): every write to a copy
 /// comes from the replica that the Lease named at that instant (the last
-/// committed Lease write before it, in the server's commit order), and
-/// reaches the server before that replica's deadline (its last Lease write
-/// plus `renew_deadline`: its own send time was earlier still).
+/// Lease write before it), and reaches the server before that replica's
+/// deadline (its last Lease write plus `renew_deadline`: its own send time was
+/// earlier still).
 pub fn check_history(
-    records: &[kube_emulator::WriteRecord],
+    commits: &[kube_emulator::WriteRecord],
     renew_deadline: Duration,
 ) -> Result<History, String> {
     use kube_emulator::Resource;
-    let mut committed: Vec<&kube_emulator::WriteRecord> =
-        records.iter().filter(|r| r.committed).collect();
-    let version = |r: &kube_emulator::WriteRecord| {
-        r.resource_version
-            .as_deref()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(u64::MAX)
-    };
-    committed.sort_by_key(|r| version(r));
     let mut holder: Option<(String, std::time::SystemTime)> = None;
     let mut history = History::default();
-    for r in committed {
-        if r.resource == Resource::Lease && r.name == LEASE {
-            let name = r
-                .object
-                .as_ref()
-                .and_then(|o| o["spec"]["holderIdentity"].as_str())
-                .unwrap_or("")
-                .to_owned();
-            holder = Some((name, r.at));
+    for r in commits {
+        if let Some(name) = lease_holder(r) {
+            holder = Some((name.to_owned(), r.at));
         } else if r.resource == Resource::ConfigMap && r.namespace == TARGET {
             match &holder {
                 Some((h, renewed)) if *h == r.client => {
