@@ -102,14 +102,33 @@ async fn w2_compaction_past_a_followers_watch_restarts_it_and_a_release_is_taken
         freeze_watches: true,
         fail_kv: true,
     });
+    // The follower has seen at most `frozen_at`; it resumes from a revision
+    // below `now` once the leader has written twice more (it renews every
+    // retry period, so the 450 ms normally suffice).
+    let frozen_at = etcd.revision().await.expect("revision");
     tokio::time::sleep(Duration::from_millis(450)).await;
-    let now = etcd.revision().await.expect("revision");
+    let waiting = Instant::now();
+    let now = loop {
+        let now = etcd.revision().await.expect("revision");
+        if now >= frozen_at + 2 {
+            break now;
+        }
+        assert!(
+            waiting.elapsed() < Duration::from_secs(5),
+            "the leader did not renew while the follower was frozen (revision {now}, frozen at {frozen_at})"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     etcd.compact(now).await.expect("compact");
+    // Cut while still frozen: the follower is handed none of the changes the
+    // proxy held, so the revision it resumes from is one etcd compacted away.
+    // (Unfreezing first would race the held frames against the cut: a follower
+    // handed them all resumes from a revision still there, and hears no 410.)
+    proxy.cut();
     proxy.set(Mode {
         freeze_watches: false,
         fail_kv: true,
     });
-    proxy.cut();
 
     // The follower resumes its watch from the last revision it saw and hears
     // the 410; then its reads work again.

@@ -532,9 +532,12 @@ pub mod proxy {
         mut cuts: watch::Receiver<u64>,
     ) {
         loop {
+            // A cut wins over frames already waiting: it breaks the stream at
+            // once, handing on nothing more.
             let frame = tokio::select! {
-                f = body.frame() => f,
+                biased;
                 _ = cuts.changed() => None,
+                f = body.frame() => f,
             };
             let Some(Ok(frame)) = frame else {
                 let _ = tx.send(Err(cut_error())).await;
@@ -542,11 +545,12 @@ pub mod proxy {
             };
             while mode.borrow_and_update().freeze_watches {
                 tokio::select! {
-                    r = mode.changed() => if r.is_err() { return },
+                    biased;
                     _ = cuts.changed() => {
                         let _ = tx.send(Err(cut_error())).await;
                         return;
                     }
+                    r = mode.changed() => if r.is_err() { return },
                 }
             }
             if tx.send(Ok(frame)).await.is_err() {
