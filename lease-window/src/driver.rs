@@ -17,8 +17,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_runtime::controller::{Action, Controller};
-use kube_runtime::reflector::ObjectRef;
-use kube_runtime::watcher;
+use kube_runtime::reflector::{self, ObjectRef};
+use kube_runtime::{WatchStreamExt, watcher};
 use kube_support::time::{Clock, from_timestamp, to_timestamp};
 use serde_json::json;
 
@@ -29,9 +29,7 @@ use crate::step::{Input, LeaseView, LeaseWrite, Now, OwnWrite, WindowConfig, Wri
 /// Drains a Node: the user's part. Both calls must return promptly (a drain
 /// goes on in the background; a reconcile never blocks on it) and be safe to
 /// repeat. The driver starts a drain once per window and cancels it when the
-/// window ends. A Node deleted mid-window gets no cancel: kube-runtime does not
-/// reconcile an object once it left its cache (the driver cancels only if it
-/// finds the Node gone in a reconcile already under way).
+/// window ends or the Node is deleted.
 pub trait Drainer: Send + Sync + 'static {
     /// Starts draining `node`.
     fn start<'a>(
@@ -157,7 +155,37 @@ impl WindowController {
             on_transition: self.on_transition,
             state: Mutex::new(HashMap::new()),
         });
-        Controller::new(inner.nodes.clone(), watcher::Config::default())
+        // The Nodes' watch is this driver's own, not the controller's: a Node
+        // deleted mid-window never reaches a reconcile (kube-runtime drops an
+        // object that left its cache), so its drain is cancelled here, from
+        // the delete (or, after a relist, from its absence).
+        let (reader, writer) = reflector::store();
+        let store = reader.clone();
+        let watcher_inner = Arc::clone(&inner);
+        let nodes = watcher(inner.nodes.clone(), watcher::Config::default())
+            .default_backoff()
+            .reflect(writer)
+            .then(move |event| {
+                let (inner, store) = (Arc::clone(&watcher_inner), store.clone());
+                async move {
+                    match &event {
+                        Ok(watcher::Event::Delete(node)) => inner.forget(&node.name_any()).await,
+                        Ok(watcher::Event::InitDone) => {
+                            for name in inner.known() {
+                                if store.get(&ObjectRef::new(&name)).is_none() {
+                                    inner.forget(&name).await;
+                                }
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "maintenance window: the Node watch failed; retrying"),
+                    }
+                    event
+                }
+            })
+            .applied_objects()
+            .filter_map(|node| async move { node.ok().map(Arc::new) });
+        Controller::for_shared_stream(nodes, reader)
             .watches(
                 inner.leases.clone(),
                 watcher::Config::default(),
@@ -246,6 +274,38 @@ impl Inner {
             .insert(node.to_owned(), state);
     }
 
+    /// The Nodes the driver remembers.
+    fn known(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// The Node is gone (and its window Lease with it): forgets it, and stops
+    /// a drain of it that still runs (once; a failed cancel is logged, there is
+    /// no Node left to retry it on).
+    async fn forget(&self, name: &str) {
+        let gone = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+        if !gone.is_some_and(|s| s.draining) {
+            return;
+        }
+        let cancelled = self
+            .bounded(|| name.to_owned(), None, async {
+                self.drainer.cancel(name).await.map_err(CallError::drain)
+            })
+            .await;
+        if let Err(error) = cancelled {
+            tracing::warn!(node = name, identity = self.config.identity(), %error, "maintenance window: cancelling the drain of a deleted Node failed");
+        }
+    }
+
     /// Runs `call` bounded by the request timeout and by `deadline`.
     async fn bounded<T, E>(
         &self,
@@ -309,19 +369,7 @@ impl Inner {
             )
             .await?;
         let Some(node) = node else {
-            // The Node is gone (and its window Lease with it): forget it, and
-            // stop a drain of it that still runs.
-            let gone = self
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(name);
-            if gone.is_some_and(|s| s.draining) {
-                self.bounded(|| name.to_owned(), None, async {
-                    self.drainer.cancel(name).await.map_err(CallError::drain)
-                })
-                .await?;
-            }
+            self.forget(name).await;
             return Ok(Action::await_change());
         };
         let lease = self

@@ -599,6 +599,13 @@ async fn a_holder_with_a_slow_wall_clock_stops_at_its_own_end() {
     annotate(&nodes, Some("2")).await;
     wait_status(&nodes, "active", Duration::from_secs(5)).await;
     wait_status(&nodes, "ended", Duration::from_secs(5)).await;
+    // The drain is cancelled after the status is written.
+    wait_for("the drain cancelled", Duration::from_secs(2), || async {
+        log.entries()
+            .iter()
+            .any(|(_, _, e)| e.starts_with("cancel"))
+    })
+    .await;
     let entries = log.entries();
     let at = |what: &str| {
         entries
@@ -621,12 +628,16 @@ async fn a_holder_with_a_slow_wall_clock_stops_at_its_own_end() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_lease_is_gone_when_the_node_is_deleted() {
+async fn the_lease_is_gone_and_the_drain_cancelled_when_the_node_is_deleted() {
     let (emu, nodes, leases) = setup().await;
     let log = Log::default();
     let a = spawn(&emu, "a", 30, &log, None);
     annotate(&nodes, Some("60")).await;
     wait_status(&nodes, "active", Duration::from_secs(5)).await;
+    wait_for("the drain", Duration::from_secs(2), || async {
+        log.entries().iter().any(|(_, _, e)| e.starts_with("drain"))
+    })
+    .await;
     assert!(leases.get_opt(NODE).await.expect("get").is_some());
     nodes
         .delete(NODE, &DeleteParams::default())
@@ -636,6 +647,14 @@ async fn the_lease_is_gone_when_the_node_is_deleted() {
         leases.get_opt(NODE).await.expect("get").is_none(),
         "the window Lease went with its Node"
     );
+    // No reconcile runs for a Node gone from the cache: the drain is cancelled
+    // from the Node watch's delete, at once, not at the window's end 90 s on.
+    wait_for("the drain cancelled", Duration::from_secs(2), || async {
+        log.entries()
+            .iter()
+            .any(|(_, _, e)| e == &format!("cancel {NODE}"))
+    })
+    .await;
     // The controller neither re-creates the Lease nor fails on the missing Node.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(leases.get_opt(NODE).await.expect("get").is_none());
