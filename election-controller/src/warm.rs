@@ -7,6 +7,12 @@
 //! after a relist). Subscribing and the reflector's writes take the same lock,
 //! so no change falls between the snapshot and the stream.
 //!
+//! Secondary resources (the children a controller `owns`, or other objects it
+//! `watches`) are cached the same way: a second `Warm` of them, whose
+//! [`Warm::subscribe_touched`] stream (deletions included, as kube-runtime's
+//! own `owns` and `watches` see them) goes to the term's controller through
+//! `owns_shared_stream` or `watches_shared_stream`.
+//!
 //! Why this crate's own fan-out and not kube-runtime's `Writer::subscribe`
 //! (whose `ReflectHandle` is the stream that `Controller::for_shared_stream`
 //! was made for): a `ReflectHandle` starts with the changes made after it was
@@ -59,8 +65,14 @@ impl<K: Cached> Clone for Warm<K> {
 
 struct Inner<K: Cached> {
     store: Store<K>,
-    hub: Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<K>>>>>,
+    hub: Arc<Mutex<Vec<Subscriber<K>>>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// One term's channel, and whether it also takes deleted objects.
+struct Subscriber<K> {
+    tx: mpsc::UnboundedSender<Arc<K>>,
+    deletions: bool,
 }
 
 impl<K: Cached> Drop for Inner<K> {
@@ -84,7 +96,7 @@ impl<K: Cached> Warm<K> {
     /// Outside a tokio runtime, as `tokio::spawn` does.
     pub fn spawn(api: Api<K>, config: watcher::Config) -> Self {
         let (store, mut writer) = reflector::store::<K>();
-        let hub: Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<K>>>>> = Arc::default();
+        let hub: Arc<Mutex<Vec<Subscriber<K>>>> = Arc::default();
         let task_hub = Arc::clone(&hub);
         let reader = store.clone();
         let mut events = watcher(api, config).default_backoff().boxed();
@@ -94,20 +106,22 @@ impl<K: Cached> Warm<K> {
                     Ok(event) => {
                         let mut subscribers = lock(&task_hub);
                         writer.apply_watcher_event(&event);
-                        subscribers.retain(|s| !s.is_closed());
+                        subscribers.retain(|s| !s.tx.is_closed());
                         if subscribers.is_empty() {
                             continue;
                         }
-                        let changed: Vec<Arc<K>> = match &event {
-                            Event::Apply(obj) => {
-                                reader.get(&ObjectRef::from_obj(obj)).into_iter().collect()
-                            }
-                            Event::InitDone => reader.state(),
-                            Event::Delete(_) | Event::Init | Event::InitApply(_) => Vec::new(),
+                        let (changed, deleted): (Vec<Arc<K>>, bool) = match &event {
+                            Event::Apply(obj) => (
+                                reader.get(&ObjectRef::from_obj(obj)).into_iter().collect(),
+                                false,
+                            ),
+                            Event::InitDone => (reader.state(), false),
+                            Event::Delete(obj) => (vec![Arc::new(obj.clone())], true),
+                            Event::Init | Event::InitApply(_) => (Vec::new(), false),
                         };
                         for obj in changed {
-                            for s in subscribers.iter() {
-                                let _ = s.unbounded_send(Arc::clone(&obj));
+                            for s in subscribers.iter().filter(|s| s.deletions || !deleted) {
+                                let _ = s.tx.unbounded_send(Arc::clone(&obj));
                             }
                         }
                     }
@@ -134,14 +148,28 @@ impl<K: Cached> Warm<K> {
 
     /// A stream for one term: every cached object, then every object the watch
     /// applies from now on (and all of them again after a relist). It ends when
-    /// the watch stops; drop it to unsubscribe.
+    /// the watch stops; drop it to unsubscribe. The trigger of a term's primary
+    /// objects (a deleted one has nothing left to reconcile).
     pub fn subscribe(&self) -> Subscription<K> {
+        self.subscribe_with(false)
+    }
+
+    /// As [`Warm::subscribe`], and each object the watch deletes too (as it
+    /// was last seen): the trigger of secondary objects, for kube-runtime's
+    /// `owns_shared_stream` and `watches_shared_stream`, where a deleted child
+    /// must reach its parent's reconcile. A deletion the watch missed (one
+    /// that fell in a relist) is not carried.
+    pub fn subscribe_touched(&self) -> Subscription<K> {
+        self.subscribe_with(true)
+    }
+
+    fn subscribe_with(&self, deletions: bool) -> Subscription<K> {
         let (tx, rx) = mpsc::unbounded();
         // Under the reflector's lock: nothing it applies falls between the
         // snapshot and the registration.
         let snapshot = {
             let mut hub = lock(&self.inner.hub);
-            hub.push(tx);
+            hub.push(Subscriber { tx, deletions });
             self.inner.store.state()
         };
         Subscription {
@@ -156,7 +184,8 @@ impl<K: Cached> Warm<K> {
     }
 }
 
-/// The objects one term reconciles: see [`Warm::subscribe`].
+/// The objects one term reconciles: see [`Warm::subscribe`] and
+/// [`Warm::subscribe_touched`].
 #[must_use = "streams do nothing unless polled"]
 pub struct Subscription<K> {
     inner: BoxStream<'static, Arc<K>>,

@@ -11,7 +11,7 @@ use election_core::Config;
 use election_driver::Builder;
 use election_ops::health::{Health, ReadyWhen};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_emulator::{Emulator, Match, Resource, Verb};
 use kube_runtime::watcher;
 
@@ -254,6 +254,77 @@ async fn after_a_loss_the_replica_keeps_its_cache_campaigns_again_and_reconciles
     assert_eq!(history.runs, ["a", "b", "a"]);
     a.handle.shutdown().await;
     b.handle.shutdown().await;
+}
+
+/// Secondary objects from a warm cache: the copies' `subscribe_touched` feeds
+/// the term's `watches_shared_stream`, so a copy changed by hand and one
+/// deleted by hand are put back by the leader at once, with no LIST, and no
+/// one else writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_changed_or_deleted_by_hand_is_put_back_by_the_leader_from_its_warm_cache() {
+    let (emu, _sources) = setup(3).await;
+    let log = Log::default();
+    let replicas: Vec<Replica> = ["a", "b"]
+        .iter()
+        .map(|id| mirror::start(&emu.kube_config(id), id, &options(), &log))
+        .collect();
+    until("a leader", Duration::from_secs(5), || {
+        leader(&replicas).is_some()
+    })
+    .await;
+    let first = leader(&replicas).expect("leader");
+    let t = Instant::now() - Duration::from_secs(10);
+    for name in ["s0", "s1", "s2"] {
+        reconciled(&log, &first, name, Outcome::Wrote, t).await;
+    }
+    let lists_before = lists(&emu, &first);
+    let copies: Api<ConfigMap> =
+        Api::namespaced(emu.client("admin").expect("client"), mirror::TARGET);
+    let value = |cm: Option<ConfigMap>| {
+        cm.and_then(|cm| cm.data)
+            .and_then(|d| d.get("value").cloned())
+    };
+    let put_back = |name: &'static str| {
+        let copies = copies.clone();
+        async move {
+            let start = Instant::now();
+            while value(copies.get_opt(name).await.expect("get")).as_deref() != Some("v1") {
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "{name} was not put back"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    };
+
+    copies
+        .patch(
+            "s1",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"data": {"value": "changed by hand"}})),
+        )
+        .await
+        .expect("patch");
+    put_back("s1").await;
+    copies
+        .delete("s2", &DeleteParams::default())
+        .await
+        .expect("delete");
+    put_back("s2").await;
+
+    assert_eq!(lists(&emu, &first), lists_before, "nothing listed");
+    let mut writes = emu.committed_writes();
+    writes.retain(|w| w.client != "admin");
+    let history = mirror::check_history(&writes, RENEW_DEADLINE).expect("history");
+    assert_eq!(history.runs, [first.clone()]);
+    assert_eq!(
+        history.writes[&first], 5,
+        "three copies, then the two put back"
+    );
+    for r in &replicas {
+        r.handle.shutdown().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,9 @@
 //!
 //! Both namespaces are cached on every replica ([`Warm`]): the sources drive the
 //! controller, and the mirrors tell the reconcile what is already there, so an
-//! unchanged object costs no request at all.
+//! unchanged object costs no request at all. A copy changed or deleted by hand
+//! triggers its source's reconcile (through the copies' warm cache), which
+//! puts it back.
 
 #![allow(dead_code)] // each user takes what it needs
 
@@ -142,6 +144,12 @@ fn copy_of(source: &ConfigMap) -> ConfigMap {
     copy.metadata.labels = Some([("mirrored-from".to_owned(), SOURCE.to_owned())].into());
     copy.data = source.data.clone();
     copy
+}
+
+/// The source a copy was made from.
+fn source_of(copy: Arc<ConfigMap>) -> Option<ObjectRef<ConfigMap>> {
+    let name = copy.metadata.name.as_deref()?;
+    Some(ObjectRef::new(name).within(SOURCE))
 }
 
 async fn reconcile(source: Arc<ConfigMap>, cx: Arc<Context>) -> Result<Action, Error> {
@@ -281,7 +289,12 @@ pub fn start(kube_config: &kube::Config, id: &str, options: &Options, log: &Log)
                     verbose,
                 });
                 if !cold {
-                    return warm_controller.run(reconcile, error_policy, cx).boxed();
+                    // A copy changed or deleted by hand brings its source
+                    // back to the reconcile, which restores it.
+                    return warm_controller
+                        .watches_shared_stream(targets.subscribe_touched(), source_of)
+                        .run(reconcile, error_policy, cx)
+                        .boxed();
                 }
                 let sources = Api::<ConfigMap>::namespaced(cx.term.client.clone(), SOURCE);
                 let controller =
