@@ -317,7 +317,7 @@ async fn a_copy_changed_or_deleted_by_hand_is_put_back_by_the_leader_from_its_wa
     let mut writes = emu.committed_writes();
     writes.retain(|w| w.client != "admin");
     let history = mirror::check_history(&writes, RENEW_DEADLINE).expect("history");
-    assert_eq!(history.runs, [first.clone()]);
+    assert_eq!(history.runs, [first.as_str()]);
     assert_eq!(
         history.writes[&first], 5,
         "three copies, then the two put back"
