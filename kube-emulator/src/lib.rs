@@ -159,7 +159,10 @@
 //!
 //! # Differences from a real API server
 //!
-//! - Plain HTTP, JSON only (no protobuf, no TLS), HTTP/1.1.
+//! - Plain HTTP (no TLS), HTTP/1.1. Answers are always JSON. Request bodies
+//!   are JSON, or protobuf for Leases, ConfigMaps, Namespaces and Nodes (as
+//!   `kubectl create namespace` and `kubectl create configmap` send them),
+//!   decoded to the same JSON; a protobuf body of any other kind gets 415.
 //! - No authentication or RBAC: the bearer token only names the client;
 //!   403 and 401 come from injected faults ([`Fault::Forbidden`], [`Fault::Status`]).
 //! - Reads in a missing namespace answer as for a missing object (as the real
@@ -184,6 +187,7 @@ mod emulator;
 mod faults;
 mod list;
 mod patch;
+mod protobuf;
 pub mod rbac;
 mod resource;
 mod selector;

@@ -318,6 +318,8 @@ fn route(path: &str, shared: &Shared) -> Route {
     }
 }
 
+/// The content type (without parameters) and the body as JSON: parsed, or
+/// decoded from protobuf for the kinds [`crate::protobuf`] knows.
 async fn read_json(req: Request<Incoming>) -> Result<(Option<String>, Value), ApiError> {
     let content_type = req
         .headers()
@@ -332,6 +334,10 @@ async fn read_json(req: Request<Incoming>) -> Result<(Option<String>, Value), Ap
         .to_bytes();
     if bytes.is_empty() {
         return Ok((content_type, Value::Null));
+    }
+    if content_type.as_deref() == Some(crate::protobuf::MEDIA_TYPE) {
+        let value = crate::protobuf::decode(&bytes)?;
+        return Ok((content_type, value));
     }
     let value = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::bad_request(format!("error decoding the request body as JSON: {e}"))

@@ -213,6 +213,17 @@ impl ApiError {
         }
     }
 
+    /// 415 for a request body in a format, or of a kind, the server cannot decode.
+    pub(crate) fn unsupported_body(message: String) -> Self {
+        ApiError {
+            code: 415,
+            reason: "UnsupportedMediaType",
+            message,
+            details: None,
+            retry_after: None,
+        }
+    }
+
     /// 410 Expired, for a watch from a compacted resourceVersion.
     pub(crate) fn expired(requested: u64, oldest: u64) -> Self {
         ApiError {

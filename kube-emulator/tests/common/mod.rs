@@ -63,6 +63,11 @@ impl Drop for Binary {
 /// its stdout. The test fails, naming it, where kubectl is not installed, and
 /// with kubectl's stderr where it fails.
 pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String {
+    kubectl_output(kubeconfig, args, stdin).0
+}
+
+/// As [`kubectl`], with its stderr too (where `-v=8` logs each request).
+pub fn kubectl_output(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (String, String) {
     let mut cmd = Command::new("kubectl");
     cmd.arg("--kubeconfig")
         .arg(kubeconfig)
@@ -97,5 +102,8 @@ pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String 
         "kubectl {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).expect("utf-8")
+    (
+        String::from_utf8(out.stdout).expect("utf-8"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
