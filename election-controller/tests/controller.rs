@@ -38,6 +38,20 @@ fn leader(replicas: &[Replica]) -> Option<String> {
         .map(|r| r.id.clone())
 }
 
+/// Starts a replica per id and waits for one to lead; the replicas and the leader.
+async fn start_and_elect(emu: &Emulator, ids: &[&str], log: &Log) -> (Vec<Replica>, String) {
+    let replicas: Vec<Replica> = ids
+        .iter()
+        .map(|id| mirror::start(&emu.kube_config(id), id, &options(), log))
+        .collect();
+    until("a leader", Duration::from_secs(5), || {
+        leader(&replicas).is_some()
+    })
+    .await;
+    let first = leader(&replicas).expect("leader");
+    (replicas, first)
+}
+
 fn lists(emu: &Emulator, id: &str) -> u64 {
     emu.request_counts()
         .get(id, Verb::List, Resource::ConfigMap)
@@ -70,15 +84,7 @@ async fn reconciled(log: &Log, replica: &str, name: &str, outcome: Outcome, sinc
 async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_list_nothing() {
     let (emu, sources) = setup(20).await;
     let log = Log::default();
-    let mut replicas: Vec<Replica> = ["a", "b", "c"]
-        .iter()
-        .map(|id| mirror::start(&emu.kube_config(id), id, &options(), &log))
-        .collect();
-    until("a leader", Duration::from_secs(5), || {
-        leader(&replicas).is_some()
-    })
-    .await;
-    let first = leader(&replicas).expect("leader");
+    let (mut replicas, first) = start_and_elect(&emu, &["a", "b", "c"], &log).await;
     let t = Instant::now() - Duration::from_secs(10);
     reconciled(&log, &first, "s19", Outcome::Wrote, t).await;
 
@@ -264,15 +270,7 @@ async fn after_a_loss_the_replica_keeps_its_cache_campaigns_again_and_reconciles
 async fn a_copy_changed_or_deleted_by_hand_is_put_back_by_the_leader_from_its_warm_cache() {
     let (emu, _sources) = setup(3).await;
     let log = Log::default();
-    let replicas: Vec<Replica> = ["a", "b"]
-        .iter()
-        .map(|id| mirror::start(&emu.kube_config(id), id, &options(), &log))
-        .collect();
-    until("a leader", Duration::from_secs(5), || {
-        leader(&replicas).is_some()
-    })
-    .await;
-    let first = leader(&replicas).expect("leader");
+    let (replicas, first) = start_and_elect(&emu, &["a", "b"], &log).await;
     let t = Instant::now() - Duration::from_secs(10);
     for name in ["s0", "s1", "s2"] {
         reconciled(&log, &first, name, Outcome::Wrote, t).await;
