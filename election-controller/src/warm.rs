@@ -9,9 +9,10 @@
 //!
 //! Secondary resources (the children a controller `owns`, or other objects it
 //! `watches`) are cached the same way: a second `Warm` of them, whose
-//! [`Warm::subscribe_touched`] stream (deletions included, as kube-runtime's
-//! own `owns` and `watches` see them) goes to the term's controller through
-//! `owns_shared_stream` or `watches_shared_stream`.
+//! [`Warm::subscribe_changes`] stream (their changes from the term's start,
+//! deletions included, as kube-runtime's own `owns` and `watches` see them)
+//! goes to the term's controller through `owns_shared_stream` or
+//! `watches_shared_stream`.
 //!
 //! Why this crate's own fan-out and not kube-runtime's `Writer::subscribe`
 //! (whose `ReflectHandle` is the stream that `Controller::for_shared_stream`
@@ -154,23 +155,34 @@ impl<K: Cached> Warm<K> {
         self.subscribe_with(false)
     }
 
-    /// As [`Warm::subscribe`], and each object the watch deletes too (as it
-    /// was last seen): the trigger of secondary objects, for kube-runtime's
-    /// `owns_shared_stream` and `watches_shared_stream`, where a deleted child
-    /// must reach its parent's reconcile. A deletion the watch missed (one
-    /// that fell in a relist) is not carried.
-    pub fn subscribe_touched(&self) -> Subscription<K> {
+    /// The trigger of secondary objects, for kube-runtime's
+    /// `owns_shared_stream` and `watches_shared_stream`: each object the watch
+    /// applies or deletes (as it was last seen) from now on, and all of them
+    /// again after a relist. A deleted child must reach its parent's
+    /// reconcile, so deletions are carried; the cached objects are not
+    /// (the term's primary stream starts with every parent already). A
+    /// deletion the watch missed (one that fell in a relist) is not carried.
+    pub fn subscribe_changes(&self) -> Subscription<K> {
         self.subscribe_with(true)
     }
 
-    fn subscribe_with(&self, deletions: bool) -> Subscription<K> {
+    /// `changes`: a secondary trigger (deletions, no snapshot); otherwise a
+    /// primary one.
+    fn subscribe_with(&self, changes: bool) -> Subscription<K> {
         let (tx, rx) = mpsc::unbounded();
         // Under the reflector's lock: nothing it applies falls between the
         // snapshot and the registration.
         let snapshot = {
             let mut hub = lock(&self.inner.hub);
-            hub.push(Subscriber { tx, deletions });
-            self.inner.store.state()
+            hub.push(Subscriber {
+                tx,
+                deletions: changes,
+            });
+            if changes {
+                Vec::new()
+            } else {
+                self.inner.store.state()
+            }
         };
         Subscription {
             inner: futures::stream::iter(snapshot).chain(rx).boxed(),
@@ -185,7 +197,7 @@ impl<K: Cached> Warm<K> {
 }
 
 /// The objects one term reconciles: see [`Warm::subscribe`] and
-/// [`Warm::subscribe_touched`].
+/// [`Warm::subscribe_changes`].
 #[must_use = "streams do nothing unless polled"]
 pub struct Subscription<K> {
     inner: BoxStream<'static, Arc<K>>,

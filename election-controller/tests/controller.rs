@@ -262,7 +262,7 @@ async fn after_a_loss_the_replica_keeps_its_cache_campaigns_again_and_reconciles
     b.handle.shutdown().await;
 }
 
-/// Secondary objects from a warm cache: the copies' `subscribe_touched` feeds
+/// Secondary objects from a warm cache: the copies' `subscribe_changes` feeds
 /// the term's `watches_shared_stream`, so a copy changed by hand and one
 /// deleted by hand are put back by the leader at once, with no LIST, and no
 /// one else writes.

@@ -292,7 +292,7 @@ pub fn start(kube_config: &kube::Config, id: &str, options: &Options, log: &Log)
                     // A copy changed or deleted by hand brings its source
                     // back to the reconcile, which restores it.
                     return warm_controller
-                        .watches_shared_stream(targets.subscribe_touched(), source_of)
+                        .watches_shared_stream(targets.subscribe_changes(), source_of)
                         .run(reconcile, error_policy, cx)
                         .boxed();
                 }
