@@ -13,6 +13,8 @@
 //! | `memory` | | `MemoryStore` and the module `memory` (`lock-memory`): the lock to test with |
 //! | `etcd` | | `EtcdLock` and the module `etcd` (`lock-etcd`): a lock on one etcd v3 key |
 //! | `controller` | | the module `controller` (`election-controller`): kube-runtime controllers that reconcile only while leading, from caches kept warm on every replica; `runtime` (kube-runtime); with `tokio`, `lease`, `ops-guard` |
+//! | `shards` | | the module `shards` (`election-shards`): `S` shard Leases spread fairly over the replicas that campaign for them; with `lease` |
+//! | `window` | | the module `window` (`lease-window`): maintenance windows on Nodes, time-boxed Leases taken, cordoned, drained and ended by a kube-runtime controller |
 //! | `ops` | | the module `ops` (`election-ops`): identities, the monitor; `ops-guard`, `ops-health`, `ops-http`, `ops-metrics` add its parts |
 //! | `rustls-tls` | | kube's rustls TLS stack with ring, for a real API server (the libraries leave TLS to the binary; or enable a stack in your own `kube` dependency) |
 //!
@@ -134,6 +136,25 @@ pub use election_controller::{ElectedController, TermContext, Warm};
 /// kube-runtime, as the controllers use it.
 #[cfg(feature = "controller")]
 pub use kube_runtime as runtime;
+
+/// Sharded leadership: `S` shard Leases spread fairly over the replicas that
+/// campaign for them (`election-shards`).
+#[cfg(feature = "shards")]
+pub use election_shards as shards;
+
+/// Maintenance windows on Nodes: time-boxed Leases (`lease-window`).
+///
+/// ```no_run
+/// use kube_election::window::{WindowConfig, WindowController};
+///
+/// # async fn run(client: kube_election::kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// let config = WindowConfig::new("maint-a")?;
+/// WindowController::new(client, config).run().await;
+/// # Ok(())
+/// # }
+/// ```
+#[cfg(feature = "window")]
+pub use lease_window as window;
 
 /// A lock on one etcd v3 key (`lock-etcd`).
 #[cfg(feature = "etcd")]
