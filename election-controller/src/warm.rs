@@ -70,10 +70,11 @@ struct Inner<K: Cached> {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// One term's channel, and whether it also takes deleted objects.
+/// One term's channel, and whether it is a secondary trigger
+/// ([`Warm::subscribe_changes`]: deleted objects too).
 struct Subscriber<K> {
     tx: mpsc::UnboundedSender<Arc<K>>,
-    deletions: bool,
+    changes: bool,
 }
 
 impl<K: Cached> Drop for Inner<K> {
@@ -121,7 +122,7 @@ impl<K: Cached> Warm<K> {
                             Event::Init | Event::InitApply(_) => (Vec::new(), false),
                         };
                         for obj in changed {
-                            for s in subscribers.iter().filter(|s| s.deletions || !deleted) {
+                            for s in subscribers.iter().filter(|s| s.changes || !deleted) {
                                 let _ = s.tx.unbounded_send(Arc::clone(&obj));
                             }
                         }
@@ -174,10 +175,7 @@ impl<K: Cached> Warm<K> {
         // snapshot and the registration.
         let snapshot = {
             let mut hub = lock(&self.inner.hub);
-            hub.push(Subscriber {
-                tx,
-                deletions: changes,
-            });
+            hub.push(Subscriber { tx, changes });
             if changes {
                 Vec::new()
             } else {
