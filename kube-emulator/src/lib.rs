@@ -15,7 +15,9 @@
 //! (merge and JSON patch), delete and watch; one global, growing resourceVersion;
 //! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
 //! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
-//! 422 `Invalid` with the Lease validation rules); create-on-update for Leases;
+//! 422 `Invalid` with the Lease validation rules); `fieldValidation` (`Strict`,
+//! `Warn`, `Ignore`) for fields a kind does not have, and the OpenAPI v3
+//! discovery that tells kubectl so; create-on-update for Leases;
 //! lists with label and field selectors, pages (`limit`, `continue`) and
 //! `resourceVersion` / `resourceVersionMatch`; watches with selectors, bookmarks,
 //! `timeoutSeconds`, resume from a
@@ -155,7 +157,10 @@
 //!
 //! `cargo run -p kube-emulator -- --port 6443` prints where it listens and
 //! writes a kubeconfig (`--kubeconfig PATH` to choose where, `--token` for the
-//! client's name); then `KUBECONFIG=<path> kubectl get leases -A`.
+//! client's name); then `KUBECONFIG=<path> kubectl get leases -A`. `kubectl
+//! create -f`, `apply -f` (client-side) and `replace -f` work with kubectl's
+//! default validation: it finds `fieldValidation` in the emulator's OpenAPI v3
+//! documents and lets the server refuse a misspelled field.
 //!
 //! # Differences from a real API server
 //!
@@ -168,8 +173,20 @@
 //! - Reads in a missing namespace answer as for a missing object (as the real
 //!   server does); creates in a missing namespace get `namespaces "x" not found`.
 //! - Deleting a namespace removes its objects at once (no Terminating phase that lasts).
-//! - The two Event APIs are stored apart; server-side apply is not served.
+//! - The two Event APIs are stored apart.
+//! - Server-side apply is not served: a PATCH of `application/apply-patch+yaml`
+//!   (`kubectl apply --server-side`) gets 415 `UnsupportedMediaType` naming it.
 //! - `managedFields` and `generation` are not maintained.
+//! - OpenAPI: `/openapi/v3` and its group-version documents hold the served
+//!   paths and operations with `fieldValidation`, no object schemas
+//!   (`kubectl explain` finds nothing); `/openapi/v2` is not served.
+//! - `fieldValidation` knows every field of the served kinds except inside
+//!   the opaque ones (`metadata.managedFields`, a Node's or Namespace's
+//!   `status`, a Node's `spec.configSource`, the timestamps the server sets),
+//!   which are kept as written. Duplicate fields in a JSON body are not
+//!   reported (the last one wins), and several unknown fields are listed in
+//!   the order of their paths, not of the body. A patch's own JSON-patch
+//!   operations are not checked for unknown keys.
 //! - Nodes are objects only: no kubelet heartbeats, no status conditions, no
 //!   taints added on cordon (`spec.unschedulable` is stored as written).
 
@@ -186,10 +203,12 @@ mod discovery;
 mod emulator;
 mod faults;
 mod list;
+mod openapi;
 mod patch;
 mod protobuf;
 pub mod rbac;
 mod resource;
+mod schema;
 mod selector;
 mod server;
 mod status;

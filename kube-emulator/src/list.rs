@@ -183,15 +183,15 @@ pub(crate) fn list(
         metadata["continue"] = json!(token.encode());
         metadata["remainingItemCount"] = json!(remaining);
     }
-    Ok(Reply {
-        code: 200,
-        body: json!({
+    Ok(Reply::new(
+        200,
+        json!({
             "kind": format!("{}List", resource.kind()),
             "apiVersion": resource.api_version(),
             "metadata": metadata,
             "items": items,
         }),
-    })
+    ))
 }
 
 #[cfg(test)]

@@ -4,6 +4,15 @@
 
 use serde_json::Value;
 
+/// The patch media types served, as the OpenAPI documents list them and the
+/// 415 of another one names them. Server-side apply
+/// (`application/apply-patch+yaml`) is not among them.
+pub(crate) const MEDIA_TYPES: [&str; 3] = [
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+];
+
 /// Why a JSON patch could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum PatchError {
@@ -47,6 +56,32 @@ pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
         } else {
             let entry = map.entry(k.clone()).or_insert(Value::Null);
             merge_patch(entry, v);
+        }
+    }
+}
+
+/// A decoded patch as Go's `fmt` prints a `map[string]interface{}` with
+/// `%+v`, which the API server puts in the message of a strategic merge patch
+/// it refuses: `map[data:map[a:b] kind:ConfigMap]`, keys sorted, strings bare,
+/// `<nil>` for null. A number that is not an integer is written as JSON
+/// writes it (Go would write `1e+06` where JSON has `1000000.0`).
+pub(crate) fn go_format(value: &Value) -> String {
+    match value {
+        Value::Null => "<nil>".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            let each: Vec<String> = items.iter().map(go_format).collect();
+            format!("[{}]", each.join(" "))
+        }
+        // serde_json's map keeps its keys sorted, as fmt prints a map's.
+        Value::Object(map) => {
+            let each: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{k}:{}", go_format(v)))
+                .collect();
+            format!("map[{}]", each.join(" "))
         }
     }
 }
@@ -235,6 +270,16 @@ mod tests {
         let mut arr = json!({"a": [1, 2]});
         merge_patch(&mut arr, &json!({"a": [3]}));
         assert_eq!(arr, json!({"a": [3]}));
+    }
+
+    #[test]
+    fn go_format_prints_maps_as_fmt_does() {
+        let patch = json!({"metadata": {"labels": {"b": "2", "a": "1"}}, "datta": {"k": null},
+            "list": [1, "x", true]});
+        assert_eq!(
+            go_format(&patch),
+            "map[datta:map[k:<nil>] list:[1 x true] metadata:map[labels:map[a:1 b:2]]]"
+        );
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! configmap`) as protobuf. Such a body is the API server's envelope: the magic
 //! `k8s\0`, then a `runtime.Unknown` whose `typeMeta` names the object's
 //! `apiVersion` and `kind` and whose `raw` holds the object. This module decodes
-//! the wire format by hand, with the field numbers of the `generated.proto`
-//! files of `k8s.io/apimachinery` (`runtime`, `meta/v1`) and `k8s.io/api`
-//! (`core/v1`, `coordination/v1`), and only these kinds:
+//! the wire format by hand, with the field tables of [`crate::schema`] (the
+//! field numbers of the `generated.proto` files of `k8s.io/apimachinery`
+//! and `k8s.io/api`, shared with the JSON unknown-field check), and only
+//! these kinds:
 //!
 //! - core/v1 `ConfigMap`: `metadata`, `data`, `binaryData` (base64 in JSON),
 //!   `immutable`;
@@ -20,8 +21,8 @@
 //! Of `ObjectMeta` it keeps `name`, `generateName`, `namespace`, `uid`,
 //! `resourceVersion`, `generation`, `labels`, `annotations`, `ownerReferences`
 //! and `finalizers`. Every other field (`managedFields`, the timestamps the
-//! server sets, a `status`, fields added after this was written) is skipped by
-//! its wire type. As Go's JSON does for a field without a pointer, an empty
+//! server sets, a `status`: the fields the table marks opaque, and fields
+//! added after it was written) is skipped by its wire type. As Go's JSON does for a field without a pointer, an empty
 //! string, a zero or a `false` is left out; a pointer field (all of a Lease's
 //! `spec`, `immutable`) is kept whenever it was sent.
 //!
@@ -40,6 +41,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 
 use crate::resource::Resource;
+use crate::schema::{Schema, Shape};
 use crate::status::ApiError;
 use crate::time::{Timestamp, format_micro_time};
 
@@ -172,44 +174,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// How one field becomes JSON. Go leaves out a zero value of a non-pointer
-/// field (`omitempty`) and keeps a pointer field that was sent.
-#[derive(Debug, Clone, Copy)]
-enum Shape {
-    /// `string`, left out when empty.
-    Str,
-    /// `*string`, or a string without `omitempty`: kept even when empty.
-    StrKept,
-    /// `int64`, left out when zero.
-    Int64,
-    /// `*int32`, kept even when zero.
-    Int32Kept,
-    /// `bool`, left out when false.
-    Bool,
-    /// `*bool`.
-    BoolKept,
-    /// `bytes`, as base64.
-    Base64,
-    /// `repeated string`.
-    Strings,
-    /// A `map<string, …>`: repeated entries `{key = 1, value = 2}`.
-    Map(&'static Schema),
-    /// `meta/v1.MicroTime` (`{seconds = 1, nanos = 2}`), as RFC 3339 with microseconds.
-    MicroTime,
-    /// A nested message.
-    Message(&'static Schema),
-    /// `repeated` messages.
-    Messages(&'static Schema),
-}
-
-/// A message: its name (for errors) and the fields decoded, by number. Any
-/// other field is skipped.
-#[derive(Debug)]
-struct Schema {
-    name: &'static str,
-    fields: &'static [(u64, &'static str, Shape)],
-}
-
 // Field numbers from the generated.proto files named in the module doc.
 
 /// `runtime.TypeMeta`.
@@ -218,142 +182,20 @@ static TYPE_META: Schema = Schema {
     fields: &[(1, "apiVersion", Shape::Str), (2, "kind", Shape::Str)],
 };
 
-/// An entry of a `map<string, string>`.
-static STRING_ENTRY: Schema = Schema {
-    name: "MapEntry",
-    fields: &[(1, "key", Shape::StrKept), (2, "value", Shape::StrKept)],
-};
-
-/// An entry of a `map<string, bytes>`.
-static BYTES_ENTRY: Schema = Schema {
-    name: "MapEntry",
-    fields: &[(1, "key", Shape::StrKept), (2, "value", Shape::Base64)],
-};
-
 /// `meta/v1.MicroTime` (a `Timestamp`).
 static MICRO_TIME: Schema = Schema {
     name: "MicroTime",
     fields: &[(1, "seconds", Shape::Int64), (2, "nanos", Shape::Int32Kept)],
 };
 
-/// `meta/v1.OwnerReference`.
-static OWNER_REFERENCE: Schema = Schema {
-    name: "OwnerReference",
-    fields: &[
-        (5, "apiVersion", Shape::StrKept),
-        (1, "kind", Shape::StrKept),
-        (3, "name", Shape::StrKept),
-        (4, "uid", Shape::StrKept),
-        (6, "controller", Shape::BoolKept),
-        (7, "blockOwnerDeletion", Shape::BoolKept),
-    ],
-};
-
-/// `meta/v1.ObjectMeta`, without the fields the server sets (selfLink,
-/// timestamps, deletionGracePeriodSeconds, managedFields).
-static OBJECT_META: Schema = Schema {
-    name: "ObjectMeta",
-    fields: &[
-        (1, "name", Shape::Str),
-        (2, "generateName", Shape::Str),
-        (3, "namespace", Shape::Str),
-        (5, "uid", Shape::Str),
-        (6, "resourceVersion", Shape::Str),
-        (7, "generation", Shape::Int64),
-        (11, "labels", Shape::Map(&STRING_ENTRY)),
-        (12, "annotations", Shape::Map(&STRING_ENTRY)),
-        (13, "ownerReferences", Shape::Messages(&OWNER_REFERENCE)),
-        (14, "finalizers", Shape::Strings),
-    ],
-};
-
-/// core/v1 `ConfigMap`.
-static CONFIG_MAP: Schema = Schema {
-    name: "ConfigMap",
-    fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "data", Shape::Map(&STRING_ENTRY)),
-        (3, "binaryData", Shape::Map(&BYTES_ENTRY)),
-        (4, "immutable", Shape::BoolKept),
-    ],
-};
-
-/// core/v1 `NamespaceSpec`.
-static NAMESPACE_SPEC: Schema = Schema {
-    name: "NamespaceSpec",
-    fields: &[(1, "finalizers", Shape::Strings)],
-};
-
-/// core/v1 `Namespace` (its `status` = 3 is the server's).
-static NAMESPACE: Schema = Schema {
-    name: "Namespace",
-    fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "spec", Shape::Message(&NAMESPACE_SPEC)),
-    ],
-};
-
-/// core/v1 `Taint` (without `timeAdded` = 4).
-static TAINT: Schema = Schema {
-    name: "Taint",
-    fields: &[
-        (1, "key", Shape::StrKept),
-        (2, "value", Shape::Str),
-        (3, "effect", Shape::StrKept),
-    ],
-};
-
-/// core/v1 `NodeSpec` (without the deprecated `externalID` = 2 and `configSource` = 6).
-static NODE_SPEC: Schema = Schema {
-    name: "NodeSpec",
-    fields: &[
-        (1, "podCIDR", Shape::Str),
-        (7, "podCIDRs", Shape::Strings),
-        (3, "providerID", Shape::Str),
-        (4, "unschedulable", Shape::Bool),
-        (5, "taints", Shape::Messages(&TAINT)),
-    ],
-};
-
-/// core/v1 `Node` (its `status` = 3 is the kubelet's).
-static NODE: Schema = Schema {
-    name: "Node",
-    fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "spec", Shape::Message(&NODE_SPEC)),
-    ],
-};
-
-/// coordination/v1 `LeaseSpec`: every field a pointer.
-static LEASE_SPEC: Schema = Schema {
-    name: "LeaseSpec",
-    fields: &[
-        (1, "holderIdentity", Shape::StrKept),
-        (2, "leaseDurationSeconds", Shape::Int32Kept),
-        (3, "acquireTime", Shape::MicroTime),
-        (4, "renewTime", Shape::MicroTime),
-        (5, "leaseTransitions", Shape::Int32Kept),
-        (6, "strategy", Shape::StrKept),
-        (7, "preferredHolder", Shape::StrKept),
-    ],
-};
-
-/// coordination/v1 `Lease`.
-static LEASE: Schema = Schema {
-    name: "Lease",
-    fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "spec", Shape::Message(&LEASE_SPEC)),
-    ],
-};
-
-/// The message of each kind decoded; `None` for a kind that is not.
+/// The message of each kind decoded; `None` for a kind that is not (Events:
+/// no client sends them as protobuf to the emulator, and their `metav1.Time`
+/// fields are opaque in [`crate::schema`]).
 fn schema_of(resource: Resource) -> Option<&'static Schema> {
     match resource {
-        Resource::Lease => Some(&LEASE),
-        Resource::ConfigMap => Some(&CONFIG_MAP),
-        Resource::Namespace => Some(&NAMESPACE),
-        Resource::Node => Some(&NODE),
+        Resource::Lease | Resource::ConfigMap | Resource::Namespace | Resource::Node => {
+            Some(crate::schema::of(resource))
+        }
         Resource::Event | Resource::EventV1 => None,
     }
 }
@@ -383,6 +225,9 @@ fn decode_into(schema: &Schema, bytes: &[u8], out: &mut Map<String, Value>) -> D
                 .filter(|&n| n != 0)
                 .map(Value::from),
             // An int32 is sign-extended to 64 bits on the wire; the low half is the value.
+            Shape::Int32 => Some(wire.varint(at)? as i32)
+                .filter(|&n| n != 0)
+                .map(Value::from),
             Shape::Int32Kept => Some(Value::from(wire.varint(at)? as i32)),
             Shape::Bool => (wire.varint(at)? != 0).then_some(Value::Bool(true)),
             Shape::BoolKept => Some(Value::Bool(wire.varint(at)? != 0)),
@@ -415,6 +260,8 @@ fn decode_into(schema: &Schema, bytes: &[u8], out: &mut Map<String, Value>) -> D
                 }
                 continue;
             }
+            // Known, and the server's to set: skipped as an unknown field is.
+            Shape::Opaque => continue,
             Shape::Messages(inner) => {
                 let mut fields = Map::new();
                 decode_into(inner, wire.bytes(at)?, &mut fields)?;

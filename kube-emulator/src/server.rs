@@ -21,11 +21,13 @@ use tokio::sync::{Notify, watch};
 
 use crate::faults::{Control, Fault, Plan, WriteRecord, lock};
 use crate::list::ListRequest;
+use crate::openapi::Answer;
 use crate::resource::{Resource, Verb};
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{PatchKind, Reply, Store};
 use crate::time::Timestamp;
+use crate::validation::FieldValidation;
 use crate::watch::{self as watching, WatchRequest};
 
 /// The response body type: whole JSON documents or a watch stream.
@@ -154,6 +156,14 @@ fn error_response(err: &ApiError) -> Response<Body> {
     resp
 }
 
+/// A `Warning` header as the API server writes one (`net.NewWarningHeader`):
+/// code 299, no agent, the text quoted with `"` and `\` escaped. `None` for
+/// a text that no header value can carry (a control character).
+fn warning_header(text: &str) -> Option<HeaderValue> {
+    let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+    HeaderValue::from_bytes(format!("299 - \"{escaped}\"").as_bytes()).ok()
+}
+
 /// The API server's own 429 (its max-in-flight filter): `Retry-After` in the
 /// header, plain text in the body.
 fn too_many_requests_plain(retry_after: u32) -> Response<Body> {
@@ -239,6 +249,8 @@ fn truthy(v: Option<&str>) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Route {
     Discovery(Value),
+    /// The OpenAPI v3 document of a group-version: `api/v1`, `apis/g/v`.
+    OpenApi(String),
     /// A collection, in one namespace or (None) across all.
     Collection {
         resource: Resource,
@@ -264,6 +276,8 @@ fn route(path: &str, shared: &Shared) -> Route {
         .unwrap_or_default();
     let (group, version, rest): (&str, &str, &[&str]) = match s.as_slice() {
         ["version"] => return Route::Discovery(crate::discovery::version()),
+        ["openapi", "v3"] => return Route::Discovery(crate::openapi::root()),
+        ["openapi", "v3", key @ ..] => return Route::OpenApi(key.join("/")),
         ["api"] => return Route::Discovery(crate::discovery::api_versions(&addr)),
         ["apis"] => return Route::Discovery(crate::discovery::api_group_list()),
         ["api", "v1"] => return Route::Discovery(crate::discovery::resource_list("", "v1")),
@@ -358,6 +372,39 @@ async fn hang_forever(shared: &Shared) {
     stopped(&mut shutdown).await;
 }
 
+/// `GET /openapi/v3/<key>`: the document, a 301 to its current hash, or 406.
+fn open_api<B>(
+    req: &Request<B>,
+    method: &Method,
+    key: &str,
+    pairs: &[(String, String)],
+) -> Response<Body> {
+    if method != Method::GET {
+        return error_response(&ApiError::method_not_allowed(method.as_str()));
+    }
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    match crate::openapi::group_version(key, param(pairs, "hash"), accept) {
+        None => error_response(&ApiError::no_route()),
+        Some(Answer::Document(doc)) => full(200, &doc),
+        Some(Answer::NotAcceptable) => {
+            error_response(&ApiError::not_acceptable("application/json"))
+        }
+        Some(Answer::Moved(url)) => match HeaderValue::from_str(&url) {
+            Ok(location) => {
+                let empty = Full::new(Bytes::new()).map_err(|never| match never {});
+                let mut resp = Response::new(empty.boxed());
+                *resp.status_mut() = StatusCode::MOVED_PERMANENTLY;
+                resp.headers_mut().insert(header::LOCATION, location);
+                resp
+            }
+            Err(_) => error_response(&ApiError::no_route()),
+        },
+    }
+}
+
 /// What the store produced for a request, before after-commit faults.
 enum Outcome {
     /// A success, and whether it changed the store.
@@ -378,6 +425,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
                 error_response(&ApiError::method_not_allowed(method.as_str()))
             };
         }
+        Route::OpenApi(key) => return open_api(&req, &method, &key, &pairs),
         Route::Unknown => return error_response(&ApiError::no_route()),
         Route::Collection {
             resource,
@@ -522,7 +570,15 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
         _ => {}
     }
     match outcome {
-        Outcome::Reply(r, _) => full(r.code, &r.body),
+        Outcome::Reply(r, _) => {
+            let mut resp = full(r.code, &r.body);
+            for text in &r.warnings {
+                if let Some(value) = warning_header(text) {
+                    resp.headers_mut().append(header::WARNING, value);
+                }
+            }
+            resp
+        }
         Outcome::Error(e) => error_response(&e),
         Outcome::Stream(resp) => resp,
     }
@@ -548,6 +604,10 @@ fn execute(
             Ok(s) => s,
             Err(e) => return Outcome::Error(e),
         };
+    let fields = match field_validation(verb, pairs) {
+        Ok(f) => f.unwrap_or(FieldValidation::Strict),
+        Err(e) => return Outcome::Error(e),
+    };
     let result = match verb {
         Verb::Watch => {
             let mut selectors = selectors;
@@ -598,12 +658,21 @@ fn execute(
             .get(resource, &ns, name)
             .map(|r| (r, false)),
         _ if param(pairs, "dryRun").is_some_and(|v| !v.is_empty()) => {
-            dry_run(shared, verb, resource, &ns, name, content_type, body, now)
+            let write = Write {
+                verb,
+                resource,
+                name,
+                content_type,
+                fields,
+            };
+            dry_run(shared, &write, &ns, body, now)
         }
-        Verb::Create => write(shared, |s| s.create(resource, &ns, body, now)),
-        Verb::Update => write(shared, |s| s.update(resource, &ns, name, body, now)),
+        Verb::Create => write(shared, |s| s.create(resource, &ns, body, now, fields)),
+        Verb::Update => write(shared, |s| s.update(resource, &ns, name, body, now, fields)),
         Verb::Patch => match patch_kind(content_type) {
-            Ok(kind) => write(shared, |s| s.patch(resource, &ns, name, kind, &body)),
+            Ok(kind) => write(shared, |s| {
+                s.patch(resource, &ns, name, kind, &body, fields)
+            }),
             Err(e) => Err(e),
         },
         Verb::Delete => {
@@ -619,32 +688,56 @@ fn execute(
 
 fn patch_kind(content_type: Option<&str>) -> Result<PatchKind, ApiError> {
     match content_type {
-        Some("application/merge-patch+json" | "application/strategic-merge-patch+json") => {
-            Ok(PatchKind::Merge)
-        }
+        Some("application/merge-patch+json") => Ok(PatchKind::Merge),
+        Some("application/strategic-merge-patch+json") => Ok(PatchKind::StrategicMerge),
         Some("application/json-patch+json") => Ok(PatchKind::Json),
+        Some(apply @ "application/apply-patch+yaml") => Err(ApiError::apply_unsupported(apply)),
         other => Err(ApiError::unsupported_media_type(other.unwrap_or(""))),
     }
 }
 
-/// `dryRun=All`: the write runs against a copy of the store, which is then
-/// thrown away, so the answer is what the write would have been.
-#[allow(clippy::too_many_arguments)]
-fn dry_run(
-    shared: &Shared,
+/// The `fieldValidation` of a write (create, update, patch); `None` for the
+/// other verbs, which take no body to decode.
+fn field_validation(
+    verb: Verb,
+    pairs: &[(String, String)],
+) -> Result<Option<FieldValidation>, ApiError> {
+    let options = match verb {
+        Verb::Create => "CreateOptions",
+        Verb::Update => "UpdateOptions",
+        Verb::Patch => "PatchOptions",
+        Verb::Get | Verb::List | Verb::Watch | Verb::Delete => return Ok(None),
+    };
+    FieldValidation::parse(param(pairs, "fieldValidation"), options).map(Some)
+}
+
+/// What a dry-run write is, besides its namespace and body.
+struct Write<'a> {
     verb: Verb,
     resource: Resource,
+    name: &'a str,
+    content_type: Option<&'a str>,
+    fields: FieldValidation,
+}
+
+/// `dryRun=All`: the write runs against a copy of the store, which is then
+/// thrown away, so the answer is what the write would have been.
+fn dry_run(
+    shared: &Shared,
+    w: &Write<'_>,
     ns: &str,
-    name: &str,
-    content_type: Option<&str>,
     body: Value,
     now: Timestamp,
 ) -> Result<(Reply, bool), ApiError> {
     let mut copy = lock(&shared.store).clone();
-    let reply = match verb {
-        Verb::Create => copy.create(resource, ns, body, now),
-        Verb::Update => copy.update(resource, ns, name, body, now),
-        Verb::Patch => copy.patch(resource, ns, name, patch_kind(content_type)?, &body),
+    let (resource, name, fields) = (w.resource, w.name, w.fields);
+    let reply = match w.verb {
+        Verb::Create => copy.create(resource, ns, body, now, fields),
+        Verb::Update => copy.update(resource, ns, name, body, now, fields),
+        Verb::Patch => {
+            let kind = patch_kind(w.content_type)?;
+            copy.patch(resource, ns, name, kind, &body, fields)
+        }
         Verb::Delete => copy.delete(
             resource,
             ns,

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::patch::MEDIA_TYPES;
 use crate::resource::Resource;
 
 /// The message the API server puts after a failed optimistic-concurrency check
@@ -133,6 +134,13 @@ impl ApiError {
 
     /// `Lease.coordination.k8s.io "name" is invalid: <field errors>`.
     pub(crate) fn invalid(resource: Resource, name: &str, errors: &[FieldError]) -> Self {
+        Self::invalid_of(resource.group(), resource.kind(), name, errors)
+    }
+
+    /// 422 `Invalid` for any kind (`errors.NewInvalid`): `CreateOptions.meta.k8s.io
+    /// "" is invalid: …`; an empty group and kind give `"" is invalid: …`,
+    /// the message the server writes for a patch it cannot apply.
+    pub(crate) fn invalid_of(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Self {
         let rendered: Vec<String> = errors
             .iter()
             .map(|e| format!("{}: {}", e.field, e.detail))
@@ -150,18 +158,22 @@ impl ApiError {
         if !name.is_empty() {
             details.insert("name".into(), json!(name));
         }
-        if !resource.group().is_empty() {
-            details.insert("group".into(), json!(resource.group()));
+        if !group.is_empty() {
+            details.insert("group".into(), json!(group));
         }
-        details.insert("kind".into(), json!(resource.kind()));
+        if !kind.is_empty() {
+            details.insert("kind".into(), json!(kind));
+        }
         details.insert("causes".into(), Value::Array(causes));
+        let qualified = if group.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{kind}.{group}")
+        };
         Self::with_details(
             422,
             "Invalid",
-            format!(
-                "{} {name:?} is invalid: {joined}",
-                resource.qualified_kind()
-            ),
+            format!("{qualified} {name:?} is invalid: {joined}"),
             Value::Object(details),
         )
     }
@@ -187,6 +199,17 @@ impl ApiError {
         )
     }
 
+    /// 406 for an `Accept` header that takes none of the media types served.
+    pub(crate) fn not_acceptable(served: &str) -> Self {
+        ApiError {
+            code: 406,
+            reason: "NotAcceptable",
+            message: format!("only the following media types are accepted: {served}"),
+            details: None,
+            retry_after: None,
+        }
+    }
+
     /// 405 for a verb the path does not support.
     pub(crate) fn method_not_allowed(method: &str) -> Self {
         ApiError {
@@ -206,7 +229,23 @@ impl ApiError {
             code: 415,
             reason: "UnsupportedMediaType",
             message: format!(
-                "the body of the request was in an unknown format ({content_type}) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
+                "the body of the request was in an unknown format ({content_type}) - accepted media types include: {}",
+                MEDIA_TYPES.join(", ")
+            ),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    /// 415 for a server-side apply patch (`application/apply-patch+yaml`),
+    /// which the emulator does not serve: it keeps no `managedFields`.
+    pub(crate) fn apply_unsupported(content_type: &str) -> Self {
+        ApiError {
+            code: 415,
+            reason: "UnsupportedMediaType",
+            message: format!(
+                "server-side apply ({content_type}) is not supported by kube-emulator, which keeps no managedFields - accepted media types include: {}",
+                MEDIA_TYPES.join(", ")
             ),
             details: None,
             retry_after: None,

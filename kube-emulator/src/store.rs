@@ -9,12 +9,13 @@ use std::hash::{BuildHasher, Hasher};
 
 use serde_json::{Map, Value, json};
 
-use crate::patch::{PatchError, json_patch, merge_patch};
+use crate::patch::{PatchError, go_format, json_patch, merge_patch};
 use crate::resource::Resource;
 use crate::status::{ApiError, FieldError, OPTIMISTIC_LOCK_MSG, delete_success};
 use crate::time::{Timestamp, format_time};
 use crate::validation::{
-    check_config_map, check_lease_spec, check_metadata_types, check_node, validate_name,
+    FieldValidation, cannot_handle, check_config_map, check_lease_spec, check_metadata_types,
+    check_node, strict_decoding_error, strict_decoding_message, validate_name,
     validate_owner_references,
 };
 
@@ -52,17 +53,38 @@ pub(crate) struct Change {
 /// The patch formats accepted by PATCH.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PatchKind {
-    /// `application/merge-patch+json`, and strategic merge treated alike.
+    /// `application/merge-patch+json`.
     Merge,
+    /// `application/strategic-merge-patch+json`, applied as a merge patch
+    /// (the served kinds have no list whose merge key matters here); told
+    /// apart for the wording of a strict refusal.
+    StrategicMerge,
     /// `application/json-patch+json`.
     Json,
 }
 
-/// The outcome of a successful request: an HTTP code and a body.
+/// The outcome of a successful request: an HTTP code, a body, and the
+/// warnings to send as `Warning` headers.
 #[derive(Debug, Clone)]
 pub(crate) struct Reply {
     pub(crate) code: u16,
     pub(crate) body: Value,
+    pub(crate) warnings: Vec<String>,
+}
+
+impl Reply {
+    pub(crate) fn new(code: u16, body: Value) -> Reply {
+        Reply {
+            code,
+            body,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn warned(mut self, warnings: Vec<String>) -> Reply {
+        self.warnings = warnings;
+        self
+    }
 }
 
 /// The emulator's state.
@@ -131,7 +153,7 @@ impl Store {
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
             // Built-in namespaces are valid by construction.
-            let _ = store.create(Resource::Namespace, "", body, now);
+            let _ = store.create(Resource::Namespace, "", body, now, FieldValidation::Strict);
         }
         store
     }
@@ -235,11 +257,11 @@ impl Store {
     /// the right apiVersion and kind, in the namespace of the URL.
     fn check_body(resource: Resource, namespace: &str, obj: &mut Value) -> Result<(), ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request(format!(
-                "{kind} in version \"v1\" cannot be handled as a {kind}: json: cannot unmarshal {what} into Go value of type struct",
-                kind = resource.kind(),
-                what = if obj.is_array() { "array" } else { "value" }
-            )));
+            let what = if obj.is_array() { "array" } else { "value" };
+            return Err(cannot_handle(
+                resource,
+                &format!("json: cannot unmarshal {what} into Go value of type struct"),
+            ));
         }
         match obj.get("apiVersion").and_then(Value::as_str) {
             Some(v) if !v.is_empty() && v != resource.api_version() => {
@@ -343,15 +365,20 @@ impl Store {
         s
     }
 
-    /// POST to a collection.
+    /// POST to a collection. Fields the kind does not have are dropped, or
+    /// refused under [`FieldValidation::Strict`].
     pub(crate) fn create(
         &mut self,
         resource: Resource,
         namespace: &str,
         mut obj: Value,
         now: Timestamp,
+        fields: FieldValidation,
     ) -> Result<Reply, ApiError> {
         Self::check_body(resource, namespace, &mut obj)?;
+        let warnings = fields
+            .apply(resource, &mut obj)
+            .map_err(|unknown| strict_decoding_error(resource, &unknown))?;
         let mut name = meta_str(&obj, "name").to_owned();
         let generate = meta_str(&obj, "generateName").to_owned();
         self.require_namespace(resource, namespace)?;
@@ -369,7 +396,7 @@ impl Store {
         }
         self.fill_for_create(resource, &mut obj, now);
         let body = self.commit(resource, ns, &name, obj, ChangeKind::Added);
-        Ok(Reply { code: 201, body })
+        Ok(Reply::new(201, body).warned(warnings))
     }
 
     /// GET of one object.
@@ -380,10 +407,7 @@ impl Store {
         name: &str,
     ) -> Result<Reply, ApiError> {
         self.get_object(resource, namespace, name)
-            .map(|o| Reply {
-                code: 200,
-                body: o.clone(),
-            })
+            .map(|o| Reply::new(200, o.clone()))
             .ok_or_else(|| ApiError::not_found(resource, name))
     }
 
@@ -403,10 +427,9 @@ impl Store {
         let latest = mine.next();
         let previous = mine.next();
         match (latest, previous) {
-            (Some(_), Some(prev)) if prev.kind != ChangeKind::Deleted => Ok(Reply {
-                code: 200,
-                body: prev.object.clone(),
-            }),
+            (Some(_), Some(prev)) if prev.kind != ChangeKind::Deleted => {
+                Ok(Reply::new(200, prev.object.clone()))
+            }
             (Some(_), Some(_)) => Err(ApiError::not_found(resource, name)),
             (Some(latest), None) if latest.kind == ChangeKind::Added => {
                 Err(ApiError::not_found(resource, name))
@@ -500,16 +523,13 @@ impl Store {
         // etcd3's GuaranteedUpdate skips a write whose bytes equal the stored
         // ones: same resourceVersion, no watch event.
         if &obj == existing {
-            return Ok(Reply {
-                code: 200,
-                body: obj,
-            });
+            return Ok(Reply::new(200, obj));
         }
         let body = self.commit(resource, ns, name, obj, ChangeKind::Modified);
-        Ok(Reply { code: 200, body })
+        Ok(Reply::new(200, body))
     }
 
-    /// PUT of one object.
+    /// PUT of one object; `fields` as for [`Store::create`].
     pub(crate) fn update(
         &mut self,
         resource: Resource,
@@ -517,9 +537,13 @@ impl Store {
         name: &str,
         mut obj: Value,
         now: Timestamp,
+        fields: FieldValidation,
     ) -> Result<Reply, ApiError> {
         let ns = if resource.namespaced() { namespace } else { "" };
         Self::check_body(resource, ns, &mut obj)?;
+        let warnings = fields
+            .apply(resource, &mut obj)
+            .map_err(|unknown| strict_decoding_error(resource, &unknown))?;
         let body_name = meta_str(&obj, "name").to_owned();
         if body_name != name {
             return Err(ApiError::bad_request(format!(
@@ -528,7 +552,7 @@ impl Store {
         }
         let existing = self.get_object(resource, ns, name).cloned();
         Self::check_uid_precondition(resource, ns, name, meta_str(&obj, "uid"), existing.as_ref())?;
-        match existing {
+        let reply = match existing {
             Some(existing) => self.update_existing(resource, ns, name, obj, &existing),
             None if allow_create_on_update(resource) => {
                 // Create-on-update: the resourceVersion in the body is not a
@@ -540,14 +564,17 @@ impl Store {
                 }
                 self.fill_for_create(resource, &mut obj, now);
                 let body = self.commit(resource, ns, name, obj, ChangeKind::Added);
-                Ok(Reply { code: 201, body })
+                Ok(Reply::new(201, body))
             }
             None => Err(ApiError::not_found(resource, name)),
-        }
+        };
+        reply.map(|r| r.warned(warnings))
     }
 
     /// PATCH of one object. A `metadata.resourceVersion` in the patch is a
-    /// precondition, as in the API server.
+    /// precondition, as in the API server. The fields of the patched object
+    /// that the kind does not have are dropped, or refused under
+    /// [`FieldValidation::Strict`] with 422, as the server's patcher refuses them.
     pub(crate) fn patch(
         &mut self,
         resource: Resource,
@@ -555,13 +582,14 @@ impl Store {
         name: &str,
         kind: PatchKind,
         patch: &Value,
+        fields: FieldValidation,
     ) -> Result<Reply, ApiError> {
         let ns = if resource.namespaced() { namespace } else { "" };
         let Some(existing) = self.get_object(resource, ns, name).cloned() else {
             return Err(ApiError::not_found(resource, name));
         };
         let mut obj = match kind {
-            PatchKind::Merge => {
+            PatchKind::Merge | PatchKind::StrategicMerge => {
                 if !patch.is_object() {
                     return Err(ApiError::bad_request(
                         "json: cannot unmarshal non-object into Go value of type map[string]interface {}",
@@ -584,6 +612,25 @@ impl Store {
             })?,
         };
         Self::check_body(resource, ns, &mut obj)?;
+        // The message names the patched object (JSON and merge patches) or
+        // the patch (strategic merge), as the server's two patchers do.
+        let shown = (fields == FieldValidation::Strict).then(|| match kind {
+            PatchKind::StrategicMerge => go_format(patch),
+            PatchKind::Merge | PatchKind::Json => obj.to_string(),
+        });
+        let warnings = fields.apply(resource, &mut obj).map_err(|unknown| {
+            let shown = shown.unwrap_or_default();
+            ApiError::invalid_of(
+                "",
+                "",
+                "",
+                &[FieldError::invalid(
+                    "patch",
+                    &format!("{shown:?}"),
+                    &strict_decoding_message(&unknown),
+                )],
+            )
+        })?;
         let new_name = meta_str(&obj, "name").to_owned();
         if new_name != name {
             return Err(ApiError::bad_request(format!(
@@ -592,6 +639,7 @@ impl Store {
         }
         Self::check_uid_precondition(resource, ns, name, meta_str(&obj, "uid"), Some(&existing))?;
         self.update_existing(resource, ns, name, obj, &existing)
+            .map(|r| r.warned(warnings))
     }
 
     /// Owner-reference garbage collection after the objects with the uids
@@ -720,7 +768,7 @@ impl Store {
         } else {
             delete_success(resource, name, &uid)
         };
-        Ok(Reply { code: 200, body })
+        Ok(Reply::new(200, body))
     }
 }
 
@@ -743,7 +791,13 @@ mod tests {
     fn versions_grow_and_stale_updates_conflict() {
         let mut s = Store::new(100, now());
         let created = s
-            .create(Resource::Lease, "default", lease("l"), now())
+            .create(
+                Resource::Lease,
+                "default",
+                lease("l"),
+                now(),
+                FieldValidation::Strict,
+            )
             .expect("created")
             .body;
         let rv1 = created["metadata"]["resourceVersion"]
@@ -753,13 +807,27 @@ mod tests {
         let mut next = created.clone();
         next["spec"]["holderIdentity"] = json!("b");
         let updated = s
-            .update(Resource::Lease, "default", "l", next.clone(), now())
+            .update(
+                Resource::Lease,
+                "default",
+                "l",
+                next.clone(),
+                now(),
+                FieldValidation::Strict,
+            )
             .expect("updated")
             .body;
         let rv2 = updated["metadata"]["resourceVersion"].as_str().expect("rv");
         assert!(rv2.parse::<u64>().expect("num") > rv1.parse::<u64>().expect("num"));
         let err = s
-            .update(Resource::Lease, "default", "l", next, now())
+            .update(
+                Resource::Lease,
+                "default",
+                "l",
+                next,
+                now(),
+                FieldValidation::Strict,
+            )
             .expect_err("stale");
         assert_eq!((err.code, err.reason), (409, "Conflict"));
         assert!(
@@ -772,28 +840,55 @@ mod tests {
     #[test]
     fn version_zero_or_absent_is_unconditional() {
         let mut s = Store::new(100, now());
-        s.create(Resource::Lease, "default", lease("l"), now())
-            .expect("created");
+        s.create(
+            Resource::Lease,
+            "default",
+            lease("l"),
+            now(),
+            FieldValidation::Strict,
+        )
+        .expect("created");
         let mut body = lease("l");
         body["spec"]["holderIdentity"] = json!("b");
         body["metadata"]["resourceVersion"] = json!("0");
-        s.update(Resource::Lease, "default", "l", body.clone(), now())
-            .expect("rv 0 is unconditional");
+        s.update(
+            Resource::Lease,
+            "default",
+            "l",
+            body.clone(),
+            now(),
+            FieldValidation::Strict,
+        )
+        .expect("rv 0 is unconditional");
         body["spec"]["holderIdentity"] = json!("c");
         body["metadata"]
             .as_object_mut()
             .expect("meta")
             .remove("resourceVersion");
         let r = s
-            .update(Resource::Lease, "default", "l", body, now())
+            .update(
+                Resource::Lease,
+                "default",
+                "l",
+                body,
+                now(),
+                FieldValidation::Strict,
+            )
             .expect("absent rv is unconditional");
         assert_eq!(r.body["spec"]["holderIdentity"], "c");
         let mut bad = lease("l");
         bad["metadata"]["resourceVersion"] = json!("abc");
         assert_eq!(
-            s.update(Resource::Lease, "default", "l", bad, now())
-                .expect_err("not a number")
-                .code,
+            s.update(
+                Resource::Lease,
+                "default",
+                "l",
+                bad,
+                now(),
+                FieldValidation::Strict
+            )
+            .expect_err("not a number")
+            .code,
             400
         );
     }
@@ -802,12 +897,25 @@ mod tests {
     fn identical_update_is_a_no_op_without_new_version() {
         let mut s = Store::new(100, now());
         let created = s
-            .create(Resource::Lease, "default", lease("l"), now())
+            .create(
+                Resource::Lease,
+                "default",
+                lease("l"),
+                now(),
+                FieldValidation::Strict,
+            )
             .expect("created")
             .body;
         let rv = s.resource_version();
         let again = s
-            .update(Resource::Lease, "default", "l", created.clone(), now())
+            .update(
+                Resource::Lease,
+                "default",
+                "l",
+                created.clone(),
+                now(),
+                FieldValidation::Strict,
+            )
             .expect("ok")
             .body;
         assert_eq!(again, created);
@@ -820,7 +928,14 @@ mod tests {
         let mut body = lease("l");
         body["metadata"]["resourceVersion"] = json!("999");
         let r = s
-            .update(Resource::Lease, "default", "l", body, now())
+            .update(
+                Resource::Lease,
+                "default",
+                "l",
+                body,
+                now(),
+                FieldValidation::Strict,
+            )
             .expect("create-on-update");
         assert_eq!(r.code, 201);
         s.delete(Resource::Lease, "default", "l", None)
@@ -828,7 +943,14 @@ mod tests {
         let mut with_uid = r.body.clone();
         with_uid["metadata"]["resourceVersion"] = json!("1");
         let err = s
-            .update(Resource::Lease, "default", "l", with_uid, now())
+            .update(
+                Resource::Lease,
+                "default",
+                "l",
+                with_uid,
+                now(),
+                FieldValidation::Strict,
+            )
             .expect_err("uid precondition");
         assert_eq!((err.code, err.reason), (409, "Conflict"));
         assert!(
@@ -844,6 +966,7 @@ mod tests {
                 "c",
                 json!({"metadata": {"name": "c"}}),
                 now(),
+                FieldValidation::Strict,
             )
             .expect_err("no create");
         assert_eq!(err.code, 404);
@@ -858,6 +981,7 @@ mod tests {
                 "default",
                 json!({"metadata": {"name": format!("c{i}")}}),
                 now(),
+                FieldValidation::Strict,
             )
             .expect("created");
         }

@@ -1,12 +1,163 @@
 //! Validation as the API server does it for the served types: object names
 //! (`ValidateObjectMeta`), the Lease spec (`pkg/apis/coordination/validation`),
-//! and decoding errors (wrong JSON types → 400, as the JSON decoder reports).
+//! decoding errors (wrong JSON types → 400, as the JSON decoder reports), and
+//! fields a kind does not have (`fieldValidation`).
+//!
+//! # `fieldValidation`
+//!
+//! The API server decodes a create, update or patch body into its Go type,
+//! which has no room for a field it does not declare. The query parameter
+//! `fieldValidation` says what then happens (`k8s.io/apiserver/pkg/endpoints/handlers`,
+//! `create.go`, `update.go`, `patch.go`): `Ignore` drops such fields, `Warn`
+//! drops them and answers a `Warning: 299 - "unknown field \"spec.foo\""`
+//! header for each, `Strict` refuses the write. An absent or empty parameter
+//! is `Warn`, as in the API server since server-side field validation became
+//! the default; kubectl sends `Strict` unless told `--validate=false` (which
+//! sends `Ignore`) or `--validate=warn`. Any other value is 422 `Invalid` on
+//! `CreateOptions`, `UpdateOptions` or `PatchOptions`.
+//!
+//! A strict refusal is worded as the server words it: for a create or an
+//! update, 400 `BadRequest` `ConfigMap in version "v1" cannot be handled as a
+//! ConfigMap: strict decoding error: unknown field "datta"`; for a patch,
+//! whose unknown fields are those of the patched object, 422 `Invalid`
+//! `patch: Invalid value: "…": strict decoding error: …`, the value being the
+//! patched object as JSON (a JSON or merge patch) or the patch as Go prints a
+//! map (a strategic merge patch).
+//!
+//! The fields known are those of [`crate::schema`], which names every field of
+//! the served kinds; below a field it marks opaque (the timestamps the server
+//! sets, `managedFields`, a Node's or Namespace's `status`, a Node's
+//! `spec.configSource`) nothing is checked. Duplicate fields, which the server
+//! also reports, are not detected: the JSON parser keeps the last one. Unknown
+//! fields are listed in the order of their paths, not of the document.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::resource::Resource;
+use crate::schema::{Schema, Shape};
 use crate::status::{ApiError, FieldError};
 use crate::time::{format_micro_time, parse_rfc3339};
+
+/// What a write asks the server to do with fields its kind does not have
+/// (`metav1.FieldValidationIgnore`, `…Warn`, `…Strict`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FieldValidation {
+    /// Drop them.
+    Ignore,
+    /// Drop them and warn: one `Warning` header for each.
+    Warn,
+    /// Refuse the write.
+    Strict,
+}
+
+impl FieldValidation {
+    /// The directive of the `fieldValidation` query parameter of a write
+    /// whose options are `options_kind` (`CreateOptions`, `UpdateOptions`,
+    /// `PatchOptions`): absent or empty is `Warn`; a value other than the
+    /// three is 422 `Invalid`, as `ValidateFieldValidation` words it.
+    pub(crate) fn parse(value: Option<&str>, options_kind: &str) -> Result<Self, ApiError> {
+        match value.unwrap_or("") {
+            "" | "Warn" => Ok(FieldValidation::Warn),
+            "Ignore" => Ok(FieldValidation::Ignore),
+            "Strict" => Ok(FieldValidation::Strict),
+            other => Err(ApiError::invalid_of(
+                "meta.k8s.io",
+                options_kind,
+                "",
+                &[FieldError::not_supported(
+                    "fieldValidation",
+                    other,
+                    &["", "Ignore", "Strict", "Warn"],
+                )],
+            )),
+        }
+    }
+
+    /// Applies the directive to a decoded body: the fields `resource` does not
+    /// have are dropped from `obj`. `Ok` holds the warnings to answer with
+    /// (`Warn` only); `Err` the paths of the unknown fields (`Strict` only),
+    /// for the caller to word as its verb does.
+    pub(crate) fn apply(
+        self,
+        resource: Resource,
+        obj: &mut Value,
+    ) -> Result<Vec<String>, Vec<String>> {
+        let unknown = drop_unknown_fields(resource, obj);
+        match self {
+            _ if unknown.is_empty() => Ok(Vec::new()),
+            FieldValidation::Ignore => Ok(Vec::new()),
+            FieldValidation::Warn => Ok(unknown.iter().map(|p| unknown_field(p)).collect()),
+            FieldValidation::Strict => Err(unknown),
+        }
+    }
+}
+
+/// `unknown field "spec.foo"`, as the strict JSON decoder words one.
+fn unknown_field(path: &str) -> String {
+    format!("unknown field {path:?}")
+}
+
+/// `strict decoding error: unknown field "a", unknown field "b"`.
+pub(crate) fn strict_decoding_message(unknown: &[String]) -> String {
+    let each: Vec<String> = unknown.iter().map(|p| unknown_field(p)).collect();
+    format!("strict decoding error: {}", each.join(", "))
+}
+
+/// The 400 of a create or update refused under `Strict`.
+pub(crate) fn strict_decoding_error(resource: Resource, unknown: &[String]) -> ApiError {
+    cannot_handle(resource, &strict_decoding_message(unknown))
+}
+
+/// Removes from `obj` every field that the kind of `resource` does not have,
+/// at any depth the schema describes, and returns their paths
+/// (`spec.foo`, `spec.taints[0].foo`), as the strict decoder names them.
+pub(crate) fn drop_unknown_fields(resource: Resource, obj: &mut Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    if let Value::Object(fields) = obj {
+        drop_unknown_in(crate::schema::of(resource), fields, "", true, &mut unknown);
+    }
+    unknown
+}
+
+fn drop_unknown_in(
+    schema: &Schema,
+    fields: &mut Map<String, Value>,
+    parent: &str,
+    top: bool,
+    unknown: &mut Vec<String>,
+) {
+    fields.retain(|name, value| {
+        let path = if parent.is_empty() {
+            name.clone()
+        } else {
+            format!("{parent}.{name}")
+        };
+        // TypeMeta is inline in every top-level object.
+        if top && (name == "apiVersion" || name == "kind") {
+            return true;
+        }
+        let Some(shape) = schema.field(name) else {
+            unknown.push(path);
+            return false;
+        };
+        match (shape, value) {
+            (Shape::Message(inner), Value::Object(nested)) => {
+                drop_unknown_in(inner, nested, &path, false, unknown);
+            }
+            (Shape::Messages(inner), Value::Array(items)) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    if let Value::Object(nested) = item {
+                        drop_unknown_in(inner, nested, &format!("{path}[{i}]"), false, unknown);
+                    }
+                }
+            }
+            // Scalars, lists of strings, string maps, opaque fields; and a
+            // value of the wrong JSON type, which is the type checks' to refuse.
+            _ => {}
+        }
+        true
+    });
+}
 
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
@@ -73,6 +224,15 @@ pub(crate) fn validate_name(resource: Resource, name: &str) -> Vec<FieldError> {
     errs
 }
 
+/// `Lease in version "v1" cannot be handled as a Lease: <detail>`: a body the
+/// decoder refused (`transformDecodeError`).
+pub(crate) fn cannot_handle(resource: Resource, detail: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "{kind} in version \"v1\" cannot be handled as a {kind}: {detail}",
+        kind = resource.kind()
+    ))
+}
+
 fn decode_error(resource: Resource, field: &str, go_type: &str, got: &Value) -> ApiError {
     let json_type = match got {
         Value::String(_) => "string",
@@ -82,10 +242,12 @@ fn decode_error(resource: Resource, field: &str, go_type: &str, got: &Value) -> 
         Value::Object(_) => "object",
         Value::Null => "null",
     };
-    ApiError::bad_request(format!(
-        "{kind} in version \"v1\" cannot be handled as a {kind}: json: cannot unmarshal {json_type} into Go struct field {field} of type {go_type}",
-        kind = resource.kind()
-    ))
+    cannot_handle(
+        resource,
+        &format!(
+            "json: cannot unmarshal {json_type} into Go struct field {field} of type {go_type}"
+        ),
+    )
 }
 
 /// Checks the JSON types of a Lease spec, normalises its MicroTime fields to
@@ -136,9 +298,12 @@ pub(crate) fn check_lease_spec(obj: &mut Value) -> Result<Vec<FieldError>, ApiEr
                 Value::String(s) => match parse_rfc3339(s) {
                     Some(ts) => *v = Value::String(format_micro_time(ts)),
                     None => {
-                        return Err(ApiError::bad_request(format!(
-                            "Lease in version \"v1\" cannot be handled as a Lease: parsing time {s:?} as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse {s:?} as a MicroTime"
-                        )));
+                        return Err(cannot_handle(
+                            r,
+                            &format!(
+                                "parsing time {s:?} as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse {s:?} as a MicroTime"
+                            ),
+                        ));
                     }
                 },
                 other => {
@@ -443,6 +608,89 @@ mod tests {
             err.message.contains("cannot unmarshal string"),
             "{}",
             err.message
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_found_at_every_depth_the_schema_knows() {
+        let mut node = json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n", "labelz": {}, "creationTimestamp": "2026-01-01T00:00:00Z",
+                "managedFields": [{"anything": 1}], "ownerReferences": [{"uid": "u", "ctrl": true}]},
+            "spec": {"unschedulable": true, "taints": [{"key": "k", "effect": "NoSchedule", "colour": "red"}],
+                "configSource": {"whatever": {}}},
+            "status": {"kubelet's": "own"},
+            "extra": 1
+        });
+        let unknown = drop_unknown_fields(Resource::Node, &mut node);
+        assert_eq!(
+            unknown,
+            [
+                "extra",
+                "metadata.labelz",
+                "metadata.ownerReferences[0].ctrl",
+                "spec.taints[0].colour"
+            ]
+        );
+        assert!(node.get("extra").is_none());
+        assert!(node["metadata"].get("labelz").is_none());
+        assert_eq!(
+            node["spec"]["taints"][0],
+            json!({"key": "k", "effect": "NoSchedule"})
+        );
+        assert_eq!(node["status"], json!({"kubelet's": "own"}), "opaque: kept");
+
+        let mut event = json!({"involvedObject": {"kind": "Pod", "name": "p", "colour": 1},
+            "source": {"component": "c"}, "series": {"count": 2, "lastObservedTime": "x"}, "count": 1});
+        assert_eq!(
+            drop_unknown_fields(Resource::Event, &mut event),
+            ["involvedObject.colour"]
+        );
+        let mut lease = json!({"spec": {"holderIdentity": "a", "holder": "b"}});
+        assert_eq!(
+            drop_unknown_fields(Resource::Lease, &mut lease),
+            ["spec.holder"]
+        );
+    }
+
+    #[test]
+    fn field_validation_directives() {
+        let cm = || json!({"metadata": {"name": "c"}, "datta": {"a": "b"}, "spec": {"foo": 1}});
+        let (mut a, mut b, mut c) = (cm(), cm(), cm());
+        assert_eq!(
+            FieldValidation::Strict.apply(Resource::ConfigMap, &mut a),
+            Err(vec!["datta".to_owned(), "spec".to_owned()])
+        );
+        assert_eq!(
+            FieldValidation::Warn.apply(Resource::ConfigMap, &mut b),
+            Ok(vec![
+                "unknown field \"datta\"".to_owned(),
+                "unknown field \"spec\"".to_owned()
+            ])
+        );
+        assert_eq!(
+            FieldValidation::Ignore.apply(Resource::ConfigMap, &mut c),
+            Ok(vec![])
+        );
+        assert_eq!(c, json!({"metadata": {"name": "c"}}));
+        assert_eq!(
+            strict_decoding_error(Resource::ConfigMap, &["datta".to_owned()]).message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"datta\""
+        );
+
+        assert_eq!(
+            FieldValidation::parse(None, "CreateOptions").ok(),
+            Some(FieldValidation::Warn)
+        );
+        assert_eq!(
+            FieldValidation::parse(Some(""), "CreateOptions").ok(),
+            Some(FieldValidation::Warn)
+        );
+        let err = FieldValidation::parse(Some("strict"), "PatchOptions").expect_err("case matters");
+        assert_eq!((err.code, err.reason), (422, "Invalid"));
+        assert_eq!(
+            err.message,
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"strict\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
         );
     }
 

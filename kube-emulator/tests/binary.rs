@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Binary, kubectl, kubectl_output};
+use common::{Binary, kubectl, kubectl_fails, kubectl_output};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -202,4 +202,156 @@ async fn kubectl_typed_creates_send_protobuf_and_the_objects_arrive() {
     assert!(config_map["metadata"]["uid"].is_string());
     assert_eq!(config_map["data"], json!({"a": "b"}));
     assert_eq!(config_map["binaryData"], json!({"blob": "AAH/Cg=="}));
+}
+
+/// Objects of every kind kubectl writes here, with ordinary fields only.
+const MANIFESTS: &str = "\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  labels: {app: demo}
+data:
+  mode: one
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: lock
+spec:
+  holderIdentity: node-a
+  leaseDurationSeconds: 15
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: demo
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: worker-1
+spec:
+  unschedulable: true
+";
+
+/// kubectl's default validation (`--validate=strict`) reads the emulator's
+/// OpenAPI v3 documents, finds that PATCH takes `fieldValidation`, and leaves
+/// validation to the server: `create`, `apply` (twice, the second a
+/// strategic merge patch that changes values) and `replace` work without
+/// `--validate=false`, and a misspelled field is refused with the server's
+/// strict-decoding message. Fails (does not skip) when kubectl is not installed.
+#[tokio::test]
+async fn kubectl_create_apply_and_replace_validate_on_the_server() {
+    let binary = Binary::start("kubectl-validate").await;
+    let kc = binary.kubeconfig.clone();
+    let (applied, replaced, misspelled) = tokio::task::spawn_blocking(move || {
+        let get = |args: &[&str]| -> Value {
+            serde_json::from_str(&kubectl(&kc, args, None)).expect("kubectl printed JSON")
+        };
+        let (out, log) = kubectl_output(&kc, &["create", "-f", "-", "-v=6"], Some(MANIFESTS));
+        assert!(out.contains("configmap/settings created"), "{out}");
+        assert!(out.contains("node/worker-1 created"), "{out}");
+        assert!(
+            log.contains("/api/v1/namespaces/default/configmaps?fieldManager=kubectl-create&fieldValidation=Strict 201"),
+            "kubectl left validation to the server:\n{log}"
+        );
+        kubectl(&kc, &["delete", "-f", "-"], Some(MANIFESTS));
+
+        let out = kubectl(&kc, &["apply", "-f", "-"], Some(MANIFESTS));
+        assert!(out.contains("lease.coordination.k8s.io/lock created"), "{out}");
+        let changed = MANIFESTS
+            .replace("mode: one", "mode: two")
+            .replace("holderIdentity: node-a", "holderIdentity: node-b")
+            .replace("leaseDurationSeconds: 15", "leaseDurationSeconds: 30");
+        let (out, log) = kubectl_output(&kc, &["apply", "-f", "-", "-v=6"], Some(&changed));
+        assert!(out.contains("configmap/settings configured"), "{out}");
+        assert!(out.contains("lease.coordination.k8s.io/lock configured"), "{out}");
+        assert!(out.contains("node/worker-1 unchanged"), "{out}");
+        assert!(!log.contains("warning"), "{log}");
+        assert!(
+            log.contains("PATCH http") && log.contains("fieldValidation=Strict 200"),
+            "{log}"
+        );
+        let applied = (
+            get(&["get", "configmap", "settings", "-o", "json"]),
+            get(&["get", "lease", "lock", "-o", "json"]),
+        );
+
+        let replacement = changed
+            .replace("mode: two", "mode: three\n  extra: kept")
+            .replace("holderIdentity: node-b", "holderIdentity: node-c");
+        let out = kubectl(&kc, &["replace", "-f", "-"], Some(&replacement));
+        assert!(out.contains("configmap/settings replaced"), "{out}");
+        let replaced = (
+            get(&["get", "configmap", "settings", "-o", "json"]),
+            get(&["get", "lease", "lock", "-o", "json"]),
+        );
+
+        let err = kubectl_fails(
+            &kc,
+            &["create", "-f", "-"],
+            Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: misspelled\ndatta:\n  a: b\n"),
+        );
+        let names = kubectl(&kc, &["get", "configmaps", "-o", "jsonpath={.items[*].metadata.name}"], None);
+        (applied, replaced, (err, names))
+    })
+    .await
+    .expect("joined");
+
+    let (config_map, lease) = applied;
+    assert_eq!(config_map["data"], json!({"mode": "two"}));
+    assert_eq!(config_map["metadata"]["labels"], json!({"app": "demo"}));
+    let last_applied =
+        config_map["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+            .expect("apply keeps its annotation");
+    assert!(last_applied.contains("\"mode\":\"two\""), "{last_applied}");
+    assert_eq!(lease["spec"]["holderIdentity"], "node-b");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 30);
+
+    let (config_map, lease) = replaced;
+    assert_eq!(
+        config_map["data"],
+        json!({"mode": "three", "extra": "kept"})
+    );
+    assert_eq!(lease["spec"]["holderIdentity"], "node-c");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 30);
+
+    let (err, names) = misspelled;
+    assert!(
+        err.contains(
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"datta\""
+        ),
+        "{err}"
+    );
+    assert!(err.contains("BadRequest"), "{err}");
+    assert_eq!(
+        names, "settings",
+        "the misspelled ConfigMap was not created"
+    );
+}
+
+/// `kubectl apply --server-side` sends an apply patch, which the emulator does
+/// not serve: kubectl reports the 415 naming server-side apply. Fails (does not
+/// skip) when kubectl is not installed.
+#[tokio::test]
+async fn kubectl_server_side_apply_is_refused_naming_it() {
+    let binary = Binary::start("kubectl-ssa").await;
+    let kc = binary.kubeconfig.clone();
+    let err = tokio::task::spawn_blocking(move || {
+        kubectl_fails(
+            &kc,
+            &["apply", "--server-side", "-f", "-"],
+            Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: b\n"),
+        )
+    })
+    .await
+    .expect("joined");
+    assert!(
+        err.contains(
+            "server-side apply (application/apply-patch+yaml) is not supported by kube-emulator"
+        ),
+        "{err}"
+    );
 }

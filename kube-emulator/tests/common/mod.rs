@@ -68,6 +68,32 @@ pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String 
 
 /// As [`kubectl`], with its stderr too (where `-v=8` logs each request).
 pub fn kubectl_output(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (String, String) {
+    let out = kubectl_run(kubeconfig, args, stdin);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8(out.stdout).expect("utf-8"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// kubectl that is expected to fail: its stderr. The test fails, with
+/// kubectl's stdout, where it succeeds.
+pub fn kubectl_fails(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String {
+    let out = kubectl_run(kubeconfig, args, stdin);
+    assert!(
+        !out.status.success(),
+        "kubectl {args:?} succeeded: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs kubectl as [`kubectl`] does, whatever its exit status.
+fn kubectl_run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
     let mut cmd = Command::new("kubectl");
     cmd.arg("--kubeconfig")
         .arg(kubeconfig)
@@ -96,14 +122,5 @@ pub fn kubectl_output(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> 
             .write_all(input.as_bytes())
             .expect("write kubectl's stdin");
     }
-    let out = child.wait_with_output().expect("kubectl ran");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        String::from_utf8(out.stdout).expect("utf-8"),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    child.wait_with_output().expect("kubectl ran")
 }
