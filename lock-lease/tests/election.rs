@@ -52,8 +52,8 @@ fn three_candidates_on_async_std() {
 /// docs/faults.md A4 (issue 16): the Lease deleted under a leader whose requests
 /// get 429, beside a candidate that leads at once on its create: no overlap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a4_deletion_under_429_in_a_mixed_fleet_never_overlaps() {
-    test_kit::kube_lock::election::a4_deletion_under_429_in_a_mixed_fleet_never_overlaps::<
+async fn a4_deletion_under_429_in_a_mixed_fleet_stops_the_leader_at_once() {
+    test_kit::kube_lock::election::a4_deletion_under_429_in_a_mixed_fleet_stops_the_leader_at_once::<
         LeaseSuite,
     >(tokio_runtime())
     .await;
