@@ -125,7 +125,7 @@ const MIXED_FLEET_RACE: Duration = Duration::from_millis(100);
 /// handling of the event against the other's round trip, and under load the
 /// create can win by a millisecond (one CI run saw 1 ms). What the leader's
 /// watch bounds is the overlap: by the drivers' own clock (one process, one
-/// clock), and by 1 ms samples, at most [`MIXED_FLEET_RACE`], where a leader
+/// clock), and by 1 ms samples, at most `MIXED_FLEET_RACE` (100 ms), where a leader
 /// that waited for its read would overlap for a second or more.
 pub async fn a4_deletion_under_429_in_a_mixed_fleet_stops_the_leader_at_once<S: KubeLock>(
     rt: impl Runtime,
