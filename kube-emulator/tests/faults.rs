@@ -1,11 +1,15 @@
 //! Per-client faults as the real `kube::Client` sees them, request counting
 //! and the write history.
 
+mod common;
+
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kube::api::{Api, PostParams};
 use kube_emulator::{Emulator, Fault, Match, Resource, Verb};
+
+use common::api_status;
 
 fn lease(name: &str, holder: &str) -> Lease {
     let mut l = Lease::default();
@@ -16,13 +20,6 @@ fn lease(name: &str, holder: &str) -> Lease {
         ..LeaseSpec::default()
     });
     l
-}
-
-fn api_status(err: kube::Error) -> Box<kube::core::Status> {
-    match err {
-        kube::Error::Api(status) => status,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 fn holder_of(emu: &Emulator, name: &str) -> String {

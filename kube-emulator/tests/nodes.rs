@@ -1,6 +1,8 @@
 //! Nodes (cluster-scoped) and owner-reference garbage collection through the
 //! real `kube::Client`.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -14,6 +16,8 @@ use kube::api::{
 };
 use kube_emulator::{Emulator, Resource};
 use serde_json::json;
+
+use common::api_status;
 
 fn node(name: &str) -> Node {
     let mut n = Node::default();
@@ -38,13 +42,6 @@ fn lease_owned_by(name: &str, owners: Vec<OwnerReference>) -> Lease {
         ..LeaseSpec::default()
     });
     l
-}
-
-fn api_status(err: kube::Error) -> Box<kube::core::Status> {
-    match err {
-        kube::Error::Api(status) => status,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 #[tokio::test]

@@ -1,5 +1,7 @@
 //! ConfigMaps, Events, Namespaces and discovery through the real `kube::Client`.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, ObjectReference};
@@ -9,6 +11,8 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube_emulator::{Emulator, Resource};
 use serde_json::json;
 
+use common::api_status;
+
 const LEADER: &str = "control-plane.alpha.kubernetes.io/leader";
 
 fn config_map(name: &str, record: &str) -> ConfigMap {
@@ -17,13 +21,6 @@ fn config_map(name: &str, record: &str) -> ConfigMap {
     cm.metadata.annotations = Some(BTreeMap::from([(LEADER.to_owned(), record.to_owned())]));
     cm.data = Some(BTreeMap::from([("keep".to_owned(), "me".to_owned())]));
     cm
-}
-
-fn api_status(err: kube::Error) -> Box<kube::core::Status> {
-    match err {
-        kube::Error::Api(status) => status,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 #[tokio::test]

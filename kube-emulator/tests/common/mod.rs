@@ -1,4 +1,4 @@
-//! What the tests that start the binary or run `kubectl` share.
+//! What the kube-emulator tests share: the binary, `kubectl`, and reading an API error.
 
 #![allow(dead_code)] // each test file takes what it needs
 
@@ -123,4 +123,12 @@ fn kubectl_run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> std::pr
             .expect("write kubectl's stdin");
     }
     child.wait_with_output().expect("kubectl ran")
+}
+
+/// The Status of an API error; panics on any other error.
+pub fn api_status(err: kube::Error) -> Box<kube::core::Status> {
+    match err {
+        kube::Error::Api(status) => status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
 }
