@@ -296,14 +296,18 @@ impl Inner {
         if !gone.is_some_and(|s| s.draining) {
             return;
         }
-        let cancelled = self
-            .bounded(|| name.to_owned(), None, async {
-                self.drainer.cancel(name).await.map_err(CallError::drain)
-            })
-            .await;
-        if let Err(error) = cancelled {
+        if let Err(error) = self.cancel_drain(name, None).await {
             tracing::warn!(node = name, identity = self.config.identity(), %error, "maintenance window: cancelling the drain of a deleted Node failed");
         }
+    }
+
+    /// Cancels the drain of `name` through the user's drainer, bounded as
+    /// [`Inner::bounded`] bounds a call.
+    async fn cancel_drain(&self, name: &str, deadline: Option<Instant>) -> Result<(), DriverError> {
+        self.bounded(|| name.to_owned(), deadline, async {
+            self.drainer.cancel(name).await.map_err(CallError::drain)
+        })
+        .await
     }
 
     /// Runs `call` bounded by the request timeout and by `deadline`.
@@ -490,10 +494,7 @@ impl Inner {
                 }
                 Write::CancelDrain => {
                     if state.draining {
-                        self.bounded(|| name.to_owned(), deadline, async {
-                            self.drainer.cancel(name).await.map_err(CallError::drain)
-                        })
-                        .await?;
+                        self.cancel_drain(name, deadline).await?;
                         state.draining = false;
                         self.save(name, state.clone());
                     }
