@@ -157,6 +157,17 @@ impl LockRecord {
         !self.holder.is_empty()
     }
 
+    /// Whether the record has the shape of a holder's own release, which a
+    /// follower may take at once: no holder, and a duration of 1 s (client-go's
+    /// release and this library's) or none at all (kubert's `vacate`, which
+    /// removes both; a record with every field missing). An emptied holder of any
+    /// other shape (an operator's patch of `holderIdentity` leaves the duration as
+    /// it was) is not a release: the previous holder may still believe it leads,
+    /// so the elector times it like a held lease (docs/faults.md R2).
+    pub fn is_released(&self) -> bool {
+        !self.is_held() && matches!(self.lease_duration_secs, None | Some(1))
+    }
+
     /// The record's lease duration if it is usable (positive), else `None`.
     pub fn lease_duration(&self) -> Option<Duration> {
         match self.lease_duration_secs {

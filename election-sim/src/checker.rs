@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use election_core::{Event, Term, Version};
+use election_core::{Event, Term};
 
 use crate::store::AppliedWrite;
 
@@ -117,10 +117,6 @@ pub struct Checker {
     /// The store's last version at each deletion.
     deletions: Vec<u64>,
     starts: usize,
-    /// Versions at which a human set the holder to "": a leadership acquired
-    /// before such an edit may be evicted by it, and its holder keeps believing
-    /// until its deadline, which no protocol can prevent (FAULTS R2).
-    evictions: Vec<Version>,
 }
 
 impl Checker {
@@ -131,7 +127,6 @@ impl Checker {
             max_term: vec![None],
             deletions: Vec::new(),
             starts: 0,
-            evictions: Vec::new(),
         }
     }
 
@@ -142,11 +137,7 @@ impl Checker {
 
     /// At most one leader at any real instant.
     pub fn check_overlap(&self, at: u64, leaders: &[usize]) -> Result<(), Violation> {
-        let counted = leaders
-            .iter()
-            .filter(|&&n| !self.started[n].as_ref().is_some_and(|t| self.evicted(t)))
-            .count();
-        if counted > 1 {
+        if leaders.len() > 1 {
             return Err(Violation::Overlap {
                 at,
                 nodes: leaders.to_vec(),
@@ -166,9 +157,7 @@ impl Checker {
                     });
                 }
                 let generation = self.generation(term);
-                if let Some(prev) = self.max_term[generation]
-                    .as_ref()
-                    .filter(|_| !self.evicted(term))
+                if let Some(prev) = &self.max_term[generation]
                     && term <= prev
                 {
                     let (term, previous) = (term.to_string(), prev.to_string());
@@ -220,17 +209,6 @@ impl Checker {
             });
         }
         Ok(())
-    }
-
-    /// A human set the holder to "" at `version`.
-    pub fn on_eviction(&mut self, version: Version) {
-        self.evictions.push(version);
-    }
-
-    fn evicted(&self, term: &Term) -> bool {
-        self.evictions
-            .iter()
-            .any(|v| term.version.cmp_numeric(v).is_lt())
     }
 
     /// The node leading now, if exactly one started and has not stopped.

@@ -134,8 +134,12 @@ pub enum Fault {
     WatchRestart { node: usize },
     /// Someone deletes the lock.
     DeleteLock,
-    /// Someone edits the holder by hand.
+    /// Someone patches the holder by hand (`""`: emptied, as `kubectl patch`
+    /// with `holderIdentity: null` leaves it), the rest of the record as stored.
     HumanEdit { holder: &'static str },
+    /// Someone patches `leaseDurationSeconds` of a held record by hand (FAULTS
+    /// R13), the rest of the record as stored.
+    DurationEdit { secs: i64 },
     /// Someone edits only the lock's metadata (a label or annotation added): a
     /// new version of the same record, stamps included (FAULTS R12).
     MetadataEdit,
@@ -256,10 +260,12 @@ pub fn draw_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Fault)>, M
             }
             5 => faults.push((at, Fault::DeleteLock)),
             6 => {
-                let edit = match rng.range(0, 3) {
+                let edit = match rng.range(0, 4) {
                     0 => Fault::HumanEdit { holder: "" },
                     1 => Fault::HumanEdit { holder: "mallory" },
-                    _ => Fault::MetadataEdit,
+                    2 => Fault::MetadataEdit,
+                    // The shortest a Lease allows.
+                    _ => Fault::DurationEdit { secs: 1 },
                 };
                 faults.push((at, edit));
             }

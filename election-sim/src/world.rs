@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use election_core::{
-    Action, Config, Elector, Event, Input, Instant, LockError, Observation, OpId, Stamp, Version,
-    WallTime, WatchEvent,
+    Action, Config, Elector, Event, Input, Instant, LockError, LockRecord, Observation, OpId,
+    Version, WallTime, WatchEvent,
 };
 
 use crate::checker::{Checker, Violation};
@@ -699,38 +699,42 @@ impl World {
                 self.broadcast(&w, Some(version));
             }
             Fault::HumanEdit { holder } => {
-                let mut record = self
-                    .store
-                    .current()
-                    .map(|o| o.record.clone())
-                    .unwrap_or_default();
-                record.holder = holder.into();
-                record.renew_time = Stamp::Now;
-                let wall = WallTime::new((self.now / 1_000_000_000) as i64 + 1_700_000_000, 0);
-                let w = self.store.human_edit(record, wall);
-                if self.present_since.is_none() {
-                    self.present_since = Some(self.now);
-                }
-                if holder.is_empty() {
-                    // An empty holder is acquirable at once (FAULTS R2): whoever
-                    // believes it leads keeps believing until its deadline.
-                    if let Some(obs) = &w.now {
-                        self.checker.on_eviction(obs.version.clone());
-                    }
-                }
-                self.broadcast(&w, None);
+                self.patch_record(|r| r.holder = holder.into());
             }
-            Fault::MetadataEdit => {
-                // A label or annotation added: the record as stored, at a new version.
-                if let Some(record) = self.store.current().map(|o| o.record.clone()) {
-                    let wall = WallTime::new((self.now / 1_000_000_000) as i64 + 1_700_000_000, 0);
-                    let w = self.store.human_edit(record, wall);
-                    self.broadcast(&w, None);
-                }
+            Fault::DurationEdit { secs } => {
+                self.patch_record(|r| r.lease_duration_secs = Some(secs));
             }
+            // A label or annotation added: the record as stored, at a new version.
+            Fault::MetadataEdit => self.patch_record(|_| {}),
             Fault::Latency { max, until } => self.latency = Some((max, until)),
         }
         Ok(())
+    }
+}
+
+impl World {
+    /// A human's patch of the record (FAULTS R1, R2, R13): `edit` applied to the
+    /// record as stored, at a new version; the holder's stamps are kept, as a
+    /// patch keeps them. A patch of a missing lock fails (404), and this operator
+    /// never patches a record into a release's shape (empty holder, duration 1 s
+    /// or none): that is a release, which anyone may take at once whoever wrote
+    /// it (DESIGN §4 "Foreign edits and twins"), so it is an edit a careful
+    /// operator does not make while a leader may still believe.
+    fn patch_record(&mut self, edit: impl FnOnce(&mut LockRecord)) {
+        let Some(current) = self.store.current() else {
+            self.log(|| "human patch of a missing lock: 404".to_string());
+            return;
+        };
+        let mut record = current.record.clone();
+        let was_released = record.is_released();
+        edit(&mut record);
+        if record.is_released() && !was_released {
+            self.log(|| "human patch into a release's shape: not made".to_string());
+            return;
+        }
+        let wall = WallTime::new((self.now / 1_000_000_000) as i64 + 1_700_000_000, 0);
+        let w = self.store.human_edit(record, wall);
+        self.broadcast(&w, None);
     }
 }
 

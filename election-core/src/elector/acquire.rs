@@ -4,8 +4,10 @@
 //!   if it was seen before); with the strict lock delay, the creator waits one
 //!   lease duration from its create's answer before it leads (the lock may have
 //!   been deleted under a live leader just before the create was served);
-//! - empty holder: take it at once, by compare-and-swap on the version seen,
-//!   unless a handover names another candidate and one lease has not passed;
+//! - released (empty holder, duration 1 s or none): take it at once, by
+//!   compare-and-swap on the version seen, unless a handover names another
+//!   candidate and one lease has not passed; a holder emptied otherwise (by hand)
+//!   is timed like a held lease;
 //! - held by another: take it once expired by local observation, after a read at
 //!   or past the expiry shows the same version (re-read before any takeover);
 //! - a higher priority: ask for a handover (default) or steal;
@@ -67,7 +69,7 @@ impl Elector {
             self.send_update(Purpose::Acquire, version, record, now);
             return;
         }
-        if !rec.is_held() && now >= expiry {
+        if rec.is_released() && now >= expiry {
             let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
             self.send_update(Purpose::Acquire, version, record, now);
             return;
@@ -90,7 +92,9 @@ impl Elector {
         if now >= expiry {
             if seen.read_at.is_some_and(|r| r >= expiry) {
                 let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-                let purpose = if rec.holder == me {
+                // An emptied holder (not a release) is taken like any record
+                // that names no one: it may be what a create of ours made.
+                let purpose = if rec.holder == me || !rec.is_held() {
                     Purpose::Acquire
                 } else {
                     Purpose::TakeOver

@@ -68,24 +68,34 @@ impl Elector {
         Novelty::New
     }
 
-    /// The lease duration that applies to the record seen: the record's own when
-    /// usable, capped; the configured one otherwise.
+    /// The lease duration that applies to the record seen: the longer of the
+    /// record's own (when usable, capped) and the configured one. Never shorter
+    /// than the configured one: a record whose duration was shortened by hand (or
+    /// written by a holder configured with a shorter lease) may be held by a
+    /// leader whose deadline follows its own, longer configuration, and a leader
+    /// cut off from the API cannot learn of the edit (docs/faults.md R13).
     pub(super) fn effective_duration(&self) -> Duration {
         let rec = self.lock.present().map(|s| &s.obs.record);
         rec.and_then(|r| r.lease_duration())
-            .unwrap_or(self.config.lease_duration)
+            .map_or(self.config.lease_duration, |d| {
+                d.max(self.config.lease_duration)
+            })
             .min(self.config.max_lease_duration)
     }
 
-    /// When the lease as seen expires for this node (local clock). A released
-    /// record naming a handover target counts as held, for one configured lease
-    /// duration, by anyone but the target.
+    /// When the lease as seen expires for this node (local clock). An emptied
+    /// holder that is not a release's shape ([`LockRecord::is_released`]) counts
+    /// as the previous holder's lease still running. A released record naming a
+    /// handover target counts as held, for one configured lease duration, by
+    /// anyone but the target.
+    ///
+    /// [`LockRecord::is_released`]: crate::LockRecord::is_released
     pub(super) fn expiry(&self) -> Instant {
         let Some(seen) = self.lock.present() else {
             return Instant::ZERO;
         };
         let rec = &seen.obs.record;
-        if rec.is_held() {
+        if !rec.is_released() {
             seen.at + self.effective_duration()
         } else if rec
             .handover
@@ -107,11 +117,23 @@ impl Elector {
             return;
         }
         if self.holding.is_some() {
-            // While holding, the cache is our own last write: a watch event that
-            // is not ours (a human edit, a steal, a handover request, or a lagging
-            // watch) is confirmed by a read before anything is decided. While a
-            // write of ours is in flight, the event may be its echo; the write's
-            // answer tells (a conflict leads to the same read).
+            if self.is_newer_foreign_record(&obs) {
+                // A newer version that does not name us cannot be a write of ours
+                // (our writes name us; our release comes only once we stopped):
+                // another holder, or a holder emptied by hand. Nothing to
+                // confirm: stop at once, with no read first and no release.
+                let holder = obs.record.holder.clone();
+                self.lose(StopReason::ObservedOtherHolder { holder }, now);
+                self.observe(obs, false, now);
+                self.timers.set(crate::timer::Timer::Attempt, now);
+                return;
+            }
+            // Otherwise the cache is our own last write: a watch event that is
+            // not ours (an edit that keeps our name, a handover request, a twin,
+            // or a version that cannot be ordered against ours) is confirmed by a
+            // read before anything is decided. While a write of ours is in
+            // flight, the event may be its echo; the write's answer tells (a
+            // conflict leads to the same read).
             let write_in_flight = self
                 .in_flight
                 .as_ref()
@@ -125,6 +147,21 @@ impl Elector {
             self.note_foreign_self_record();
             self.timers.set(crate::timer::Timer::Attempt, now);
         }
+    }
+
+    /// Whether a holder's watch shows a record that unambiguously ends its term:
+    /// it does not name this node, and its version is ordered after the version
+    /// this node holds at ([`Version::order`]). A holder that is already
+    /// releasing has stopped leading: its own release may be what it sees.
+    fn is_newer_foreign_record(&self, obs: &Observation) -> bool {
+        let releasing = self
+            .holding
+            .as_ref()
+            .is_some_and(|h| h.state == Lead::Releasing);
+        let newer = self.lock.present().is_some_and(|seen| {
+            obs.version.order(&seen.obs.version) == Some(core::cmp::Ordering::Greater)
+        });
+        !releasing && newer && obs.record.holder != *self.identity()
     }
 
     /// Whether news at `version` is older than what this node already saw: the

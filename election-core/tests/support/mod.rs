@@ -96,6 +96,24 @@ pub fn term(transitions: u32, version: &str) -> Term {
     }
 }
 
+/// How a leader's confirming read may end without telling it anything, as the
+/// chaos runs saw them: answered 429 with a `Retry-After`, 500, timed out, or
+/// never answered. [`Node::end_read`] plays one out.
+pub fn read_failures() -> [(&'static str, Option<Result<Observation, LockError>>); 4] {
+    [
+        (
+            "429",
+            Some(Err(LockError::Transient {
+                message: "429 Too Many Requests".into(),
+                retry_after: Some(ms(1_000)),
+            })),
+        ),
+        ("500", Some(Err(LockError::unknown("500")))),
+        ("timeout", None),
+        ("never", None),
+    ]
+}
+
 /// One elector and everything it produced that the test has not looked at yet.
 pub struct Node {
     /// The elector under test.
@@ -202,6 +220,21 @@ impl Node {
     pub fn answer(&mut self, op: impl Into<OpId>, result: Result<Observation, LockError>) {
         self.e.handle(op.into().answer(result), self.now);
         self.drain();
+    }
+
+    /// Ends the read `op` as the case of [`read_failures`] says: its answer, the
+    /// request timeout passing ("timeout"), or nothing at all ("never").
+    pub fn end_read(
+        &mut self,
+        op: ReadId,
+        case: &str,
+        answer: Option<Result<Observation, LockError>>,
+    ) {
+        match (case, answer) {
+            (_, Some(result)) => self.answer(op, result),
+            ("timeout", None) => self.advance(self.e.config().request_timeout),
+            _ => {} // never answered
+        }
     }
 
     /// Pushes a watch event.

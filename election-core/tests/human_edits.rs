@@ -1,0 +1,240 @@
+//! FAULTS R1, R2 and R13: a human edits the held lock. A newer version that does
+//! not name the leader ends its term at once (no read first, no release); a
+//! follower takes only a release's shape at once, and never counts a held lease
+//! as expiring sooner than its own configured duration.
+
+mod support;
+
+use election_core::{
+    Action, Event, Instant, LockRecord, Observation, Role, StopReason, WatchEvent,
+};
+use support::*;
+
+/// A leader of term 1@10 with the fast profile (2 s lease): it took over a
+/// released record, so no lock delay. A watch delivers changes.
+fn leader() -> Node {
+    let mut n = Node::follower(fast("a"), obs("9", held("", 1, 0)));
+    n.watch_active(true);
+    let (op, _, record) = n.update();
+    n.answer(op, Ok(obs("10", stamped(record, 1))));
+    assert!(n.e.is_leader(n.now));
+    n.events();
+    n
+}
+
+/// The leader's last record (version 10) with only `edit` applied, as a human's
+/// patch would leave it: every stamp of the holder kept.
+fn patched(n: &Node, edit: impl FnOnce(&mut LockRecord)) -> LockRecord {
+    let mut record = n.e.observed().expect("the leader's record").record.clone();
+    edit(&mut record);
+    record
+}
+
+/// An operator's `kubectl patch … holderIdentity: null`: the duration stays.
+fn emptied(n: &Node) -> LockRecord {
+    patched(n, |r| r.holder = "".into())
+}
+
+/// Fires timeouts, answering reads with `current`, until the node writes;
+/// panics on a write before `not_before`. Returns when it wrote and the write.
+fn first_write(n: &mut Node, current: &Observation, not_before: Instant) -> (Instant, Action) {
+    let (at, write) = n.campaign(|_| Ok(current.clone()), 1_000);
+    assert!(
+        at >= not_before,
+        "wrote at {at:?}, before {not_before:?}: {write:?}"
+    );
+    (at, write)
+}
+
+/// R2, the chaos run's case: a leader's confirming read (owed for an edit that
+/// kept its name) is in flight when the watch shows a newer version with the
+/// holder emptied. Whatever that read then does (429 with Retry-After, 500, time
+/// out, or never answer), the leader stopped at the edit, and wrote no release.
+#[test]
+fn r2_a_leader_stops_at_once_on_a_newer_emptied_holder_whatever_its_read_does() {
+    for (case, answer) in read_failures() {
+        let mut n = leader();
+        n.advance(ms(50));
+        // A label added by hand: it names the leader, so the leader reads first.
+        let labelled = patched(&n, |_| {});
+        n.watch(WatchEvent::Changed(obs("11", labelled)));
+        let read = n.get();
+        assert!(
+            n.e.is_leader(n.now),
+            "{case}: a kept name is confirmed first"
+        );
+        n.advance(ms(10));
+        let edit = obs("12", emptied(&n));
+        let edited_at = n.now;
+        n.watch(WatchEvent::Changed(edit.clone()));
+        assert_eq!(
+            n.events(),
+            vec![
+                Event::StoppedLeading {
+                    term: term(1, "10"),
+                    reason: StopReason::ObservedOtherHolder { holder: "".into() }
+                },
+                Event::LeaderChanged { leader: None },
+            ],
+            "{case}: stopped at the edit itself"
+        );
+        assert!(!n.e.is_leader(n.now), "{case}");
+        assert_eq!(n.e.role(), Role::Follower, "{case}");
+        n.end_read(read, case, answer);
+        assert!(n.started().is_none(), "{case}: no new start");
+        // Not a release's shape: the old leader, now a follower, waits a lease
+        // from the edit like everyone else, and its next write takes the lock
+        // as a new term (no release of the emptied record).
+        let lease = n.e.config().lease_duration;
+        let (_, write) = first_write(&mut n, &edit, edited_at + lease);
+        let (_, expected, record) = write.into_update();
+        assert_eq!(expected, edit.version, "{case}");
+        assert_eq!(
+            &*record.holder, "a",
+            "{case}: an acquisition, not a release"
+        );
+        assert_eq!(record.transitions, 2, "{case}");
+    }
+}
+
+/// R1 as R2: another identity written by hand ends the term at once, too.
+#[test]
+fn r1_a_leader_stops_at_once_on_a_newer_record_naming_another() {
+    let mut n = leader();
+    n.advance(ms(100));
+    let edit = patched(&n, |r| r.holder = "mallory".into());
+    n.watch(WatchEvent::Changed(obs("11", edit)));
+    assert_eq!(
+        n.events(),
+        vec![
+            Event::StoppedLeading {
+                term: term(1, "10"),
+                reason: StopReason::ObservedOtherHolder {
+                    holder: "mallory".into()
+                }
+            },
+            Event::LeaderChanged {
+                leader: Some("mallory".into())
+            },
+        ]
+    );
+    assert!(!n.has_action(), "no read first, no release");
+}
+
+/// R2: news that is not newer than the leader's own version is not an edit of
+/// it: an older emptied record (a resumed watch replaying a release from before
+/// this term) is ignored, and one at the leader's own version is its write.
+#[test]
+fn r2_an_older_or_equal_emptied_record_does_not_stop_the_leader() {
+    let mut n = leader();
+    n.advance(ms(100));
+    n.watch(WatchEvent::Changed(obs("9", held("", 1, 0))));
+    n.watch(WatchEvent::Changed(obs("8", held("", 15, 0))));
+    assert!(n.e.is_leader(n.now));
+    n.no_events();
+    n.no_action();
+    n.watch(WatchEvent::Changed(obs("10", emptied(&n))));
+    assert!(n.e.is_leader(n.now), "its own version");
+    n.no_events();
+    // Versions without an order cannot be placed before or after the leader's:
+    // it reads first, and stops on what the read shows.
+    let mut cfg = fast("a");
+    cfg.lock_delay = election_core::LockDelay::Immediate;
+    let mut n = Node::follower(cfg, obs("v-b", held("", 1, 0)));
+    n.watch_active(true);
+    let (op, _, record) = n.update();
+    n.answer(op, Ok(obs("v-c", stamped(record, 1))));
+    assert!(n.e.is_leader(n.now));
+    n.events();
+    let edit = obs("v-d", emptied(&n));
+    n.watch(WatchEvent::Changed(edit.clone()));
+    assert!(n.e.is_leader(n.now), "unordered: confirmed first");
+    let read = n.get();
+    n.answer(read, Ok(edit));
+    assert!(!n.e.is_leader(n.now));
+}
+
+/// R2: a follower takes a release at once, in either shape libraries write
+/// (holder empty with a duration of 1 s, or holder and duration both removed),
+/// and an emptied holder of any other shape only a lease after it saw it.
+#[test]
+fn r2_a_follower_takes_a_release_at_once_and_an_emptied_holder_after_a_lease() {
+    let releases = [
+        ("client-go's release", held("", 1, 3)),
+        ("kubert's vacate", {
+            let mut r = held("", 1, 3);
+            r.lease_duration_secs = None;
+            r
+        }),
+    ];
+    for (what, record) in releases {
+        let mut n = Node::follower(fast("c"), obs("5", held("b", 2, 3)));
+        n.watch_active(true);
+        n.advance(ms(300));
+        n.watch(WatchEvent::Changed(obs("6", record)));
+        let (_, expected, write) = n.update();
+        assert_eq!(expected.as_str(), "6", "{what}: at once");
+        assert_eq!(&*write.holder, "c", "{what}");
+    }
+    // An operator emptied the holder and left the duration (2 s, or longer, or
+    // shorter): a lease from the edit, never less than this node's own.
+    for secs in [2, 30, 1_000_000, 0, -3] {
+        let mut n = Node::follower(fast("c"), obs("5", held("b", 2, 3)));
+        n.watch_active(true);
+        n.advance(ms(300));
+        let edit = obs("6", held("", secs, 3));
+        let seen = n.now;
+        n.watch(WatchEvent::Changed(edit.clone()));
+        n.no_action();
+        let wait = match secs {
+            s if s > 2 => ms(s.unsigned_abs().min(3_600) * 1_000),
+            _ => n.e.config().lease_duration,
+        };
+        let (at, write) = first_write(&mut n, &edit, seen + wait);
+        assert!(at < seen + wait + ms(1_000), "{secs}: taken once due");
+        let (_, expected, record) = write.into_update();
+        assert_eq!(expected.as_str(), "6", "{secs}");
+        assert_eq!(&*record.holder, "c", "{secs}");
+        assert_eq!(record.transitions, 4, "{secs}: a new term");
+    }
+}
+
+/// R13: a held record whose duration is shorter than this node's own (an
+/// operator shortened it, or its holder is configured shorter) is not taken
+/// before this node's own lease duration has passed since it saw the record;
+/// a longer one is honoured as before.
+#[test]
+fn r13_a_follower_does_not_trust_a_shortened_duration() {
+    let mut cfg = fast("c");
+    cfg.lease_duration = ms(5_000);
+    cfg.renew_deadline = ms(3_000);
+    cfg.max_lease_duration = ms(3_600_000);
+    for (secs, wait) in [(1, 5_000), (4, 5_000), (5, 5_000), (8, 8_000)] {
+        let mut n = Node::new(cfg.clone());
+        n.watch_active(true);
+        let op = n.get();
+        n.advance(ms(200));
+        let record = obs("7", held("b", secs, 1));
+        let seen = n.now;
+        n.answer(op, Ok(record.clone()));
+        let (at, write) = first_write(&mut n, &record, seen + ms(wait));
+        assert!(at < seen + ms(wait + 1_000), "{secs} s: taken once due");
+        assert!(matches!(write, Action::Update { .. }), "{secs} s");
+    }
+}
+
+/// R13: a leader whose record was shortened by hand (its name and stamps kept)
+/// confirms the edit by a read and renews at once, writing its own duration back.
+#[test]
+fn r13_a_leader_that_sees_its_duration_shortened_renews_at_once() {
+    let mut n = leader();
+    n.advance(ms(100));
+    let edit = obs("11", patched(&n, |r| r.lease_duration_secs = Some(1)));
+    n.watch(WatchEvent::Changed(edit.clone()));
+    let read = n.get();
+    n.answer(read, Ok(edit));
+    assert!(n.e.is_leader(n.now));
+    let (_, expected, record) = n.update();
+    assert_eq!(expected.as_str(), "11", "at once, on the edited version");
+    assert_eq!(record.lease_duration_secs, Some(2), "its own duration back");
+}
