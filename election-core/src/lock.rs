@@ -31,6 +31,16 @@ pub enum WatchEvent {
 /// A stream of changes to the lock. It ends when the watch breaks; the caller then
 /// resumes it from the last version it saw, and polls meanwhile (silence never
 /// means "unchanged").
+///
+/// Two ways to end, told apart by the driver:
+/// - **the stream ends** (`None`): a clean end (a server's watch timeout, a closed
+///   connection, a silence the lock no longer trusts). The driver resumes from the
+///   last version delivered.
+/// - **an `Err` item**: the watch failed, and the lock says why (refused, 410
+///   Gone, forbidden). The driver reports it (`Change::Problem`), treats the
+///   stream as ended, and resumes; a resumed watch that fails before delivering
+///   anything is started afresh, from no version (its version may be gone). Yield
+///   at most one error, then end: items after an error are not read.
 pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, LockError>> + Send + 'static>>;
 
 /// A change of this candidate's own leadership, told to the lock by
@@ -50,13 +60,30 @@ pub type LockTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// A lock backend: one record, read and written by compare-and-swap.
 ///
+/// A backend depends on this crate (`default-features = false` works: the trait
+/// needs only `alloc`) and on whatever its store needs. A watch is a boxed
+/// [`Stream`](futures_core::Stream) ([`WatchStream`]); this crate re-exports the
+/// trait as `election_core::Stream`, so naming it needs no other crate, and a
+/// backend builds its stream with a helper of its choice (`futures-lite`'s
+/// `stream::unfold`, as `lock-etcd` does) or implements `Stream` by hand (as
+/// `lock-memory` does). A backend without a watch returns `None` and needs no
+/// stream at all.
+/// Records a backend cannot decode are read as held by
+/// [`MALFORMED_HOLDER`](crate::MALFORMED_HOLDER) with no duration, never an
+/// error: the elector times them like any version and takes them over by
+/// compare-and-swap (docs/faults.md R6).
+///
 /// Every method is a single attempt; timeouts and retries are the elector's
 /// business (the driver bounds each call with the configured request timeout, and
 /// an attempt cut off that way counts as [`LockError::Unknown`]). Successful writes
 /// return the record as stored, with the timestamps the backend stamped and the new
 /// version.
 ///
-/// Implementations should pass the conformance suite in `lock-memory`.
+/// Implementations should pass the conformance suite in `lock-memory` (feature
+/// `conformance`) against the real store, completely: every case run, none
+/// skipped (`Report::is_complete`). A lock without a watch, or a harness that
+/// cannot delete the lock, skips the cases that need one; `Report::is_success`
+/// then says only that nothing that ran failed.
 pub trait Lock: Send + Sync + 'static {
     /// Reads the record. A missing lock is [`LockError::NotFound`].
     fn get(&self) -> impl Future<Output = Result<Observation, LockError>> + Send;
@@ -76,8 +103,12 @@ pub trait Lock: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Observation, LockError>> + Send;
 
     /// Starts a watch that yields every change after `from` (or the current state
-    /// first, when `from` is `None`). `None` if the backend cannot watch; the
-    /// elector then polls.
+    /// first, when `from` is `None`: `Changed` with the record, or, when the lock
+    /// does not exist, `Deleted` with the version of its deletion if the store
+    /// knows it and `Deleted(None)` if not). `None` if the backend cannot watch;
+    /// the elector then polls. See [`WatchStream`] for how a watch ends. Versions
+    /// of decimal form must grow with every write, across deletions too
+    /// ([`Version::order`]).
     ///
     /// No default: a backend without a watch returns `None` in its own words, and
     /// a wrapper forwards to the lock it wraps (one that forgot would silently

@@ -66,7 +66,8 @@ pub enum RecordError {
 #[serde(rename_all = "camelCase")]
 struct GoRecord<'a> {
     holder_identity: &'a str,
-    lease_duration_seconds: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_duration_seconds: Option<i64>,
     acquire_time: Option<String>,
     renew_time: Option<String>,
     leader_transitions: u32,
@@ -77,11 +78,13 @@ struct GoRecord<'a> {
 }
 
 /// The annotation value client-go writes for `record`, with [`Stamp::Now`] stamped
-/// `now`. `leaseDurationSeconds` is at least 1 (a 0 reads as expired elsewhere).
+/// `now`. `leaseDurationSeconds` is at least 1 (a 0 reads as expired elsewhere),
+/// and left out when the record has none (as kubert's release leaves it: read
+/// back as none, not as a duration nobody wrote).
 pub fn encode_record(record: &LockRecord, now: WallTime) -> String {
     let go = GoRecord {
         holder_identity: &record.holder,
-        lease_duration_seconds: record.lease_duration_secs.unwrap_or(1).max(1),
+        lease_duration_seconds: record.lease_duration_secs.map(|s| s.max(1)),
         acquire_time: Clock::resolve(record.acquire_time, now).map(format_rfc3339_secs),
         renew_time: Clock::resolve(record.renew_time, now).map(format_rfc3339_secs),
         leader_transitions: record.transitions.min(MAX_TRANSITIONS),

@@ -61,6 +61,15 @@ fn golden_released_and_unset_records() {
         ..released
     };
     assert!(encode_record(&zero, T).contains(r#""leaseDurationSeconds":1,"#));
+    // No duration (kubert's release, a foreign record kept as read) is left out,
+    // and reads back as none: not a duration nobody wrote.
+    let none = LockRecord {
+        lease_duration_secs: None,
+        ..zero
+    };
+    let json = encode_record(&none, T);
+    assert!(!json.contains("leaseDurationSeconds"), "{json}");
+    assert_eq!(decode_record(&json).unwrap().lease_duration_secs, None);
 }
 
 #[test]

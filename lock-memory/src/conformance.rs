@@ -12,8 +12,25 @@
 //! use lock_memory::conformance::{run_all, MemoryHarness};
 //!
 //! let report = futures_lite::future::block_on(run_all(&mut MemoryHarness::new()));
-//! assert!(report.is_success(), "{report}");
+//! assert!(report.is_complete(), "{report}");
 //! ```
+//!
+//! **Done means complete.** [`Report::is_success`] says that no case that ran
+//! failed; a case that needs a watch (the lock has none) or a deletion (the
+//! harness cannot delete) is skipped, and a skipped case proves nothing. A lock's
+//! own test asserts [`Report::is_complete`] (every case ran and passed), or, for a
+//! lock that cannot watch, `is_success` and exactly the skips it expects
+//! ([`Report::skipped`]). The printed report names each case `ok`, `skipped` (with
+//! why) or `FAILED` (with what differed, field by field).
+//!
+//! **The racing case runs the lock on threads of its own.**
+//! [`Case::ConcurrentUpdatesHaveOneWinner`] releases compare-and-swap updates on
+//! one version from several threads at once, each awaiting its call with a plain
+//! `block_on` (there is no other way to race an in-process lock for real), and
+//! blocks the calling thread meanwhile. So the lock's futures must make progress
+//! on a thread with no async runtime: a lock built on a tokio-only client wraps
+//! its futures in `async_compat::Compat` (as the Kubernetes and etcd locks do,
+//! which is also what lets them run under smol and async-std).
 //!
 //! Records that a case writes use whole-second timestamps, so that backends that
 //! store microseconds (Lease) or seconds (ConfigMap annotation) round-trip them.
@@ -35,6 +52,8 @@ use futures_lite::StreamExt;
 
 use crate::MemoryStore;
 
+mod diff;
+mod race;
 mod wrapper;
 pub use wrapper::{PROBE_IDENTITY, Probe, WrapperFailure, check_wrapper};
 
@@ -111,8 +130,9 @@ pub struct FnHarness<F>(F);
 ///     (store.client("a"), store.client("b"))
 /// });
 /// let report = futures_lite::future::block_on(run_all(&mut harness));
-/// assert!(report.is_success(), "{report}");
-/// assert_eq!(report.skipped().len(), 2); // the two cases that delete the lock
+/// assert!(report.is_success(), "{report}"); // every case that applies passed
+/// assert!(!report.is_complete()); // the three that delete the lock were skipped
+/// assert_eq!(report.skipped().len(), 3);
 /// ```
 pub fn harness_fn<L: Lock, F: FnMut() -> (L, L)>(make: F) -> FnHarness<F> {
     FnHarness(make)
@@ -137,12 +157,22 @@ pub enum Case {
     CreateRaceHasOneWinner,
     /// An update with a stale version is a `Conflict` and leaves the record as it was (A1, A2, W3).
     StaleVersionConflicts,
+    /// Compare-and-swap updates from both clients at once, all on one version:
+    /// exactly one wins each round, the others get `Conflict` (N11). Raced on
+    /// threads of the suite's own and interleaved on one task, many rounds.
+    ConcurrentUpdatesHaveOneWinner,
     /// An update of a lock that never existed is `NotFound`.
     UpdateAbsentIsNotFound,
     /// An update of a deleted lock is `NotFound`, and does not bring it back (A4).
     UpdateDeletedIsNotFound,
     /// Every write takes a new version, even with identical record bytes (R10).
     VersionsChangeOnIdenticalRewrite,
+    /// Each write's version is newer than every earlier one: where versions are
+    /// decimal, by [`Version::order`]; otherwise at least never repeated.
+    VersionsGrow,
+    /// After a deletion, the re-created lock's versions are newer than every
+    /// version before the deletion (they do not restart).
+    VersionsGrowAcrossRecreation,
     /// `Stamp::Now` is stamped by the backend; `Stamp::At` is kept; `Stamp::Unset` stays unset.
     StampsAreStampedOrKept,
     /// A release (holder `""`, lease 1 s, transitions kept) round-trips (R2).
@@ -154,6 +184,11 @@ pub enum Case {
     AbsurdValuesReadTolerantly,
     /// The priority and handover fields round-trip.
     HandoverRoundTrips,
+    /// A record with every field set (holder, duration, both times, transitions,
+    /// priority, handover, strategy), then every field changed, then the optional
+    /// ones removed: each write's answer and a read by the other client show
+    /// exactly what was written.
+    EveryFieldRoundTrips,
     /// Sparse records, as other implementations write them (`{}`: no holder,
     /// duration, timestamps or transitions; then a holder alone), are stored and
     /// read back consistently, or refused as `Invalid` (R7).
@@ -168,19 +203,23 @@ pub enum Case {
 
 impl Case {
     /// Every case, in the order [`run_all`] runs them.
-    pub const ALL: [Case; 16] = [
+    pub const ALL: [Case; 20] = [
         Case::GetAbsentIsNotFound,
         Case::CreateThenGetRoundTrips,
         Case::CreateRaceHasOneWinner,
         Case::StaleVersionConflicts,
+        Case::ConcurrentUpdatesHaveOneWinner,
         Case::UpdateAbsentIsNotFound,
         Case::UpdateDeletedIsNotFound,
         Case::VersionsChangeOnIdenticalRewrite,
+        Case::VersionsGrow,
+        Case::VersionsGrowAcrossRecreation,
         Case::StampsAreStampedOrKept,
         Case::ReleaseRoundTrips,
         Case::TransitionsRoundTrip,
         Case::AbsurdValuesReadTolerantly,
         Case::HandoverRoundTrips,
+        Case::EveryFieldRoundTrips,
         Case::SparseRecordsReadTolerantly,
         Case::WatchDeliversInOrder,
         Case::WatchResumesFromVersion,
@@ -194,14 +233,18 @@ impl Case {
             Case::CreateThenGetRoundTrips => "create_then_get_round_trips",
             Case::CreateRaceHasOneWinner => "create_race_has_one_winner",
             Case::StaleVersionConflicts => "stale_version_conflicts",
+            Case::ConcurrentUpdatesHaveOneWinner => "concurrent_updates_have_one_winner",
             Case::UpdateAbsentIsNotFound => "update_absent_is_not_found",
             Case::UpdateDeletedIsNotFound => "update_deleted_is_not_found",
             Case::VersionsChangeOnIdenticalRewrite => "versions_change_on_identical_rewrite",
+            Case::VersionsGrow => "versions_grow",
+            Case::VersionsGrowAcrossRecreation => "versions_grow_across_recreation",
             Case::StampsAreStampedOrKept => "stamps_are_stamped_or_kept",
             Case::ReleaseRoundTrips => "release_round_trips",
             Case::TransitionsRoundTrip => "transitions_round_trip",
             Case::AbsurdValuesReadTolerantly => "absurd_values_read_tolerantly",
             Case::HandoverRoundTrips => "handover_round_trips",
+            Case::EveryFieldRoundTrips => "every_field_round_trips",
             Case::SparseRecordsReadTolerantly => "sparse_records_read_tolerantly",
             Case::WatchDeliversInOrder => "watch_delivers_in_order",
             Case::WatchResumesFromVersion => "watch_resumes_from_version",
@@ -243,9 +286,19 @@ pub struct Report {
 }
 
 impl Report {
-    /// Whether no case failed (skipped cases do not fail).
+    /// Whether every case that applies passed: no case failed. A case the lock
+    /// or harness cannot run (no watch, no way to delete) is skipped, and a skip
+    /// is not a failure here; see [`Report::skipped`] for which and why, and
+    /// [`Report::is_complete`] to require that every case ran.
     pub fn is_success(&self) -> bool {
         self.results.iter().all(|(_, r)| r.is_ok())
+    }
+
+    /// Whether every case ran and passed: none failed and none was skipped. A
+    /// lock with a watch, tested by a harness that can delete the lock, must be
+    /// complete; assert this in its test.
+    pub fn is_complete(&self) -> bool {
+        self.results.iter().all(|(_, r)| r == &Ok(Outcome::Passed))
     }
 
     /// The failures.
@@ -341,12 +394,19 @@ pub async fn run_case_with<H: Harness>(
         Case::CreateThenGetRoundTrips => Box::pin(create_then_get_round_trips(&t, &a, &b)).await,
         Case::CreateRaceHasOneWinner => Box::pin(create_race_has_one_winner(&t, &a, &b)).await,
         Case::StaleVersionConflicts => Box::pin(stale_version_conflicts(&t, &a, &b)).await,
+        Case::ConcurrentUpdatesHaveOneWinner => {
+            Box::pin(race::concurrent_updates_have_one_winner(&t, &a, &b)).await
+        }
         Case::UpdateAbsentIsNotFound => Box::pin(update_absent_is_not_found(&t, &a)).await,
         Case::UpdateDeletedIsNotFound => {
             Box::pin(update_deleted_is_not_found(&t, harness, &a, &b)).await
         }
         Case::VersionsChangeOnIdenticalRewrite => {
             Box::pin(versions_change_on_identical_rewrite(&t, &a, &b)).await
+        }
+        Case::VersionsGrow => Box::pin(versions_grow(&t, &a, &b)).await,
+        Case::VersionsGrowAcrossRecreation => {
+            Box::pin(versions_grow_across_recreation(&t, harness, &a, &b)).await
         }
         Case::StampsAreStampedOrKept => Box::pin(stamps_are_stamped_or_kept(&t, &a, &b)).await,
         Case::ReleaseRoundTrips => Box::pin(release_round_trips(&t, &a, &b)).await,
@@ -355,6 +415,7 @@ pub async fn run_case_with<H: Harness>(
             Box::pin(absurd_values_read_tolerantly(&t, &a, &b)).await
         }
         Case::HandoverRoundTrips => Box::pin(handover_round_trips(&t, &a, &b)).await,
+        Case::EveryFieldRoundTrips => Box::pin(every_field_round_trips(&t, &a, &b)).await,
         Case::SparseRecordsReadTolerantly => {
             Box::pin(sparse_records_read_tolerantly(&t, &a, &b)).await
         }
@@ -429,22 +490,54 @@ fn held(holder: &str) -> LockRecord {
 
 /// Checks that a write's answer stored `written` as is.
 fn stored_as_written(what: &str, obs: &Observation, written: &LockRecord) -> Result<(), String> {
-    ensure!(
-        obs.record == *written,
-        "{what}: stored {:?}, expected it as written: {:?}",
-        obs.record,
-        written
-    );
+    let diff = diff::record_diff(written, &obs.record, ("wrote", "answered"));
+    ensure!(diff.is_empty(), "{what}: not stored as written: {diff}");
     Ok(())
 }
 
 /// Checks that a read returns exactly what the last write answered.
 async fn reads_back<L: Lock>(t: &Timeouts, lock: &L, expected: &Observation) -> Result<(), String> {
     let got = ok(t, "get", lock.get()).await?;
+    let diff = diff::observation_diff(expected, &got, ("the last write answered", "get read"));
     ensure!(
-        got == *expected,
-        "get returned {got:?}, expected the last write's answer {expected:?}"
+        diff.is_empty(),
+        "a read differs from the last write's answer: {diff}"
     );
+    Ok(())
+}
+
+/// An update that must succeed, and whose answer must carry a new version.
+async fn update_ok<L: Lock>(
+    t: &Timeouts,
+    what: &str,
+    lock: &L,
+    expected: &Version,
+    record: &LockRecord,
+) -> Result<Observation, String> {
+    let obs = ok(t, what, lock.update(expected, record)).await?;
+    ensure!(
+        obs.version != *expected,
+        "{what}: the answer carries the version the update replaced ({expected}); a \
+         successful write answers with the new version"
+    );
+    Ok(obs)
+}
+
+/// Checks that `version`, of the write `what`, is newer than every one in
+/// `earlier` ([`Version::is_newer_than`]), naming the one it is not.
+fn newer_than_all(what: &str, version: &Version, earlier: &[Version]) -> Result<(), String> {
+    for e in earlier {
+        ensure!(
+            version != e,
+            "{what}: version {version} repeats an earlier write's version"
+        );
+        ensure!(
+            version.is_newer_than(e),
+            "{what}: version {version} is older than {e}, an earlier write's: decimal \
+             versions must grow with every write (the elector ignores news older than \
+             what it saw, and orders terms by them)"
+        );
+    }
     Ok(())
 }
 
@@ -496,7 +589,7 @@ async fn create_race_has_one_winner<L: Lock>(t: &Timeouts, a: &L, b: &L) -> Case
 
 async fn stale_version_conflicts<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let v1 = ok(t, "create", a.create(&held("a"))).await?;
-    let v2 = ok(t, "update", a.update(&v1.version, &held("a"))).await?;
+    let v2 = update_ok(t, "update", a, &v1.version, &held("a")).await?;
     let stale = call(
         t,
         "update with a stale version",
@@ -573,8 +666,8 @@ async fn update_deleted_is_not_found<H: Harness>(
 async fn versions_change_on_identical_rewrite<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let record = held("a");
     let v1 = ok(t, "create", a.create(&record)).await?;
-    let v2 = ok(t, "identical update", a.update(&v1.version, &record)).await?;
-    let v3 = ok(t, "identical update", a.update(&v2.version, &record)).await?;
+    let v2 = update_ok(t, "identical update", a, &v1.version, &record).await?;
+    let v3 = update_ok(t, "identical update", a, &v2.version, &record).await?;
     ensure!(
         v1.version != v2.version && v2.version != v3.version && v1.version != v3.version,
         "identical rewrites gave versions {:?}, {:?}, {:?}; expected three distinct",
@@ -584,6 +677,50 @@ async fn versions_change_on_identical_rewrite<L: Lock>(t: &Timeouts, a: &L, b: &
     );
     stored_as_written("identical update", &v3, &record)?;
     reads_back(t, b, &v3).await?;
+    Ok(Outcome::Passed)
+}
+
+async fn versions_grow<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
+    let mut obs = ok(t, "create", a.create(&held("a"))).await?;
+    let mut seen = vec![obs.version.clone()];
+    // Both clients write in turn; each write's version must be newer than all.
+    for (n, (lock, holder)) in [(a, "a"), (b, "b"), (b, "b"), (a, "a")]
+        .into_iter()
+        .enumerate()
+    {
+        let what = format!("update {}", n + 1);
+        obs = update_ok(t, &what, lock, &obs.version, &held(holder)).await?;
+        newer_than_all(&what, &obs.version, &seen)?;
+        seen.push(obs.version.clone());
+    }
+    reads_back(t, a, &obs).await?;
+    Ok(Outcome::Passed)
+}
+
+async fn versions_grow_across_recreation<H: Harness>(
+    t: &Timeouts,
+    h: &mut H,
+    a: &H::Lock,
+    b: &H::Lock,
+) -> CaseResult {
+    let v1 = ok(t, "create", a.create(&held("a"))).await?;
+    let v2 = update_ok(t, "update", a, &v1.version, &held("a")).await?;
+    if !Box::pin(h.delete()).await {
+        return Ok(Outcome::Skipped("the harness cannot delete the lock"));
+    }
+    let before = [v1.version, v2.version];
+    let again = ok(t, "re-create after the deletion", b.create(&held("b"))).await?;
+    newer_than_all("the re-create after the deletion", &again.version, &before)?;
+    let next = update_ok(
+        t,
+        "update of the re-created lock",
+        b,
+        &again.version,
+        &held("b"),
+    )
+    .await?;
+    newer_than_all("the update of the re-created lock", &next.version, &before)?;
+    reads_back(t, a, &next).await?;
     Ok(Outcome::Passed)
 }
 
@@ -607,7 +744,7 @@ async fn stamps_are_stamped_or_kept<L: Lock>(t: &Timeouts, a: &L, b: &L) -> Case
 
     record.acquire_time = Stamp::Now;
     record.renew_time = Stamp::Unset;
-    let v2 = ok(t, "update", a.update(&v1.version, &record)).await?;
+    let v2 = update_ok(t, "update", a, &v1.version, &record).await?;
     ensure!(
         matches!(v2.record.acquire_time, Stamp::At(_)),
         "Stamp::Now was not stamped: {:?}",
@@ -631,7 +768,7 @@ async fn release_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult 
         lease_duration_secs: Some(1),
         ..record
     };
-    let v2 = ok(t, "release", a.update(&v1.version, &release)).await?;
+    let v2 = update_ok(t, "release", a, &v1.version, &release).await?;
     stored_as_written("release", &v2, &release)?;
     ensure!(
         !v2.record.is_held(),
@@ -640,12 +777,7 @@ async fn release_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult 
     );
     reads_back(t, b, &v2).await?;
     // The empty holder is acquirable by compare-and-swap.
-    let v3 = ok(
-        t,
-        "acquire after release",
-        b.update(&v2.version, &held("b")),
-    )
-    .await?;
+    let v3 = update_ok(t, "acquire after release", b, &v2.version, &held("b")).await?;
     reads_back(t, a, &v3).await?;
     Ok(Outcome::Passed)
 }
@@ -657,7 +789,7 @@ async fn transitions_round_trip<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResu
     stored_as_written("create", &obs, &record)?;
     for n in [1, MAX_TRANSITIONS - 1, MAX_TRANSITIONS, 7] {
         record.transitions = n;
-        obs = ok(t, "update", a.update(&obs.version, &record)).await?;
+        obs = update_ok(t, "update", a, &obs.version, &record).await?;
         stored_as_written("update", &obs, &record)?;
         reads_back(t, b, &obs).await?;
     }
@@ -770,8 +902,62 @@ async fn handover_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult
     ] {
         record.priority = priority;
         record.handover = handover;
-        obs = ok(t, "update", a.update(&obs.version, &record)).await?;
+        obs = update_ok(t, "update", a, &obs.version, &record).await?;
         stored_as_written("update", &obs, &record)?;
+        reads_back(t, b, &obs).await?;
+    }
+    Ok(Outcome::Passed)
+}
+
+async fn every_field_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
+    let full = LockRecord {
+        holder: "a".into(),
+        lease_duration_secs: Some(15),
+        acquire_time: Stamp::At(WallTime::new(1_700_000_000, 0)),
+        renew_time: Stamp::At(WallTime::new(1_700_000_007, 0)),
+        transitions: 5,
+        priority: Some(3),
+        handover: Some(Handover {
+            to: Arc::from("b"),
+            priority: Some(4),
+        }),
+        strategy: Some("OldestEmulationVersion".into()),
+    };
+    // Every field changed (a handover without a priority is Kubernetes'
+    // `preferredHolder`), then every optional field removed.
+    let changed = LockRecord {
+        holder: "b".into(),
+        lease_duration_secs: Some(30),
+        acquire_time: Stamp::At(WallTime::new(1_700_000_100, 0)),
+        renew_time: Stamp::At(WallTime::new(1_700_000_200, 0)),
+        transitions: 6,
+        priority: Some(-2),
+        handover: Some(Handover {
+            to: Arc::from("c"),
+            priority: None,
+        }),
+        strategy: Some("example.com/custom-strategy".into()),
+    };
+    let bare = LockRecord {
+        holder: "c".into(),
+        lease_duration_secs: None,
+        acquire_time: Stamp::Unset,
+        renew_time: Stamp::Unset,
+        transitions: 7,
+        priority: None,
+        handover: None,
+        strategy: None,
+    };
+    let mut obs = ok(t, "create with every field", a.create(&full)).await?;
+    stored_as_written("create with every field", &obs, &full)?;
+    reads_back(t, b, &obs).await?;
+    for (what, record) in [
+        ("update changing every field", &changed),
+        ("update removing the optional fields", &bare),
+        ("update setting every field again", &full),
+    ] {
+        obs = update_ok(t, what, a, &obs.version, record).await?;
+        stored_as_written(what, &obs, record)?;
         reads_back(t, b, &obs).await?;
     }
     Ok(Outcome::Passed)
@@ -786,13 +972,28 @@ async fn next_is(
 ) -> Result<(), String> {
     let got = within(t.watch, watch.next()).await.ok_or_else(|| {
         format!(
-            "{what}: no watch event within {:?}, expected {expected:?}",
+            "{what}: no watch event within {:?} (the stream is still open), expected {expected:?}",
             t.watch
         )
     })?;
     match got {
         Some(Ok(ev)) if ev == *expected => Ok(()),
-        other => Err(format!(
+        None => Err(format!(
+            "{what}: the watch stream ended, expected {expected:?}"
+        )),
+        Some(Err(e)) => Err(format!(
+            "{what}: the watch yielded the error {e:?}, expected {expected:?}"
+        )),
+        Some(Ok(WatchEvent::Changed(got))) => match expected {
+            WatchEvent::Changed(want) => Err(format!(
+                "{what}: the watch yielded another change: {}",
+                diff::observation_diff(want, &got, ("expected", "yielded"))
+            )),
+            _ => Err(format!(
+                "{what}: the watch yielded {got:?}, expected {expected:?}"
+            )),
+        },
+        Some(Ok(other)) => Err(format!(
             "{what}: the watch yielded {other:?}, expected {expected:?}"
         )),
     }
@@ -810,8 +1011,8 @@ async fn watch_delivers_in_order<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseRes
         "the current state first",
     )
     .await?;
-    let v2 = ok(t, "update", a.update(&v1.version, &held("a"))).await?;
-    let v3 = ok(t, "update", a.update(&v2.version, &held("a"))).await?;
+    let v2 = update_ok(t, "update", a, &v1.version, &held("a")).await?;
+    let v3 = update_ok(t, "update", a, &v2.version, &held("a")).await?;
     next_is(t, &mut watch, &WatchEvent::Changed(v2), "first change").await?;
     next_is(t, &mut watch, &WatchEvent::Changed(v3), "second change").await?;
     Ok(Outcome::Passed)
@@ -819,8 +1020,8 @@ async fn watch_delivers_in_order<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseRes
 
 async fn watch_resumes_from_version<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let v1 = ok(t, "create", a.create(&held("a"))).await?;
-    let v2 = ok(t, "update", a.update(&v1.version, &held("a"))).await?;
-    let v3 = ok(t, "update", a.update(&v2.version, &held("a"))).await?;
+    let v2 = update_ok(t, "update", a, &v1.version, &held("a")).await?;
+    let v3 = update_ok(t, "update", a, &v2.version, &held("a")).await?;
     let Some(mut watch) = b.watch(Some(&v1.version)) else {
         return Ok(Outcome::Skipped("the lock has no watch"));
     };
@@ -838,7 +1039,7 @@ async fn watch_resumes_from_version<L: Lock>(t: &Timeouts, a: &L, b: &L) -> Case
         "the second change after the version",
     )
     .await?;
-    let v4 = ok(t, "update", a.update(&v3.version, &held("a"))).await?;
+    let v4 = update_ok(t, "update", a, &v3.version, &held("a")).await?;
     next_is(
         t,
         &mut watch,

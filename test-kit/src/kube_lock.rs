@@ -857,10 +857,7 @@ pub async fn conformance_shared<S: KubeLock>() {
 /// Every case ran and passed, in the suite's order, and the report says so line
 /// by line.
 fn check_conformance(r: lock_memory::conformance::Report) {
-    assert!(r.is_success(), "{r}");
-    assert!(r.skipped().is_empty(), "nothing skipped: {r}");
-    // Every case ran and passed, in the suite's order, and the report says so
-    // line by line.
+    assert!(r.is_complete(), "every case ran and passed: {r}");
     assert_eq!(r.passed(), Case::ALL, "{r}");
     let lines: Vec<String> = r.to_string().lines().map(str::to_owned).collect();
     let expected: Vec<String> = Case::ALL.iter().map(|c| format!("ok      {c}")).collect();
