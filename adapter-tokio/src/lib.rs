@@ -27,8 +27,10 @@
 //! }
 //! ```
 //!
-//! Tests run the same driver on tokio's paused clock with
-//! [`TokioRuntime::with_tokio_clock`]; in production the clock is
+//! Tests run the same driver on tokio's paused clock
+//! (`#[tokio::test(start_paused = true)]`): [`TokioRuntime::current`] finds the
+//! clock paused and reads tokio's clock then ([`TokioRuntime::with_tokio_clock`]
+//! asks for it outright); in production the clock is
 //! [`election_driver::BootClock`], which keeps counting during suspend.
 #![forbid(unsafe_code)]
 // A dependency the library does not use is an error (in CI's clippy too); not in

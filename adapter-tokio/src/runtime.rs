@@ -22,7 +22,13 @@ enum Clock {
 }
 
 impl TokioRuntime {
-    /// The runtime the caller runs in, with the suspend-aware [`BootClock`].
+    /// The runtime the caller runs in, with the suspend-aware [`BootClock`], or
+    /// with tokio's own clock when that clock is paused (a test on
+    /// `#[tokio::test(start_paused = true)]`, or after `tokio::time::pause()`):
+    /// paused time moves tokio's timers, not the machine's clock, and a driver
+    /// that slept on one and read the other would see its leases crawl while its
+    /// timers raced ahead. So a paused-time test needs no clock option; in
+    /// production tokio's clock is never paused and the boot clock is used.
     ///
     /// # Errors
     /// [`DriverError::Spawn`] outside a tokio runtime, and in a runtime built
@@ -37,20 +43,46 @@ impl TokioRuntime {
                     .to_owned(),
             ));
         }
-        Ok(TokioRuntime {
+        let runtime = TokioRuntime {
             handle,
             clock: Clock::Boot(BootClock::new()),
+        };
+        Ok(if tokio_clock_is_paused() {
+            runtime.with_tokio_clock()
+        } else {
+            runtime
         })
     }
 
+    /// Whether this runtime reads tokio's clock ([`TokioRuntime::with_tokio_clock`],
+    /// or a paused clock found by [`TokioRuntime::current`]) rather than the boot
+    /// clock.
+    pub fn uses_tokio_clock(&self) -> bool {
+        matches!(self.clock, Clock::Tokio(_))
+    }
+
     /// Uses tokio's clock instead, so that tests can run on paused, virtual time
-    /// (`#[tokio::test(start_paused = true)]`). tokio's clock is `CLOCK_MONOTONIC`,
-    /// which stops during suspend: do not use it in production.
+    /// (`#[tokio::test(start_paused = true)]`; [`TokioRuntime::current`] does this
+    /// by itself when it finds the clock paused). tokio's clock is
+    /// `CLOCK_MONOTONIC`, which stops during suspend: do not use it in production.
     #[must_use]
     pub fn with_tokio_clock(mut self) -> Self {
         self.clock = Clock::Tokio(tokio::time::Instant::now());
         self
     }
+}
+
+/// Whether tokio's clock is paused in the current context: it stands still while
+/// real time passes. tokio offers no query for it: unpaused, its `Instant::now`
+/// is the machine's monotonic clock; paused, it moves only when the runtime
+/// advances it (never during this busy wait of a fifth of a millisecond, which
+/// holds the thread).
+fn tokio_clock_is_paused() -> bool {
+    let (tokio_then, real_then) = (tokio::time::Instant::now(), std::time::Instant::now());
+    while real_then.elapsed() < Duration::from_micros(200) {
+        std::hint::spin_loop();
+    }
+    tokio::time::Instant::now() == tokio_then
 }
 
 /// Whether `handle`'s runtime has its time driver. tokio offers no query for it:

@@ -5,7 +5,9 @@
 //! `.ci/install` installs it), found on `PATH` or named by `ETCD_BIN`. Without
 //! it [`EtcdServer::start`] fails with [`TestingError::Missing`], whose message
 //! says how to install it: a test that needs etcd fails, it never passes
-//! silently.
+//! silently. This crate's own such tests are `#[ignore]`d with that reason, so
+//! that the workspace's test command passes on a machine with only the Rust
+//! toolchain; `cargo test -p lock-etcd -- --ignored` runs them, as CI does.
 //!
 //! Besides locks on it ([`EtcdServer::lock`]), the server offers what tests do
 //! to etcd from outside: stop it ([`EtcdServer::pause`], [`EtcdServer::kill`])
@@ -49,8 +51,9 @@ pub const PROGRESS_NOTIFY_INTERVAL: Duration = Duration::from_millis(500);
 /// answer.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Why the throwaway etcd could not be had.
-#[derive(Debug, thiserror::Error)]
+/// Why the throwaway etcd could not be had. Its `Debug` form is its message, so
+/// that a test's `.expect(…)` prints what to do, not a variant's name.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum TestingError {
     /// No `etcd` binary.
@@ -70,6 +73,12 @@ pub enum TestingError {
         /// The end of etcd's log.
         log: String,
     },
+}
+
+impl std::fmt::Debug for TestingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// A running single-member etcd on 127.0.0.1, killed and its data removed on drop.

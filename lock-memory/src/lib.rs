@@ -20,9 +20,11 @@
 //!   [`MemoryStore::delete`]).
 //! - **Timers**: latency is waited out by a pluggable sleeper, by default
 //!   `async-io`'s timer (any executor); plug `tokio::time::sleep` for paused time
-//!   ([`MemoryStore::with_sleeper`]), and give the driver tokio's clock too
-//!   (`adapter_tokio::TokioRuntime::current()?.with_tokio_clock()`): its default
-//!   clock is the machine's boot clock, which paused time does not move. The blocking calls
+//!   ([`MemoryStore::with_sleeper`]). The driver follows paused time by itself:
+//!   `adapter_tokio::TokioRuntime::current()` reads tokio's clock when it finds
+//!   it paused (the boot clock otherwise), so a test on
+//!   `#[tokio::test(start_paused = true)]` needs no clock option
+//!   (`adapter-tokio/tests/paused_time.rs` is such a test). The blocking calls
 //!   ([`MemoryLock::blocking_get`], …) need no runtime at all: the example
 //!   `threads` drives three electors on plain threads with them.
 //! - With the `conformance` feature, the `conformance` module is a suite of
