@@ -87,7 +87,7 @@ async fn controller_replicas_hand_over_on_sigterm_and_fail_over_on_sigkill() {
             .await
             .expect("source");
     }
-    let dir = std::env::temp_dir().join(format!("kube-election-controller-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("kube-elector-controller-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
 
     let mut a = replica(&emu, &dir, "ctl-a");

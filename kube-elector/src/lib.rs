@@ -29,7 +29,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! kube-election = { version = "0.1", features = ["ops", "rustls-tls"] }
+//! kube-elector = { version = "0.1", features = ["ops", "rustls-tls"] }
 //! k8s-openapi = { version = "0.29", features = ["latest"] }
 //! tokio = { version = "1", features = ["rt-multi-thread", "macros", "signal"] }
 //! ```
@@ -52,7 +52,7 @@
 //! With `memory`, the same election runs on an in-process lock:
 //!
 //! ```
-//! use kube_election::prelude::*;
+//! use kube_elector::prelude::*;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -145,9 +145,9 @@ pub use election_shards as shards;
 /// Maintenance windows on Nodes: time-boxed Leases (`lease-window`).
 ///
 /// ```no_run
-/// use kube_election::window::{WindowConfig, WindowController};
+/// use kube_elector::window::{WindowConfig, WindowController};
 ///
-/// # async fn run(client: kube_election::kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn run(client: kube_elector::kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 /// let config = WindowConfig::new("maint-a")?;
 /// WindowController::new(client, config).run().await;
 /// # Ok(())
@@ -177,7 +177,7 @@ pub fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
     kube_support::lock_client(config)
 }
 
-/// The names most programs use: `use kube_election::prelude::*;`.
+/// The names most programs use: `use kube_elector::prelude::*;`.
 pub mod prelude {
     pub use crate::{
         Builder, CancelSignal, Change, Config, Event, Handle, LeadershipState, Lock, OnLoss,

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
-use kube_election::k8s_openapi::api::core::v1::ConfigMap;
-use kube_election::runtime::{controller::Action, watcher};
-use kube_election::{ElectedController, TermContext, Warm, kube, ops::identity, prelude::*};
+use kube_elector::k8s_openapi::api::core::v1::ConfigMap;
+use kube_elector::runtime::{controller::Action, watcher};
+use kube_elector::{ElectedController, TermContext, Warm, kube, ops::identity, prelude::*};
 use tokio::signal::unix::{SignalKind, signal};
 
 async fn reconcile(source: Arc<ConfigMap>, term: Arc<TermContext>) -> Result<Action, kube::Error> {
@@ -32,7 +32,7 @@ async fn reconcile(source: Arc<ConfigMap>, term: Arc<TermContext>) -> Result<Act
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let identity = identity::from_env()?; // ELECTION_IDENTITY, else POD_NAME or hostname + suffix
     let kube_config = kube::Config::infer().await?; // KUBECONFIG, ~/.kube/config or in-cluster
-    let client = kube_election::client(kube_config.clone())?;
+    let client = kube_elector::client(kube_config.clone())?;
     let sources = Api::<ConfigMap>::namespaced(client.clone(), "source");
     let warm = Warm::spawn(sources, watcher::Config::default().labels("mirror=true"));
     let lock = LeaseLock::new(client, "default", "mirror-controller")?;

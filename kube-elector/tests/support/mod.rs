@@ -20,7 +20,7 @@ pub fn example_binary(name: &str) -> PathBuf {
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.exists(),
-        "{} is missing: `cargo test -p kube-election` builds it (or `cargo build -p kube-election --all-features --example {name}`)",
+        "{} is missing: `cargo test -p kube-elector` builds it (or `cargo build -p kube-elector --all-features --example {name}`)",
         bin.display()
     );
     bin

@@ -1,5 +1,5 @@
 //! The quick start: lead with the Lease `quickstart` until SIGTERM, then release it.
-use kube_election::{kube, ops::identity, prelude::*};
+use kube_elector::{kube, ops::identity, prelude::*};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
@@ -7,7 +7,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let identity = identity::from_env()?; // ELECTION_IDENTITY, else POD_NAME or hostname + suffix
     let kube_config = kube::Config::infer().await?; // KUBECONFIG, ~/.kube/config or in-cluster
     let namespace = kube_config.default_namespace.clone();
-    let client = kube_election::client(kube_config)?; // kube's own retries off
+    let client = kube_elector::client(kube_config)?; // kube's own retries off
     let lock = LeaseLock::new(client, &namespace, "quickstart")?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let handle = Builder::new(lock, Config::client_go(identity))

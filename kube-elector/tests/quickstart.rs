@@ -25,7 +25,7 @@ fn holder(emu: &Emulator) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
     let emu = Emulator::start().await.expect("emulator");
-    let dir = std::env::temp_dir().join(format!("kube-election-quickstart-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("kube-elector-quickstart-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let kubeconfig = dir.join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, IDENTITY)
