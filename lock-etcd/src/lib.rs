@@ -94,6 +94,8 @@
 // A dependency the library does not use is an error (in CI's clippy too); not in
 // the unit tests' build, which also gets the dev-dependencies.
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
+// docs.rs labels each feature-gated item with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
 pub mod record;
