@@ -667,6 +667,35 @@ fn w4_a_server_switch_never_shortens_the_wait() {
     assert!(matches!(n.fire_until_action(10), Action::Get { .. }));
 }
 
+/// W4's other side: a read in flight when the watch shows a newer version (here
+/// the holder's release) answers with the version before it. That answer is
+/// older news, not a server that went back: the follower keeps the release and
+/// takes it at once, instead of timing the old holder's lease afresh (a
+/// three-candidate story on the Lease lock waited a whole lease this way when
+/// the holder released right after winning a takeover race). A read sent after
+/// the newer version was seen and answering an older one is still a switch,
+/// timed afresh (above).
+#[test]
+fn w4_a_read_overtaken_by_the_watch_is_older_news() {
+    let mut n = Node::follower(fast("c"), obs("5", held("b", 2, 1)));
+    n.watch_active(true);
+    // At the expiry the follower reads before any takeover.
+    let read = match n.fire_until_action(10) {
+        Action::Get { op } => op,
+        other => panic!("expected the read at the expiry, got {other:?}"),
+    };
+    let sent = n.now;
+    n.advance(ms(5));
+    // The holder released meanwhile; the watch says so before the read answers.
+    n.watch(WatchEvent::Changed(obs("7", held("", 1, 1))));
+    n.advance(ms(5));
+    n.answer(read, Ok(obs("6", held("b", 2, 1))));
+    let (_, expected, record) = n.fire_until_action(10).into_update();
+    assert_eq!(expected.as_str(), "7", "the release, at once");
+    assert_eq!(&*record.holder, "c");
+    assert!(n.now < sent + ms(100), "took it at {:?}", n.now);
+}
+
 /// A8 on an acquisition: a 422 is reported, and the refused payload is not re-sent
 /// as it was: after the backoff the node reads first, and writes only what the
 /// fresh read shows (here a third party fixed the record: a new version).

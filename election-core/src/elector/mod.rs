@@ -770,7 +770,9 @@ impl Elector {
         }
         let read = matches!(call.purpose, Purpose::Read { .. });
         match call.purpose {
-            Purpose::Read { after_conflict } => self.on_read_answer(result, after_conflict, now),
+            Purpose::Read { after_conflict } => {
+                self.on_read_answer(result, after_conflict, call.sent_at, now)
+            }
             Purpose::Create | Purpose::Acquire | Purpose::TakeOver | Purpose::AskHandover => {
                 self.on_acquire_answer(call, result, now)
             }

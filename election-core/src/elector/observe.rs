@@ -220,17 +220,24 @@ impl Elector {
         }
     }
 
-    /// The answer to a read.
+    /// The answer to a read sent at `sent`.
     pub(super) fn on_read_answer(
         &mut self,
         result: Result<Observation, LockError>,
         after_conflict: bool,
+        sent: Instant,
         now: Instant,
     ) {
         match result {
             Ok(obs) => {
                 if self.holding.is_some() {
                     self.confirm_holding(obs, after_conflict, now);
+                } else if self.overtaken_while_in_flight(&obs, sent) {
+                    // Older news than what the watch told meanwhile: the read was
+                    // served before that change, not by a server that went back
+                    // (W4's switch shows an older version to a read sent *after*
+                    // the newer one was seen). Keep the newer view and act on it.
+                    self.timers.set(crate::timer::Timer::Attempt, now);
                 } else {
                     if self.observe(obs, true, now) == Novelty::New {
                         self.note_foreign_self_record();
@@ -262,6 +269,19 @@ impl Elector {
                 }
             }
         }
+    }
+
+    /// Whether a follower's read answer, sent at `sent`, shows a version ordered
+    /// before one first seen after it was sent (a watch event that overtook the
+    /// read). Such an answer is older news, not a change: taking it in would time
+    /// a lease afresh from a record already replaced, and a release the watch
+    /// showed would wait a whole lease.
+    fn overtaken_while_in_flight(&self, obs: &Observation, sent: Instant) -> bool {
+        self.phase == super::Phase::Running
+            && self.lock.present().is_some_and(|seen| {
+                seen.at >= sent
+                    && obs.version.order(&seen.obs.version) == Some(core::cmp::Ordering::Less)
+            })
     }
 
     /// Ends leadership at once for a reason other than the host's wish.
