@@ -1,5 +1,6 @@
 //! The quick start: lead with the Lease `quickstart` until SIGTERM, then release it.
-use kube_elector::{kube, ops::identity, prelude::*};
+use kube_elector::ops::{health::Health, http::Endpoint, identity};
+use kube_elector::{kube, prelude::*};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
@@ -17,6 +18,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("stopped leading in term {term}");
         })
         .spawn(TokioRuntime::current()?)?;
+    let addr = std::env::var("PROBE_ADDR").unwrap_or_else(|_| "0.0.0.0:8080".into());
+    let probes = Endpoint::new(Health::new(handle.observer())); // /healthz, /readyz, /status
+    println!("probes on http://{}", probes.spawn(addr.parse()?).await?);
     sigterm.recv().await;
     handle.shutdown().await; // cancels and awaits the work, then releases the Lease
     println!("released; exiting");

@@ -29,7 +29,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! kube-elector = { version = "0.1", features = ["ops", "rustls-tls"] }
+//! kube-elector = { version = "0.1", features = ["ops-http", "rustls-tls"] }
 //! k8s-openapi = { version = "0.29", features = ["latest"] }
 //! tokio = { version = "1", features = ["rt-multi-thread", "macros", "signal"] }
 //! ```

@@ -1,21 +1,40 @@
 //! The quick start as an operator runs it (the README's snippet as a program,
 //! docs/design.md §8): the example binary against the API emulator, with `KUBECONFIG`
-//! pointing at it and `ELECTION_IDENTITY` set. It leads (after the strict lock
-//! delay of one lease, the Lease being new), SIGTERM makes it cancel its work
-//! and release the Lease, and it exits 0. The README's quick start is the
-//! example, byte for byte.
+//! pointing at it and `ELECTION_IDENTITY` set, as `deploy/quickstart.yaml` runs
+//! it. It serves its probes, leads (after the strict lock delay of one lease,
+//! the Lease being new), SIGTERM makes it cancel its work and release the
+//! Lease, and it exits 0. Every request it made is granted by the Role of
+//! `deploy/rbac.yaml`, and the Role grants nothing it did not use. The README's
+//! quick start is the example, byte for byte.
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use kube_emulator::{Emulator, Resource};
+use kube_emulator::rbac::{not_granted, role_rules, unused};
+use kube_emulator::{Emulator, Resource, Verb};
 mod support;
 
 use support::{example_binary, read_until};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
 use tokio::process::Command;
 
 const IDENTITY: &str = "quickstart-a";
+
+/// The deployed Role.
+const RBAC_YAML: &str = include_str!("../../deploy/rbac.yaml");
+
+/// The status line and body of `GET path` on the probes at `addr`.
+async fn probe(addr: &str, path: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(addr).await.expect("the probes listen");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("read");
+    let status = answer.lines().next().unwrap_or("").to_owned();
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
 
 fn holder(emu: &Emulator) -> Option<String> {
     let lease = emu.object(Resource::Lease, "default", "quickstart")?;
@@ -33,6 +52,7 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
     let mut child = Command::new(example_binary("quickstart"))
         .env("KUBECONFIG", &kubeconfig)
         .env("ELECTION_IDENTITY", IDENTITY)
+        .env("PROBE_ADDR", "127.0.0.1:0")
         .env_remove("POD_NAME")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -40,6 +60,25 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
         .spawn()
         .expect("start the quick start");
     let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let started = tokio::time::timeout(
+        Duration::from_secs(30),
+        read_until(&mut lines, "probes on http://"),
+    )
+    .await
+    .expect("it serves its probes within 30 s (an example binary older than the test does not)");
+    let probes = started
+        .last()
+        .and_then(|l| l.strip_prefix("probes on http://"))
+        .expect("the line names the address")
+        .to_owned();
+    for path in ["/healthz", "/readyz"] {
+        let (status, body) = probe(&probes, path).await;
+        assert_eq!(
+            (status.as_str(), body.as_str()),
+            ("HTTP/1.1 200 OK", "ok"),
+            "{path} while campaigning"
+        );
+    }
 
     // A new Lease: its creator leads one lease duration (15 s) after the create.
     let led = tokio::time::timeout(
@@ -49,6 +88,12 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
     .await
     .expect("it leads within a minute");
     assert_eq!(holder(&emu).as_deref(), Some(IDENTITY), "{led:?}");
+    let (status, body) = probe(&probes, "/healthz").await;
+    assert_eq!(
+        (status.as_str(), body.as_str()),
+        ("HTTP/1.1 200 OK", "ok"),
+        "/healthz while leading"
+    );
 
     support::signal(child.id().expect("running"), rustix::process::Signal::TERM);
     let rest = tokio::time::timeout(Duration::from_secs(20), async {
@@ -82,6 +127,35 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
     );
     assert_eq!(holder(&emu).as_deref(), Some(""), "the Lease is released");
     let _ = std::fs::remove_dir_all(&dir);
+
+    // The Role of deploy/rbac.yaml grants every request, and no more.
+    let counts = emu.request_counts();
+    let rules = role_rules(RBAC_YAML);
+    assert_eq!(
+        not_granted(&counts, IDENTITY, &rules),
+        [],
+        "rules: {rules:?}"
+    );
+    assert_eq!(unused(&counts, IDENTITY, &rules), [], "rules: {rules:?}");
+    // A Role without one of its verbs would fail the check above.
+    for verb in ["get", "create", "update", "watch"] {
+        let narrower = RBAC_YAML
+            .replace(&format!("\"{verb}\", "), "")
+            .replace(&format!(", \"{verb}\""), "");
+        assert_ne!(narrower, RBAC_YAML, "{verb} is in the Role");
+        let missing = not_granted(&counts, IDENTITY, &role_rules(&narrower));
+        assert!(
+            missing
+                .iter()
+                .any(|(v, r)| v.as_str() == verb && *r == Resource::Lease),
+            "without {verb}: {missing:?}"
+        );
+    }
+    let without_events = RBAC_YAML.replace("resources: [\"events\"]", "resources: []");
+    assert_eq!(
+        not_granted(&counts, IDENTITY, &role_rules(&without_events)),
+        [(Verb::Create, Resource::Event)]
+    );
 }
 
 /// The README's quick start is `examples/quickstart.rs`, which CI compiles and
@@ -101,7 +175,7 @@ fn the_readme_quick_start_is_the_example() {
     );
     let lines = example.lines().count();
     assert!(
-        lines <= 25,
-        "the quick start has {lines} lines (25 at most)"
+        lines <= 30,
+        "the quick start has {lines} lines (30 at most)"
     );
 }

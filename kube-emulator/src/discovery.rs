@@ -32,7 +32,13 @@ pub(crate) fn api_versions(addr: &str) -> Value {
     })
 }
 
-const GROUPS: [&str; 2] = ["coordination.k8s.io", "events.k8s.io"];
+const GROUPS: [&str; 5] = [
+    "coordination.k8s.io",
+    "events.k8s.io",
+    "rbac.authorization.k8s.io",
+    "apps",
+    "policy",
+];
 
 fn group_doc(group: &str) -> Value {
     let gv = json!({"groupVersion": format!("{group}/v1"), "version": "v1"});
@@ -72,7 +78,10 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Value {
                 Resource::EventV1 => doc["shortNames"] = json!(["ev"]),
                 Resource::Namespace => doc["shortNames"] = json!(["ns"]),
                 Resource::Node => doc["shortNames"] = json!(["no"]),
-                Resource::Lease => {}
+                Resource::ServiceAccount => doc["shortNames"] = json!(["sa"]),
+                Resource::Deployment => doc["shortNames"] = json!(["deploy"]),
+                Resource::PodDisruptionBudget => doc["shortNames"] = json!(["pdb"]),
+                Resource::Lease | Resource::Role | Resource::RoleBinding => {}
             }
             doc
         })

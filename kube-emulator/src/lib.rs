@@ -11,7 +11,11 @@
 //!   Ctrl-C and writes a kubeconfig for `kubectl` and other clients.
 //!
 //! It serves Leases, ConfigMaps, Events (core and `events.k8s.io/v1`),
-//! Namespaces and Nodes with the API server's rules: get, list, create, update (PUT), patch
+//! Namespaces and Nodes, and the kinds a deployment of a controller is made
+//! of (Deployments, PodDisruptionBudgets, ServiceAccounts, Roles and
+//! RoleBindings: stored, schema-checked and validated, so that `kubectl apply
+//! --dry-run=server -f <manifests>` refuses what a real API server refuses;
+//! nothing runs them and RBAC is not enforced), with the API server's rules: get, list, create, update (PUT), patch
 //! (merge and JSON patch), delete and watch; one global, growing resourceVersion;
 //! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
 //! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
@@ -167,7 +171,20 @@
 //! - Plain HTTP (no TLS), HTTP/1.1. Answers are always JSON. Request bodies
 //!   are JSON, or protobuf for Leases, ConfigMaps, Namespaces and Nodes (as
 //!   `kubectl create namespace` and `kubectl create configmap` send them),
-//!   decoded to the same JSON; a protobuf body of any other kind gets 415.
+//!   decoded to the same JSON; a protobuf body of any other kind gets 415
+//!   (`kubectl apply` sends JSON).
+//! - Deployments, PodDisruptionBudgets, ServiceAccounts, Roles and
+//!   RoleBindings are objects only: no controller creates Pods, no status is
+//!   filled, nothing is evicted, the Roles are not enforced (check a client's
+//!   requests against one with [`rbac`]). Their fields and JSON types are
+//!   checked against the Go types of Kubernetes 1.34, except inside a Pod's
+//!   `affinity`, the volume sources other than configMap, secret, emptyDir,
+//!   projected, downwardAPI, persistentVolumeClaim, hostPath and csi, and two
+//!   integer lists (`supplementalGroups`, a restart rule's exit codes); their
+//!   validation covers the rules a manifest most often breaks (a Deployment's
+//!   selector against its template's labels, a container's name and image, a
+//!   PodDisruptionBudget's two bounds, a Role's verbs, a RoleBinding's
+//!   reference), not the whole of the API server's.
 //! - No authentication or RBAC: the bearer token only names the client;
 //!   403 and 401 come from injected faults ([`Fault::Forbidden`], [`Fault::Status`]).
 //! - Reads in a missing namespace answer as for a missing object (as the real

@@ -266,8 +266,11 @@ mod tests {
             keys,
             [
                 "api/v1",
+                "apis/apps/v1",
                 "apis/coordination.k8s.io/v1",
-                "apis/events.k8s.io/v1"
+                "apis/events.k8s.io/v1",
+                "apis/policy/v1",
+                "apis/rbac.authorization.k8s.io/v1",
             ]
         );
         for (key, entry) in paths {
@@ -333,6 +336,6 @@ mod tests {
             ),
             Some(Answer::NotAcceptable)
         );
-        assert_eq!(group_version("apis/apps/v1", None, None), None);
+        assert_eq!(group_version("apis/batch/v1", None, None), None);
     }
 }

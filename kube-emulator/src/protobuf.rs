@@ -190,13 +190,20 @@ static MICRO_TIME: Schema = Schema {
 
 /// The message of each kind decoded; `None` for a kind that is not (Events:
 /// no client sends them as protobuf to the emulator, and their `metav1.Time`
-/// fields are opaque in [`crate::schema`]).
+/// fields are opaque in [`crate::schema`]; the workload and RBAC kinds:
+/// `kubectl apply` sends JSON, and their tables carry no field numbers).
 fn schema_of(resource: Resource) -> Option<&'static Schema> {
     match resource {
         Resource::Lease | Resource::ConfigMap | Resource::Namespace | Resource::Node => {
             Some(crate::schema::of(resource))
         }
-        Resource::Event | Resource::EventV1 => None,
+        Resource::Event
+        | Resource::EventV1
+        | Resource::ServiceAccount
+        | Resource::Role
+        | Resource::RoleBinding
+        | Resource::Deployment
+        | Resource::PodDisruptionBudget => None,
     }
 }
 
@@ -261,7 +268,8 @@ fn decode_into(schema: &Schema, bytes: &[u8], out: &mut Map<String, Value>) -> D
                 continue;
             }
             // Known, and the server's to set: skipped as an unknown field is.
-            Shape::Opaque => continue,
+            // Opaque, and the shapes of JSON-only kinds (`schema_of` is `None`).
+            Shape::Opaque | Shape::IntOrStr | Shape::Quantity => continue,
             Shape::Messages(inner) => {
                 let mut fields = Map::new();
                 decode_into(inner, wire.bytes(at)?, &mut fields)?;

@@ -1,9 +1,10 @@
 //! Checks the requests a client made against the rules of an RBAC Role, so that a
 //! lock's tests can show that the Role it ships grants every request it makes.
 //!
-//! The Role is read from YAML minimally: the first document, its `rules`, each
-//! with `apiGroups`, `resources` and `verbs` written as flow lists
-//! (`verbs: ["get", "create"]`), as the Roles of this workspace are.
+//! The Role is read from YAML minimally: the first document of kind `Role` or
+//! `ClusterRole` (else the first document), its `rules`, each with `apiGroups`,
+//! `resources` and `verbs` written as flow lists (`verbs: ["get", "create"]`),
+//! as the Roles of this workspace are.
 
 use crate::faults::RequestCounts;
 use crate::resource::{Resource, Verb};
@@ -29,15 +30,28 @@ impl Rule {
     }
 }
 
-/// The rules of the first YAML document of `yaml` (the Role). Lines it does not
-/// understand are skipped; a rule starts at each `- apiGroups:` item.
+/// The rules of the Role in `yaml`: its first document of kind `Role` or
+/// `ClusterRole`, else its first document. Lines it does not understand are
+/// skipped; a rule starts at each `- apiGroups:` item.
 pub fn role_rules(yaml: &str) -> Vec<Rule> {
+    let documents: Vec<Vec<&str>> = yaml
+        .split('\n')
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .collect::<Vec<_>>()
+        .split(|line| *line == "---")
+        .map(<[&str]>::to_vec)
+        .collect();
+    let is_role = |doc: &&Vec<&str>| {
+        doc.iter()
+            .any(|line| matches!(*line, "kind: Role" | "kind: ClusterRole"))
+    };
+    let role = documents
+        .iter()
+        .find(is_role)
+        .or(documents.first())
+        .map_or(&[][..], Vec::as_slice);
     let mut rules: Vec<Rule> = Vec::new();
-    for line in yaml.lines() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line == "---" {
-            break;
-        }
+    for &line in role {
         let (starts_rule, line) = match line.strip_prefix("- ") {
             Some(rest) => (true, rest.trim()),
             None => (false, line),
@@ -84,11 +98,31 @@ pub fn not_granted(counts: &RequestCounts, client: &str, rules: &[Rule]) -> Vec<
         .collect()
 }
 
+/// What `rules` grant on the served resources that `client` never asked for
+/// in `counts`, as `(verb, resource)`: empty when the Role grants no more than
+/// the requests counted needed (least privilege, for that session).
+pub fn unused(counts: &RequestCounts, client: &str, rules: &[Rule]) -> Vec<(Verb, Resource)> {
+    let mut unused = Vec::new();
+    for resource in Resource::ALL {
+        for verb in Verb::ALL {
+            let granted = rules.iter().any(|rule| rule.allows(verb, resource));
+            if granted && counts.get(client, verb, resource) == 0 {
+                unused.push((verb, resource));
+            }
+        }
+    }
+    unused
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const ROLE: &str = r#"
+kind: ServiceAccount
+metadata:
+  name: sa
+---
 kind: Role
 rules:
   # a comment: verbs: ["delete"]

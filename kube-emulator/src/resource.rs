@@ -18,17 +18,32 @@ pub enum Resource {
     /// Core `v1` Node (cluster-scoped): metadata and `spec` as written (cordon is
     /// `spec.unschedulable`); no kubelet fills its status.
     Node,
+    /// Core `v1` ServiceAccount.
+    ServiceAccount,
+    /// `rbac.authorization.k8s.io/v1` Role: stored and validated, not enforced.
+    Role,
+    /// `rbac.authorization.k8s.io/v1` RoleBinding: stored and validated, not enforced.
+    RoleBinding,
+    /// `apps/v1` Deployment: stored and validated; no controller runs it.
+    Deployment,
+    /// `policy/v1` PodDisruptionBudget: stored and validated; nothing evicts.
+    PodDisruptionBudget,
 }
 
 impl Resource {
     /// Every resource the emulator serves.
-    pub const ALL: [Resource; 6] = [
+    pub const ALL: [Resource; 11] = [
         Resource::Lease,
         Resource::ConfigMap,
         Resource::Event,
         Resource::EventV1,
         Resource::Namespace,
         Resource::Node,
+        Resource::ServiceAccount,
+        Resource::Role,
+        Resource::RoleBinding,
+        Resource::Deployment,
+        Resource::PodDisruptionBudget,
     ];
 
     /// API group, `""` for the core group.
@@ -36,7 +51,14 @@ impl Resource {
         match self {
             Resource::Lease => "coordination.k8s.io",
             Resource::EventV1 => "events.k8s.io",
-            Resource::ConfigMap | Resource::Event | Resource::Namespace | Resource::Node => "",
+            Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io",
+            Resource::Deployment => "apps",
+            Resource::PodDisruptionBudget => "policy",
+            Resource::ConfigMap
+            | Resource::Event
+            | Resource::Namespace
+            | Resource::Node
+            | Resource::ServiceAccount => "",
         }
     }
 
@@ -50,7 +72,14 @@ impl Resource {
         match self {
             Resource::Lease => "coordination.k8s.io/v1",
             Resource::EventV1 => "events.k8s.io/v1",
-            Resource::ConfigMap | Resource::Event | Resource::Namespace | Resource::Node => "v1",
+            Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io/v1",
+            Resource::Deployment => "apps/v1",
+            Resource::PodDisruptionBudget => "policy/v1",
+            Resource::ConfigMap
+            | Resource::Event
+            | Resource::Namespace
+            | Resource::Node
+            | Resource::ServiceAccount => "v1",
         }
     }
 
@@ -62,6 +91,11 @@ impl Resource {
             Resource::Event | Resource::EventV1 => "events",
             Resource::Namespace => "namespaces",
             Resource::Node => "nodes",
+            Resource::ServiceAccount => "serviceaccounts",
+            Resource::Role => "roles",
+            Resource::RoleBinding => "rolebindings",
+            Resource::Deployment => "deployments",
+            Resource::PodDisruptionBudget => "poddisruptionbudgets",
         }
     }
 
@@ -73,6 +107,11 @@ impl Resource {
             Resource::Event | Resource::EventV1 => "Event",
             Resource::Namespace => "Namespace",
             Resource::Node => "Node",
+            Resource::ServiceAccount => "ServiceAccount",
+            Resource::Role => "Role",
+            Resource::RoleBinding => "RoleBinding",
+            Resource::Deployment => "Deployment",
+            Resource::PodDisruptionBudget => "PodDisruptionBudget",
         }
     }
 
@@ -134,6 +173,17 @@ pub enum Verb {
 }
 
 impl Verb {
+    /// Every verb.
+    pub const ALL: [Verb; 7] = [
+        Verb::Get,
+        Verb::List,
+        Verb::Watch,
+        Verb::Create,
+        Verb::Update,
+        Verb::Patch,
+        Verb::Delete,
+    ];
+
     /// Whether the verb changes state (create, update, patch, delete).
     pub fn is_write(self) -> bool {
         matches!(

@@ -2,12 +2,16 @@
 //! `k8s.io/apimachinery` declare them: the JSON name, the protobuf field
 //! number (from their `generated.proto` files), and how the value is shaped.
 //!
-//! One table per message serves two readers:
+//! One table per message serves three readers:
 //!
 //! - [`crate::protobuf`] decodes a protobuf body with it (Lease, ConfigMap,
-//!   Namespace and Node; Events are not decoded from protobuf);
+//!   Namespace and Node; Events are not decoded from protobuf, nor are the
+//!   workload and RBAC kinds, whose tables in [`pod`], `workloads` and `rbac`
+//!   carry no field numbers);
 //! - [`crate::validation::drop_unknown_fields`] finds the fields of a JSON
-//!   body that the kind does not have, for `fieldValidation`.
+//!   body that the kind does not have, for `fieldValidation`;
+//! - `validation::types` checks the JSON type of each field of the workload
+//!   and RBAC kinds (the older kinds have checks of their own).
 //!
 //! Every field of these kinds is named, so that a body the real server takes
 //! is taken here. A field marked [`Shape::Opaque`] is known by name only: the
@@ -17,6 +21,10 @@
 //! a Node's `spec.configSource`, and the `metav1.Time` fields of Events.
 
 use crate::resource::Resource;
+
+pub(crate) mod pod;
+mod rbac;
+mod workloads;
 
 /// How one field becomes JSON. Go leaves out a zero value of a non-pointer
 /// field (`omitempty`) and keeps a pointer field that was sent.
@@ -48,12 +56,21 @@ pub(crate) enum Shape {
     Message(&'static Schema),
     /// `repeated` messages.
     Messages(&'static Schema),
+    /// `intstr.IntOrString`: a JSON integer or string (a port by number or
+    /// name, a percentage). Kinds with such fields are JSON only.
+    IntOrStr,
+    /// `resource.Quantity`: a JSON string (`"500m"`, `"1Gi"`) or number.
+    /// Kinds with such fields are JSON only.
+    Quantity,
     /// Known by name, taken as written: not decoded from protobuf, not looked
     /// into by the unknown-field check.
     Opaque,
 }
 
 /// A message: its name (for errors) and its fields, by number and JSON name.
+/// The number is the protobuf field number; it is 0 in the messages of kinds
+/// that are taken as JSON only (the workloads and RBAC kinds, see
+/// [`decoded_from_protobuf`]), where it would never be read.
 #[derive(Debug)]
 pub(crate) struct Schema {
     pub(crate) name: &'static str,
@@ -286,6 +303,11 @@ pub(crate) fn of(resource: Resource) -> &'static Schema {
         Resource::Node => &NODE,
         Resource::Event => &EVENT,
         Resource::EventV1 => &EVENT_V1,
+        Resource::ServiceAccount => &rbac::SERVICE_ACCOUNT,
+        Resource::Role => &rbac::ROLE,
+        Resource::RoleBinding => &rbac::ROLE_BINDING,
+        Resource::Deployment => &workloads::DEPLOYMENT,
+        Resource::PodDisruptionBudget => &workloads::POD_DISRUPTION_BUDGET,
     }
 }
 
@@ -293,7 +315,8 @@ pub(crate) fn of(resource: Resource) -> &'static Schema {
 mod tests {
     use super::*;
 
-    /// No message names a field or a number twice.
+    /// No message names a field or a number twice (0, the number of the
+    /// JSON-only kinds' fields, is no number).
     #[test]
     fn names_and_numbers_are_unique_per_message() {
         fn check(schema: &'static Schema, seen: &mut Vec<&'static str>) {
@@ -303,7 +326,7 @@ mod tests {
             seen.push(schema.name);
             for (i, (n, name, shape)) in schema.fields.iter().enumerate() {
                 for (m, other, _) in &schema.fields[i + 1..] {
-                    assert_ne!(n, m, "{}: number {n} twice", schema.name);
+                    assert!(*n == 0 || n != m, "{}: number {n} twice", schema.name);
                     assert_ne!(name, other, "{}: {name} twice", schema.name);
                 }
                 if let Shape::Map(inner) | Shape::Message(inner) | Shape::Messages(inner) = shape {

@@ -819,6 +819,13 @@ mod tests {
         );
         assert_eq!(
             route("/apis/apps/v1/namespaces/default/deployments", &shared),
+            Route::Collection {
+                resource: Resource::Deployment,
+                namespace: Some("default".to_owned())
+            }
+        );
+        assert_eq!(
+            route("/apis/batch/v1/namespaces/default/jobs", &shared),
             Route::Unknown
         );
         assert!(matches!(route("/version", &shared), Route::Discovery(_)));

@@ -52,6 +52,15 @@ impl FieldError {
         }
     }
 
+    /// `Duplicate value: "c"`; `value` as the message shows it.
+    pub(crate) fn duplicate(field: &str, value: &str) -> Self {
+        FieldError {
+            reason: "FieldValueDuplicate",
+            field: field.to_owned(),
+            detail: format!("Duplicate value: {value}"),
+        }
+    }
+
     pub(crate) fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
         let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
         FieldError {

@@ -15,8 +15,8 @@ use crate::status::{ApiError, FieldError, OPTIMISTIC_LOCK_MSG, delete_success};
 use crate::time::{Timestamp, format_time};
 use crate::validation::{
     FieldValidation, cannot_handle, check_config_map, check_lease_spec, check_metadata_types,
-    check_node, strict_decoding_error, strict_decoding_message, validate_name,
-    validate_owner_references,
+    check_node, check_types, strict_decoding_error, strict_decoding_message, validate_name,
+    validate_owner_references, validate_workload,
 };
 
 /// Storage key: resource, namespace (`""` for cluster-scoped), name.
@@ -310,6 +310,14 @@ impl Store {
             Resource::ConfigMap => check_config_map(obj)?,
             Resource::Node => check_node(obj)?,
             Resource::Event | Resource::EventV1 | Resource::Namespace => {}
+            Resource::ServiceAccount
+            | Resource::Role
+            | Resource::RoleBinding
+            | Resource::Deployment
+            | Resource::PodDisruptionBudget => {
+                check_types(resource, obj)?;
+                errs.extend(validate_workload(resource, obj));
+            }
         }
         errs.extend(validate_owner_references(obj));
         Ok(errs)

@@ -33,6 +33,12 @@
 
 use serde_json::{Map, Value};
 
+mod types;
+mod workloads;
+
+pub(crate) use types::check_types;
+pub(crate) use workloads::validate as validate_workload;
+
 use crate::resource::Resource;
 use crate::schema::{Schema, Shape};
 use crate::status::{ApiError, FieldError};
@@ -188,6 +194,26 @@ pub(crate) fn validate_name(resource: Resource, name: &str) -> Vec<FieldError> {
     }
     let quoted = format!("{name:?}");
     match resource {
+        // `ValidatePathSegmentName`: RBAC names may be anything a URL path
+        // segment can hold (`system:controller:x` is a Role's name).
+        Resource::Role | Resource::RoleBinding => {
+            if name == "." || name == ".." {
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    &quoted,
+                    &format!("may not be '{name}'"),
+                ));
+            }
+            for bad in ["/", "%"] {
+                if name.contains(bad) {
+                    errs.push(FieldError::invalid(
+                        "metadata.name",
+                        &quoted,
+                        &format!("may not contain '{bad}'"),
+                    ));
+                }
+            }
+        }
         Resource::Namespace => {
             if name.len() > 63 {
                 errs.push(FieldError::invalid(

@@ -289,8 +289,11 @@ async fn openapi_v3_documents_declare_field_validation() {
         paths.keys().collect::<Vec<_>>(),
         [
             "api/v1",
+            "apis/apps/v1",
             "apis/coordination.k8s.io/v1",
-            "apis/events.k8s.io/v1"
+            "apis/events.k8s.io/v1",
+            "apis/policy/v1",
+            "apis/rbac.authorization.k8s.io/v1",
         ]
     );
     let mut kinds = Vec::new();
@@ -331,8 +334,13 @@ async fn openapi_v3_documents_declare_field_validation() {
             "/Event",
             "/Namespace",
             "/Node",
+            "/ServiceAccount",
+            "apps/Deployment",
             "coordination.k8s.io/Lease",
-            "events.k8s.io/Event"
+            "events.k8s.io/Event",
+            "policy/PodDisruptionBudget",
+            "rbac.authorization.k8s.io/Role",
+            "rbac.authorization.k8s.io/RoleBinding",
         ]
     );
 
@@ -351,6 +359,10 @@ async fn openapi_v3_documents_declare_field_validation() {
     )
     .await;
     assert_eq!(protobuf.code, 406);
-    let missing = send(&client, get("/openapi/v3/apis/apps/v1", "application/json")).await;
+    let missing = send(
+        &client,
+        get("/openapi/v3/apis/batch/v1", "application/json"),
+    )
+    .await;
     assert_eq!(missing.code, 404);
 }

@@ -58,8 +58,8 @@
 //! still being written, at most one request timeout, after the lease is released.
 //! A bad flag, an unusable kubeconfig or an invalid combination of timings ends the
 //! sidecar with one line on stderr and a non-zero exit (2 for the command line, 1
-//! otherwise). `deploy.yaml` beside this crate is a Deployment with its
-//! ServiceAccount and RBAC.
+//! otherwise). The workspace's `deploy/sidecar.yaml` runs it beside an app
+//! (serve mode), `deploy/run-mode.yaml` as a Pod's entry point (run mode).
 //!
 //! ```
 //! use clap::Parser;

@@ -1,0 +1,191 @@
+//! The JSON type of every field a kind's schema describes, checked as the API
+//! server's JSON decoder checks it: a string where the Go type has an `int32`
+//! is a 400 `json: cannot unmarshal string into Go struct field
+//! DeploymentSpec.spec.replicas of type int32`. A `null` is taken anywhere (Go
+//! leaves the field at its zero value); below an opaque field nothing is
+//! checked; fields the kind does not have were dropped or refused before, by
+//! `fieldValidation`. The top-level `metadata` is left to
+//! [`super::check_metadata_types`], which every kind goes through.
+
+use serde_json::Value;
+
+use super::decode_error;
+use crate::resource::Resource;
+use crate::schema::{Schema, Shape};
+use crate::status::ApiError;
+
+/// Checks the JSON types of `obj`, an object of `resource`, against its schema.
+pub(crate) fn check_types(resource: Resource, obj: &Value) -> Result<(), ApiError> {
+    let schema = crate::schema::of(resource);
+    let Value::Object(fields) = obj else {
+        return Ok(());
+    };
+    for (name, value) in fields {
+        if matches!(name.as_str(), "apiVersion" | "kind" | "metadata") {
+            continue;
+        }
+        if let Some(shape) = schema.field(name) {
+            check(resource, schema, name, shape, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks `value`, the field at `path` of a `parent` message, against `shape`.
+fn check(
+    resource: Resource,
+    parent: &Schema,
+    path: &str,
+    shape: Shape,
+    value: &Value,
+) -> Result<(), ApiError> {
+    let fits = match (shape, value) {
+        (_, Value::Null) | (Shape::Opaque, _) => true,
+        (Shape::Str | Shape::StrKept | Shape::Base64 | Shape::MicroTime, Value::String(_)) => true,
+        (Shape::Int32 | Shape::Int32Kept, Value::Number(n)) => {
+            n.as_i64().is_some_and(|n| i32::try_from(n).is_ok())
+        }
+        (Shape::Int64, Value::Number(n)) => n.as_i64().is_some(),
+        (Shape::Bool | Shape::BoolKept, Value::Bool(_)) => true,
+        (Shape::IntOrStr, Value::Number(n)) => n.as_i64().is_some(),
+        (Shape::IntOrStr | Shape::Quantity, Value::String(_)) => true,
+        (Shape::Quantity, Value::Number(_)) => true,
+        (Shape::Strings, Value::Array(items)) => items
+            .iter()
+            .all(|item| matches!(item, Value::String(_) | Value::Null)),
+        (Shape::Map(entry), Value::Object(map)) => {
+            let values = entry.field("value").unwrap_or(Shape::Opaque);
+            for (key, item) in map {
+                check(resource, parent, &format!("{path}[{key}]"), values, item)?;
+            }
+            true
+        }
+        (Shape::Message(inner), Value::Object(fields)) => {
+            for (name, item) in fields {
+                if let Some(shape) = inner.field(name) {
+                    check(resource, inner, &format!("{path}.{name}"), shape, item)?;
+                }
+            }
+            true
+        }
+        (Shape::Messages(inner), Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let at = format!("{path}[{i}]");
+                match item {
+                    Value::Object(_) | Value::Null => {
+                        check(resource, parent, &at, Shape::Message(inner), item)?;
+                    }
+                    other => {
+                        return Err(decode_error(
+                            resource,
+                            &format!("{}.{at}", parent.name),
+                            &go_type(Shape::Message(inner)),
+                            other,
+                        ));
+                    }
+                }
+            }
+            true
+        }
+        _ => false,
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(decode_error(
+            resource,
+            &format!("{}.{path}", parent.name),
+            &go_type(shape),
+            value,
+        ))
+    }
+}
+
+/// The Go type of a shape, as the decoder names it in its error.
+fn go_type(shape: Shape) -> String {
+    match shape {
+        Shape::Str | Shape::StrKept => "string".into(),
+        Shape::Int32 | Shape::Int32Kept => "int32".into(),
+        Shape::Int64 => "int64".into(),
+        Shape::Bool | Shape::BoolKept => "bool".into(),
+        Shape::Base64 => "[]uint8".into(),
+        Shape::Strings => "[]string".into(),
+        Shape::Map(_) => "map[string]string".into(),
+        Shape::MicroTime => "v1.MicroTime".into(),
+        Shape::Message(inner) => format!("v1.{}", inner.name),
+        Shape::Messages(inner) => format!("[]v1.{}", inner.name),
+        Shape::IntOrStr => "intstr.IntOrString".into(),
+        Shape::Quantity => "resource.Quantity".into(),
+        Shape::Opaque => "interface {}".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn deployment(spec: Value) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": spec})
+    }
+
+    #[test]
+    fn right_types_and_nulls_pass() {
+        let d = deployment(json!({
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "a"}},
+            "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [{
+                    "name": "c", "image": "i", "args": ["x"],
+                    "ports": [{"containerPort": 8080}],
+                    "resources": {"requests": {"cpu": "100m", "memory": 64}},
+                    "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}},
+                    "env": null,
+                }]},
+            },
+        }));
+        check_types(Resource::Deployment, &d).expect("well typed");
+    }
+
+    #[test]
+    fn a_wrong_type_is_named_by_its_path_as_the_decoder_names_it() {
+        let cases = [
+            (
+                json!({"replicas": "3"}),
+                "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32",
+            ),
+            (
+                json!({"template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "80"}]}]}}}),
+                "json: cannot unmarshal string into Go struct field ContainerPort.spec.template.spec.containers[0].ports[0].containerPort of type int32",
+            ),
+            (
+                json!({"template": {"spec": {"containers": {"name": "c"}}}}),
+                "json: cannot unmarshal object into Go struct field PodSpec.spec.template.spec.containers of type []v1.Container",
+            ),
+            (
+                json!({"template": {"spec": {"containers": ["c"]}}}),
+                "json: cannot unmarshal string into Go struct field PodSpec.spec.template.spec.containers[0] of type v1.Container",
+            ),
+            (
+                json!({"strategy": {"rollingUpdate": {"maxSurge": true}}}),
+                "json: cannot unmarshal bool into Go struct field RollingUpdateDeployment.spec.strategy.rollingUpdate.maxSurge of type intstr.IntOrString",
+            ),
+            (
+                json!({"replicas": 4_294_967_296_i64}),
+                "json: cannot unmarshal number into Go struct field DeploymentSpec.spec.replicas of type int32",
+            ),
+        ];
+        for (spec, message) in cases {
+            let err = check_types(Resource::Deployment, &deployment(spec.clone()))
+                .expect_err("a wrong type");
+            assert!(
+                err.message.ends_with(message),
+                "{spec}: {:?}\nwanted the end: {message}",
+                err.message
+            );
+        }
+    }
+}
