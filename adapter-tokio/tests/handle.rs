@@ -6,10 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use adapter_tokio::{CancellationToken, TokioRuntime, state_watch, token_work};
 use election_core::Event;
-use election_core::{
-    Config, ConfigError, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation,
-    Role, Version, WatchStream,
-};
+use election_core::{Config, ConfigError, Layer, Layered, Lock, Role};
 use election_driver::{Builder, Change, DriverError};
 use lock_memory::{MemoryLock, MemoryStore};
 
@@ -158,33 +155,13 @@ fn spawn_on_a_runtime_without_timers_is_a_typed_error() {
     drop(handle);
 }
 
-/// A memory lock that notes the configurations it is handed.
-struct Configured {
-    inner: MemoryLock,
-    told: Arc<Mutex<Vec<Config>>>,
-}
+/// Notes the configurations the lock is handed.
+struct Configured(Arc<Mutex<Vec<Config>>>);
 
-impl Lock for Configured {
-    async fn get(&self) -> Result<Observation, LockError> {
-        self.inner.get().await
-    }
-    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
-        self.inner.create(record).await
-    }
-    async fn update(&self, v: &Version, record: &LockRecord) -> Result<Observation, LockError> {
-        self.inner.update(v, record).await
-    }
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
-        self.inner.watch(from)
-    }
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn leadership_changed(&self, id: &str, change: LeadershipChange) -> Option<LockTask> {
-        self.inner.leadership_changed(id, change)
-    }
-    fn configure(&self, config: &Config) {
-        self.told.lock().unwrap().push(config.clone());
+impl Layer<MemoryLock> for Configured {
+    fn configure(&self, inner: &MemoryLock, config: &Config) {
+        self.0.lock().unwrap().push(config.clone());
+        inner.configure(config);
     }
 }
 
@@ -194,10 +171,8 @@ impl Lock for Configured {
 async fn the_driver_hands_its_configuration_to_the_lock() {
     let store = store();
     let told = Arc::new(Mutex::new(Vec::new()));
-    let lock = |told: &Arc<Mutex<Vec<Config>>>| Configured {
-        inner: store.client("a"),
-        told: told.clone(),
-    };
+    let lock =
+        |told: &Arc<Mutex<Vec<Config>>>| Layered::new(store.client("a"), Configured(told.clone()));
     let mut config = Config::fast("a");
     config.request_timeout = std::time::Duration::from_millis(700);
     let h = Builder::new(lock(&told), config.clone())

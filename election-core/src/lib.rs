@@ -85,6 +85,7 @@ mod config;
 mod elector;
 mod event;
 mod input;
+mod layer;
 mod lock;
 mod record;
 mod rng;
@@ -97,6 +98,7 @@ pub use config::{Config, ConfigError, LockDelay, Preemption};
 pub use elector::{Elector, Role, Stats};
 pub use event::{BrokenAnswer, Event, StopReason, Term, Warning};
 pub use input::Input;
+pub use layer::{Layer, Layered};
 pub use lock::{LeadershipChange, Lock, LockError, LockTask, WatchEvent, WatchStream};
 pub use record::{
     Handover, LockRecord, MALFORMED_HOLDER, MAX_TRANSITIONS, Observation, Stamp, Version,

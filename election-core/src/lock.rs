@@ -110,9 +110,9 @@ pub trait Lock: Send + Sync + 'static {
     /// of decimal form must grow with every write, across deletions too
     /// ([`Version::order`]).
     ///
-    /// No default: a backend without a watch returns `None` in its own words, and
-    /// a wrapper forwards to the lock it wraps (one that forgot would silently
-    /// turn every follower into a poller).
+    /// No default: a backend without a watch returns `None` in its own words; a
+    /// wrapper is a [`Layer`](crate::Layer), which forwards it by default (one
+    /// that forgot would silently turn every follower into a poller).
     fn watch(&self, from: Option<&Version>) -> Option<WatchStream>;
 
     /// A human-readable name of the lock, such as `leases/kube-system/my-controller`.
@@ -123,9 +123,9 @@ pub trait Lock: Send + Sync + 'static {
     /// driver spawns on its runtime and never awaits: whatever it does (an Event
     /// on the lock object) cannot delay or fail the election. It must not block.
     ///
-    /// No default: a lock with nothing to record returns `None` in its own words,
-    /// and a wrapper forwards to the lock it wraps (one that forgot would silently
-    /// drop the wrapped lock's Events).
+    /// No default: a lock with nothing to record returns `None` in its own words;
+    /// a wrapper is a [`Layer`](crate::Layer), which forwards it by default (one
+    /// that forgot would silently drop the wrapped lock's Events).
     fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask>;
 
     /// Told the election's configuration by the driver once, before its first
@@ -135,10 +135,10 @@ pub trait Lock: Send + Sync + 'static {
     /// reads that open a watch, a best-effort Event) takes its bound from here.
     ///
     /// No default, as for every method: a lock with nothing of its own to bound
-    /// says so in its own words, and a wrapper forwards it to the lock it wraps
-    /// (one that forgot would leave the wrapped lock on its own defaults;
-    /// `lock-memory`'s `check_wrapper` checks it). A lock shared by several elections keeps the
-    /// last configuration it was told.
+    /// says so in its own words; a wrapper is a [`Layer`](crate::Layer), which
+    /// forwards it by default (one that forgot would leave the wrapped lock on
+    /// its own defaults). A lock shared by several elections keeps the last
+    /// configuration it was told.
     fn configure(&self, config: &Config);
 }
 

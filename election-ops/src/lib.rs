@@ -46,7 +46,7 @@ pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 
-pub use monitor::{Monitor, MonitorBuilder, ObservedLock, Snapshot};
+pub use monitor::{Monitor, MonitorBuilder, Observed, ObservedLock, Snapshot};
 pub use view::LeadershipView;
 
 /// The README's Rust snippets, compiled as doctests of this crate (its

@@ -14,14 +14,12 @@
 //! (`leases/<ns>/<name>`), the identity, the term, the operation and the error's
 //! message. Tokens and kubeconfig contents never reach this crate.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use election_core::{
-    Config, Event, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
-    WatchStream,
-};
+use election_core::{Event, Layer, Layered, Lock, LockError, LockRecord, Observation, Version};
 use election_driver::{Change, LeadershipState, StateStream};
 use futures::StreamExt;
 use tracing::Instrument;
@@ -178,10 +176,7 @@ impl Monitor {
     /// Wraps `lock` so that its calls are traced, timed and counted. Give the
     /// wrapped lock to the driver's builder.
     pub fn lock<L: Lock>(self: &Arc<Self>, lock: L) -> ObservedLock<L> {
-        ObservedLock {
-            inner: lock,
-            monitor: Arc::clone(self),
-        }
+        Layered::new(lock, Observed(Arc::clone(self)))
     }
 
     /// Follows a state stream to its end (spawn this on your runtime).
@@ -362,63 +357,46 @@ impl Monitor {
     }
 }
 
-/// A [`Lock`] whose calls are traced, timed and counted by a [`Monitor`].
-#[derive(Debug)]
-pub struct ObservedLock<L> {
-    inner: L,
-    monitor: Arc<Monitor>,
-}
+/// A [`Lock`] whose calls are traced, timed and counted by a [`Monitor`]
+/// ([`Monitor::lock`]); every other call (the watch, the wrapped lock's Events
+/// and configuration) is the wrapped lock's own.
+pub type ObservedLock<L> = Layered<L, Observed>;
 
-impl<L: Lock> Lock for ObservedLock<L> {
-    async fn get(&self) -> Result<Observation, LockError> {
+/// The [`Layer`] of an [`ObservedLock`]: reads and writes traced, timed and
+/// counted by the monitor.
+#[derive(Debug, Clone)]
+pub struct Observed(Arc<Monitor>);
+
+impl Observed {
+    /// Times `call`, the lock call `op`, in the monitor's span, and counts it.
+    async fn call(
+        &self,
+        op: &'static str,
+        call: impl Future<Output = Result<Observation, LockError>>,
+    ) -> Result<Observation, LockError> {
         let started = std::time::Instant::now();
-        let r = self.inner.get().instrument(self.monitor.span("get")).await;
-        self.monitor.finish_call("get", started, &r);
+        let r = call.instrument(self.0.span(op)).await;
+        self.0.finish_call(op, started, &r);
         r
     }
+}
 
-    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
-        let started = std::time::Instant::now();
-        let r = self
-            .inner
-            .create(record)
-            .instrument(self.monitor.span("create"))
-            .await;
-        self.monitor.finish_call("create", started, &r);
-        r
+impl<L: Lock> Layer<L> for Observed {
+    async fn get(&self, inner: &L) -> Result<Observation, LockError> {
+        self.call("get", inner.get()).await
+    }
+
+    async fn create(&self, inner: &L, record: &LockRecord) -> Result<Observation, LockError> {
+        self.call("create", inner.create(record)).await
     }
 
     async fn update(
         &self,
+        inner: &L,
         expected: &Version,
         record: &LockRecord,
     ) -> Result<Observation, LockError> {
-        let started = std::time::Instant::now();
-        let r = self
-            .inner
-            .update(expected, record)
-            .instrument(self.monitor.span("update"))
-            .await;
-        self.monitor.finish_call("update", started, &r);
-        r
-    }
-
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
-        self.inner.watch(from)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    /// The wrapped lock's own (the Lease lock's Events, for one).
-    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
-        self.inner.leadership_changed(identity, change)
-    }
-
-    /// The wrapped lock's own (the Kubernetes locks' bound of their watch reads).
-    fn configure(&self, config: &Config) {
-        self.inner.configure(config);
+        self.call("update", inner.update(expected, record)).await
     }
 }
 

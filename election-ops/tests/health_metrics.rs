@@ -10,10 +10,7 @@ use std::time::Duration;
 
 use adapter_tokio::TokioRuntime;
 use common::{LEASE, candidate, wait_until};
-use election_core::{
-    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
-    WatchStream,
-};
+use election_core::{Config, Layer, Layered, Lock, LockError, LockRecord, Observation, Version};
 use election_driver::Builder;
 use election_ops::health::{Health, Heartbeat, ReadyWhen, Unhealthy};
 use election_ops::http::Endpoint;
@@ -48,21 +45,15 @@ fn value(text: &str, series: &str) -> Option<f64> {
 
 /// A lock whose updates block the calling thread while `wedged` is set (up to 10 s):
 /// a hung call the driver cannot time out.
-struct Wedging<L> {
-    inner: L,
+struct Wedging {
     wedged: Arc<AtomicBool>,
     release: Arc<Mutex<std::sync::mpsc::Receiver<()>>>,
 }
 
-impl<L: Lock> Lock for Wedging<L> {
-    async fn get(&self) -> Result<Observation, LockError> {
-        self.inner.get().await
-    }
-    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
-        self.inner.create(record).await
-    }
+impl<L: Lock> Layer<L> for Wedging {
     async fn update(
         &self,
+        inner: &L,
         expected: &Version,
         record: &LockRecord,
     ) -> Result<Observation, LockError> {
@@ -70,20 +61,7 @@ impl<L: Lock> Lock for Wedging<L> {
             let rx = self.release.lock().unwrap();
             let _ = rx.recv_timeout(Duration::from_secs(10));
         }
-        self.inner.update(expected, record).await
-    }
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
-        self.inner.watch(from)
-    }
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    fn configure(&self, config: &election_core::Config) {
-        let _ = config; // nothing to configure
-    }
-    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
-        self.inner.leadership_changed(identity, change)
+        inner.update(expected, record).await
     }
 }
 
@@ -97,11 +75,13 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
         .expect("lock");
     let wedged = Arc::new(AtomicBool::new(false));
     let (unblock, rx) = std::sync::mpsc::channel();
-    let lock = Wedging {
-        inner: lease,
-        wedged: Arc::clone(&wedged),
-        release: Arc::new(Mutex::new(rx)),
-    };
+    let lock = Layered::new(
+        lease,
+        Wedging {
+            wedged: Arc::clone(&wedged),
+            release: Arc::new(Mutex::new(rx)),
+        },
+    );
     let monitor = Monitor::new("leases/default/ops-lease", "node-a");
     // The driver runs on its own one-thread runtime, so that a blocked call wedges
     // it (and nothing else).

@@ -92,7 +92,7 @@ use std::time::Duration;
 
 use adapter_tokio::TokioRuntime;
 use clap::{Parser, Subcommand};
-use election_core::{Config, ConfigError, Lock};
+use election_core::{Config, ConfigError, Layered, Lock};
 use election_driver::{Builder, Handle};
 use election_ops::Monitor;
 use election_ops::health::Health;
@@ -102,7 +102,7 @@ use tokio::sync::watch;
 
 use crate::child::ChildWork;
 use crate::duration::{format_duration, parse_duration};
-use crate::lock_tasks::{LockTasks, TrackedLock};
+use crate::lock_tasks::LockTasks;
 use crate::logging::LogFormat;
 
 /// client-go's lease duration.
@@ -482,7 +482,7 @@ async fn start(
     monitor.register_metrics(&mut registry);
     let request_timeout = config.request_timeout;
     let lock_tasks = LockTasks::new();
-    let lock = TrackedLock::new(monitor.lock(lock), lock_tasks.clone());
+    let lock = Layered::new(monitor.lock(lock), lock_tasks.clone());
     let mut builder = Builder::new(lock, config);
     let handle_slot = work.as_ref().map(|w| Arc::clone(&w.handle));
     if let Some(work) = work {

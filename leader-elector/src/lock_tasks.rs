@@ -6,16 +6,14 @@
 //! exits as soon as its shutdown has released the lease, and the end of the
 //! runtime drops every task still running: the `<identity> stopped leading` Event
 //! of a SIGTERM, written while the lease is being released, was now and then lost.
-//! [`TrackedLock`] wraps the lock and counts those tasks; [`LockTasks::settled`]
+//! [`LockTasks`], a [`Layer`] around the lock, counts those tasks; [`LockTasks::settled`]
 //! waits until none runs, bounded by the caller (each Event write is itself
 //! bounded by the request timeout).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use election_core::{
-    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream,
-};
+use election_core::{Layer, LeadershipChange, Lock, LockTask};
 use tokio::sync::watch;
 
 /// How many of the lock's background tasks still run. Clones share the count.
@@ -55,58 +53,26 @@ impl LockTasks {
     }
 }
 
-/// A [`Lock`] whose background tasks are counted by [`LockTasks`]; every call is
-/// forwarded to the wrapped lock.
-#[derive(Debug)]
-pub(crate) struct TrackedLock<L> {
-    inner: L,
-    tasks: LockTasks,
-}
-
-impl<L> TrackedLock<L> {
-    pub(crate) fn new(inner: L, tasks: LockTasks) -> Self {
-        TrackedLock { inner, tasks }
-    }
-}
-
-impl<L: Lock> Lock for TrackedLock<L> {
-    async fn get(&self) -> Result<Observation, LockError> {
-        self.inner.get().await
-    }
-
-    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
-        self.inner.create(record).await
-    }
-
-    async fn update(
+/// Counts the wrapped lock's background tasks: wrapped in [`Layered`] with a
+/// [`LockTasks`], a lock's every call is forwarded and each task it returns from
+/// [`Lock::leadership_changed`] is counted.
+impl<L: Lock> Layer<L> for LockTasks {
+    fn leadership_changed(
         &self,
-        expected: &Version,
-        record: &LockRecord,
-    ) -> Result<Observation, LockError> {
-        self.inner.update(expected, record).await
-    }
-
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
-        self.inner.watch(from)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
-        self.inner
+        inner: &L,
+        identity: &str,
+        change: LeadershipChange,
+    ) -> Option<LockTask> {
+        inner
             .leadership_changed(identity, change)
-            .map(|task| self.tasks.track(task))
-    }
-
-    fn configure(&self, config: &election_core::Config) {
-        self.inner.configure(config);
+            .map(|task| self.track(task))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use election_core::{Layered, LockError, LockRecord, Observation, Version, WatchStream};
+
     use super::*;
 
     /// A lock that only has a background task: one that ends when `release` is
@@ -143,7 +109,7 @@ mod tests {
     #[tokio::test]
     async fn the_wrapper_forwards_every_lock_method() {
         let tasks = LockTasks::new();
-        lock_memory::conformance::check_wrapper(|probe| TrackedLock::new(probe, tasks.clone()))
+        lock_memory::conformance::check_wrapper(|probe| Layered::new(probe, tasks.clone()))
             .await
             .expect("forwards everything");
         assert!(tasks.settled(Duration::ZERO).await, "the probe's tasks ran");
@@ -153,7 +119,7 @@ mod tests {
     async fn settled_waits_for_the_tasks_of_the_wrapped_lock() {
         let (release, released) = watch::channel(false);
         let tasks = LockTasks::new();
-        let lock = TrackedLock::new(Slow(released), tasks.clone());
+        let lock = Layered::new(Slow(released), tasks.clone());
         assert_eq!(lock.describe(), "slow", "forwarded");
         assert!(tasks.settled(Duration::ZERO).await, "none yet");
 

@@ -55,7 +55,7 @@ use crate::MemoryStore;
 mod diff;
 mod race;
 mod wrapper;
-pub use wrapper::{PROBE_IDENTITY, Probe, WrapperFailure, check_wrapper};
+pub use wrapper::{PROBE_IDENTITY, Probe, ProbeNotes, WrapperFailure, check_wrapper};
 
 /// How long one lock call may take before the case fails, by default.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);

@@ -36,8 +36,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use election_core::{
-    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Stamp, Version,
-    WatchStream,
+    Config, Layer, Layered, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation,
+    Stamp, Version, WatchStream,
 };
 use futures_lite::StreamExt;
 use lock_memory::{MemoryLock, MemoryStore};
@@ -488,59 +488,47 @@ enum Drops {
     Configure,
 }
 
-struct Wrapper<L> {
-    inner: L,
-    drops: Drops,
-}
+/// A layer that drops what `Drops` names (its overrides can drop a call; what
+/// it does not override, it cannot).
+struct Dropping(Drops);
 
-impl<L: Lock> Lock for Wrapper<L> {
-    async fn get(&self) -> Result<Observation, LockError> {
-        self.inner.get().await
-    }
-
-    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
-        self.inner.create(record).await
-    }
-
-    async fn update(
-        &self,
-        expected: &Version,
-        record: &LockRecord,
-    ) -> Result<Observation, LockError> {
-        self.inner.update(expected, record).await
-    }
-
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
-        match self.drops {
+impl<L: Lock> Layer<L> for Dropping {
+    fn watch(&self, inner: &L, from: Option<&Version>) -> Option<WatchStream> {
+        match self.0 {
             Drops::Watch => None,
-            _ => self.inner.watch(from),
+            _ => inner.watch(from),
         }
     }
 
-    fn describe(&self) -> String {
-        format!("wrapped {}", self.inner.describe())
+    fn describe(&self, inner: &L) -> String {
+        format!("wrapped {}", inner.describe())
     }
 
-    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
-        match self.drops {
+    fn leadership_changed(
+        &self,
+        inner: &L,
+        identity: &str,
+        change: LeadershipChange,
+    ) -> Option<LockTask> {
+        match self.0 {
             Drops::LeadershipChanged => None,
             Drops::LeadershipTask => {
-                drop(self.inner.leadership_changed(identity, change));
+                drop(inner.leadership_changed(identity, change));
                 Some(Box::pin(async {}))
             }
-            _ => self.inner.leadership_changed(identity, change),
+            _ => inner.leadership_changed(identity, change),
         }
     }
 
-    fn configure(&self, config: &Config) {
-        if self.drops != Drops::Configure {
-            self.inner.configure(config);
+    fn configure(&self, inner: &L, config: &Config) {
+        if self.0 != Drops::Configure {
+            inner.configure(config);
         }
     }
 }
 
 fn check(drops: Drops) -> Result<(), WrapperFailure> {
-    futures_lite::future::block_on(check_wrapper(|inner| Wrapper { inner, drops }))
+    futures_lite::future::block_on(check_wrapper(|inner| Layered::new(inner, Dropping(drops))))
 }
 
 #[test]

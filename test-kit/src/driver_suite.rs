@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use election_core::Event;
 use election_core::{
-    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, OpKind, Role,
-    StopReason, Term, Version, WatchStream,
+    Config, Layer, Layered, Lock, LockError, LockRecord, OpKind, Role, StopReason, Term, Version,
+    WatchStream,
 };
 use election_driver::{
     Builder, CancelSignal, Change, DriverError, Handle, LeaderWork, LeadershipState, OnLoss,
@@ -1189,31 +1189,14 @@ pub async fn w1_silent_watch_is_restarted_after_the_idle_limit<R: Runtime>(rt: R
 /// The memory lock, recording where each watch starts; while `gone` is set a
 /// watch resumed from a version fails at once, as kube reports a 410 Gone (an
 /// invalid request).
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct GoneOnResume {
-    inner: MemoryLock,
     starts: Arc<Mutex<Vec<Option<Version>>>>,
     gone: Arc<AtomicBool>,
 }
 
-impl Lock for GoneOnResume {
-    async fn get(&self) -> Result<Observation, LockError> {
-        self.inner.get().await
-    }
-
-    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
-        self.inner.create(record).await
-    }
-
-    async fn update(
-        &self,
-        expected: &Version,
-        record: &LockRecord,
-    ) -> Result<Observation, LockError> {
-        self.inner.update(expected, record).await
-    }
-
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
+impl Layer<MemoryLock> for GoneOnResume {
+    fn watch(&self, inner: &MemoryLock, from: Option<&Version>) -> Option<WatchStream> {
         self.starts.lock().unwrap().push(from.cloned());
         if from.is_some() && self.gone.load(Ordering::SeqCst) {
             let gone = Err(LockError::Invalid {
@@ -1221,19 +1204,7 @@ impl Lock for GoneOnResume {
             });
             return Some(Box::pin(futures::stream::iter([gone])));
         }
-        self.inner.watch(from)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    fn configure(&self, config: &election_core::Config) {
-        let _ = config; // nothing to configure
-    }
-
-    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
-        self.inner.leadership_changed(identity, change)
+        inner.watch(from)
     }
 }
 
@@ -1247,11 +1218,7 @@ pub async fn w2_resumed_watch_failing_at_once_is_started_afresh<R: Runtime>(rt: 
     let mut a = c.spawn("node-a");
     c.until(FIRST_ELECTION, "node-a leads", || a.is_leader())
         .await;
-    let lock = GoneOnResume {
-        inner: c.store.client("node-b"),
-        starts: Arc::default(),
-        gone: Arc::default(),
-    };
+    let lock = Layered::new(c.store.client("node-b"), GoneOnResume::default());
     let states = Recorder::default();
     let rec = states.clone();
     let mut b = Node {
@@ -1270,7 +1237,7 @@ pub async fn w2_resumed_watch_failing_at_once_is_started_afresh<R: Runtime>(rt: 
     })
     .await;
     c.sleep(ms(300)).await;
-    lock.gone.store(true, Ordering::SeqCst);
+    lock.layer().gone.store(true, Ordering::SeqCst);
     c.store.partition_with("node-b", PartitionMode::Hang);
     let pos = log_position(&c.store);
     c.until(LEASE, "node-a renewed behind the black hole", || {
@@ -1278,7 +1245,7 @@ pub async fn w2_resumed_watch_failing_at_once_is_started_afresh<R: Runtime>(rt: 
     })
     .await;
     c.store.heal("node-b");
-    let starts = || lock.starts.lock().unwrap().clone();
+    let starts = || lock.layer().starts.lock().unwrap().clone();
     c.until(LEASE + ms(500), "a resume and the watch after it", || {
         starts().len() >= 3
     })

@@ -13,8 +13,7 @@
 use std::sync::{Arc, Mutex};
 
 use election_core::{
-    Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version,
-    WatchEvent, WatchStream,
+    Config, Layer, Layered, LeadershipChange, Lock, LockError, LockTask, WatchEvent,
 };
 
 use super::{Timeouts, held, next_is, ok, within};
@@ -24,12 +23,14 @@ use crate::{MemoryLock, MemoryStore};
 pub const PROBE_IDENTITY: &str = "probe";
 
 /// The lock [`check_wrapper`] gives the wrapper under test: a [`MemoryLock`] on a
-/// store of its own that also notes what it is told through
-/// [`Lock::leadership_changed`], and returns a task that notes it ran, and the
-/// configurations it is given through [`Lock::configure`].
+/// store of its own, wrapped by [`ProbeNotes`], which note what it is told
+/// through [`Lock::leadership_changed`] (and return a task that notes it ran)
+/// and the configurations it is given through [`Lock::configure`].
+pub type Probe = Layered<MemoryLock, ProbeNotes>;
+
+/// The [`Layer`] of a [`Probe`]: what the probe was told.
 #[derive(Clone, Debug)]
-pub struct Probe {
-    inner: MemoryLock,
+pub struct ProbeNotes {
     store: MemoryStore,
     told: Arc<Mutex<Vec<Told>>>,
     configured: Arc<Mutex<Vec<Config>>>,
@@ -43,17 +44,18 @@ struct Told {
     task_ran: bool,
 }
 
-impl Probe {
-    fn new() -> Self {
-        let store = MemoryStore::new();
-        Probe {
-            inner: store.client("probe"),
-            store,
-            told: Arc::default(),
-            configured: Arc::default(),
-        }
-    }
+/// A new probe, on a store of its own.
+fn probe() -> Probe {
+    let store = MemoryStore::new();
+    let notes = ProbeNotes {
+        store: store.clone(),
+        told: Arc::default(),
+        configured: Arc::default(),
+    };
+    Layered::new(store.client("probe"), notes)
+}
 
+impl ProbeNotes {
     fn told(&self) -> Vec<Told> {
         self.told.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -66,32 +68,13 @@ impl Probe {
     }
 }
 
-impl Lock for Probe {
-    async fn get(&self) -> Result<Observation, LockError> {
-        self.inner.get().await
-    }
-
-    async fn create(&self, record: &LockRecord) -> Result<Observation, LockError> {
-        self.inner.create(record).await
-    }
-
-    async fn update(
+impl Layer<MemoryLock> for ProbeNotes {
+    fn leadership_changed(
         &self,
-        expected: &Version,
-        record: &LockRecord,
-    ) -> Result<Observation, LockError> {
-        self.inner.update(expected, record).await
-    }
-
-    fn watch(&self, from: Option<&Version>) -> Option<WatchStream> {
-        self.inner.watch(from)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    fn leadership_changed(&self, identity: &str, change: LeadershipChange) -> Option<LockTask> {
+        _: &MemoryLock,
+        identity: &str,
+        change: LeadershipChange,
+    ) -> Option<LockTask> {
         let told = Arc::clone(&self.told);
         let mut all = told.lock().unwrap_or_else(|e| e.into_inner());
         let at = all.len();
@@ -106,12 +89,12 @@ impl Lock for Probe {
         }))
     }
 
-    fn configure(&self, config: &Config) {
+    fn configure(&self, inner: &MemoryLock, config: &Config) {
         self.configured
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(config.clone());
-        self.inner.configure(config);
+        inner.configure(config);
     }
 }
 
@@ -132,32 +115,34 @@ pub struct WrapperFailure {
 /// [`Lock::configure`] reaches it. [`Lock::describe`] is the wrapper's to choose.
 /// Every call is bounded by the default [`Timeouts`]; runs on any executor.
 ///
+/// A wrapper written as a [`Layer`] forwards what it does not override by
+/// construction; this check is for one written by hand, and for a layer's
+/// overrides:
+///
 /// ```
-/// use election_core::{Config, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, Version, WatchStream};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// use election_core::{Layer, Layered, Lock, LockError, Observation};
 /// use lock_memory::conformance::check_wrapper;
 ///
-/// /// Counts nothing, forwards everything.
-/// struct Counted<L>(L);
+/// /// Counts the reads.
+/// #[derive(Default)]
+/// struct CountReads(AtomicU64);
 ///
-/// impl<L: Lock> Lock for Counted<L> {
-///     async fn get(&self) -> Result<Observation, LockError> { self.0.get().await }
-///     async fn create(&self, r: &LockRecord) -> Result<Observation, LockError> { self.0.create(r).await }
-///     async fn update(&self, v: &Version, r: &LockRecord) -> Result<Observation, LockError> {
-///         self.0.update(v, r).await
+/// impl<L: Lock> Layer<L> for CountReads {
+///     async fn get(&self, inner: &L) -> Result<Observation, LockError> {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///         inner.get().await
 ///     }
-///     fn watch(&self, from: Option<&Version>) -> Option<WatchStream> { self.0.watch(from) }
-///     fn describe(&self) -> String { self.0.describe() }
-///     fn leadership_changed(&self, id: &str, c: LeadershipChange) -> Option<LockTask> {
-///         self.0.leadership_changed(id, c)
-///     }
-///     fn configure(&self, config: &Config) { self.0.configure(config) }
 /// }
 ///
-/// futures_lite::future::block_on(check_wrapper(Counted)).unwrap();
+/// let check = check_wrapper(|probe| Layered::new(probe, CountReads::default()));
+/// futures_lite::future::block_on(check).unwrap();
 /// ```
 pub async fn check_wrapper<W: Lock>(wrap: impl FnOnce(Probe) -> W) -> Result<(), WrapperFailure> {
-    let probe = Probe::new();
-    let wrapper = wrap(probe.clone());
+    let probe = probe();
+    let notes = probe.layer().clone();
+    let wrapper = wrap(probe);
     let t = Timeouts::default();
     let fail = |method: &'static str| {
         move |expectation: String| WrapperFailure {
@@ -168,10 +153,10 @@ pub async fn check_wrapper<W: Lock>(wrap: impl FnOnce(Probe) -> W) -> Result<(),
 
     let config = Config::fast(PROBE_IDENTITY);
     wrapper.configure(&config);
-    if probe.configured() != [config.clone()] {
+    if notes.configured() != [config.clone()] {
         return Err(fail("configure")(format!(
             "the wrapped lock was given {:?}, expected the configuration once",
-            probe.configured()
+            notes.configured()
         )));
     }
 
@@ -184,10 +169,10 @@ pub async fn check_wrapper<W: Lock>(wrap: impl FnOnce(Probe) -> W) -> Result<(),
     let created = ok(&t, "create", wrapper.create(&held(PROBE_IDENTITY)))
         .await
         .map_err(fail("create"))?;
-    if probe.store.current().as_ref() != Some(&created) {
+    if notes.store.current().as_ref() != Some(&created) {
         return Err(fail("create")(format!(
             "the wrapped lock holds {:?} after a create answered {created:?}",
-            probe.store.current()
+            notes.store.current()
         )));
     }
     let read = ok(&t, "get", wrapper.get()).await.map_err(fail("get"))?;
@@ -205,10 +190,10 @@ pub async fn check_wrapper<W: Lock>(wrap: impl FnOnce(Probe) -> W) -> Result<(),
     )
     .await
     .map_err(fail("update"))?;
-    if probe.store.current().as_ref() != Some(&updated) {
+    if notes.store.current().as_ref() != Some(&updated) {
         return Err(fail("update")(format!(
             "the wrapped lock holds {:?} after an update answered {updated:?}",
-            probe.store.current()
+            notes.store.current()
         )));
     }
     next_is(
@@ -225,7 +210,7 @@ pub async fn check_wrapper<W: Lock>(wrap: impl FnOnce(Probe) -> W) -> Result<(),
         LeadershipChange::StoppedLeading,
     ] {
         let fail = fail("leadership_changed");
-        let before = probe.told().len();
+        let before = notes.told().len();
         let task = wrapper
             .leadership_changed(PROBE_IDENTITY, change)
             .ok_or_else(|| {
@@ -244,7 +229,7 @@ pub async fn check_wrapper<W: Lock>(wrap: impl FnOnce(Probe) -> W) -> Result<(),
             change,
             task_ran: true,
         };
-        let told = probe.told();
+        let told = notes.told();
         if told[before..] != [expected.clone()] {
             return Err(fail(format!(
                 "the wrapped lock was told {:?}, expected {expected:?} (its task run)",
