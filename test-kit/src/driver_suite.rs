@@ -957,14 +957,19 @@ pub async fn n5_paused_leader_is_past_its_deadline_on_resume<R: Runtime>(rt: R) 
     c.sleep(ms(300)).await;
     gate.pause();
     let paused_at = log_position(&c.store);
-    let stale = c
-        .until(
-            RENEW_DEADLINE + ms(50),
-            "frozen node-a is no longer leader",
-            || !a.is_leader(),
-        )
-        .await;
-    assert!(stale <= RENEW_DEADLINE);
+    // Frozen, the driver publishes nothing more: the deadline is final, at most
+    // one renew deadline away (its last renew was sent before the pause).
+    // `is_leader` turns false exactly there; the wait below only polls for it,
+    // every tick, on a loaded machine.
+    let deadline = a.h().deadline().expect("node-a leads");
+    assert!(deadline - c.rt.now() <= RENEW_DEADLINE);
+    c.until(
+        RENEW_DEADLINE + ms(50),
+        "frozen node-a is no longer leader",
+        || !a.is_leader(),
+    )
+    .await;
+    assert!(c.rt.now() >= deadline, "not leader before its deadline");
     c.until(LEASE * 2, "another node leads", || {
         others.iter().any(Node::is_leader)
     })
