@@ -1,7 +1,6 @@
 //! The builder both Kubernetes locks offer, written once.
 
 use std::marker::PhantomData;
-use std::time::Duration;
 
 use crate::names::{NameError, validate_name, validate_namespace};
 use crate::object_lock::{Codec, ObjectLock, ObjectLockConfig};
@@ -52,18 +51,6 @@ impl<C: Codec + Default> LockBuilder<C> {
     /// inject one; the default is the system clock).
     pub fn clock(mut self, clock: Clock) -> Self {
         self.config.clock = clock;
-        self
-    }
-
-    /// Bound of each API call for a lock used without a driver (tests, tools);
-    /// past it the call fails as an unknown outcome. Default 5 s.
-    ///
-    /// An election sets it in one place, its `Config::request_timeout`: the
-    /// driver bounds every lock call with it and hands it to the lock when it
-    /// starts ([`election_core::Lock::configure`]), replacing this one, for the
-    /// calls the lock makes by itself (a watch's first read and connect, Events).
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.config.request_timeout = timeout;
         self
     }
 

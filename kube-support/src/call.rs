@@ -71,11 +71,25 @@ pub fn in_tokio_context<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Runs one API call: under any async runtime (kube's client needs a tokio
-/// reactor, which `async-compat` supplies when the caller runs smol or async-std),
-/// cut off after `timeout` (then [`LockError::Unknown`]: a write may have
-/// happened), its error classified by [`classify`].
-pub async fn call<T, F>(
+/// Runs one API call of a [`Lock`](election_core::Lock) method under any async
+/// runtime (kube's client needs a tokio reactor, which `async-compat` supplies
+/// when the caller runs smol or async-std), its error classified by
+/// [`classify`]. It has no bound of its own: the driver bounds every lock call
+/// with the election's request timeout, and one bound is enough.
+pub async fn call<T, F>(verb: Verb, target: &Target, fut: F) -> Result<T, LockError>
+where
+    F: Future<Output = Result<T, kube::Error>> + Send,
+    T: Send,
+{
+    Compat::new(fut)
+        .await
+        .map_err(|e| classified(&e, verb, target))
+}
+
+/// As [`call`], for a call the lock makes by itself, which no driver bounds
+/// (the read and the connect that open a watch, an Event): cut off after
+/// `timeout` (then [`LockError::Unknown`]: a write may have happened).
+pub async fn call_within<T, F>(
     timeout: Duration,
     verb: Verb,
     target: &Target,
@@ -88,15 +102,18 @@ where
     let bounded = async move { tokio::time::timeout(timeout, fut).await };
     match Compat::new(bounded).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => {
-            let err = classify(&e, verb, target);
-            tracing::debug!(%verb, %target, error = %e, class = ?err, "API call failed");
-            Err(err)
-        }
+        Ok(Err(e)) => Err(classified(&e, verb, target)),
         Err(_) => Err(LockError::unknown(format!(
             "{verb} {target}: no answer within the request timeout {timeout:?}"
         ))),
     }
+}
+
+/// `e` classified, and logged at debug level.
+fn classified(e: &kube::Error, verb: Verb, target: &Target) -> LockError {
+    let err = classify(e, verb, target);
+    tracing::debug!(%verb, %target, error = %e, class = ?err, "API call failed");
+    err
 }
 
 #[cfg(test)]
@@ -107,8 +124,12 @@ mod tests {
     fn a14_a_call_that_never_answers_is_unknown_after_the_timeout() {
         let t = Target::new("leases.coordination.k8s.io", "ns", "x");
         let never = std::future::pending::<Result<(), kube::Error>>();
-        let r =
-            futures::executor::block_on(call(Duration::from_millis(20), Verb::Update, &t, never));
+        let r = futures::executor::block_on(call_within(
+            Duration::from_millis(20),
+            Verb::Update,
+            &t,
+            never,
+        ));
         match r {
             Err(e @ LockError::Unknown { .. }) => {
                 assert!(e.to_string().contains("request timeout"))

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kube::api::{Api, PostParams};
 
-use crate::call::call;
+use crate::call::call_within;
 use crate::error::{Target, Verb};
 use crate::time::{Clock, to_timestamp};
 
@@ -137,7 +137,7 @@ impl EventRecorder {
         let target = Target::new("events", self.namespace.clone(), String::new());
         let api = self.api.clone();
         let pp = PostParams::default();
-        call(self.timeout, Verb::Create, &target, async move { api.create(&pp, &ev).await })
+        call_within(self.timeout, Verb::Create, &target, async move { api.create(&pp, &ev).await })
             .await
             .map(|_| ())
             .map_err(|e| {

@@ -30,9 +30,10 @@
 //! bounds every lock call with it, and hands the configuration to the lock when it
 //! starts ([`election_core::Lock::configure`]); an [`ObjectLock`] takes from it the
 //! bound of the calls it makes by itself, which no driver sees: the read and the
-//! connect that open a watch, and Events. [`LockBuilder::request_timeout`] (5 s by
-//! default) serves only a lock used without a driver. The client must not retry
-//! on its own either: build it with [`lock_client`].
+//! connect that open a watch, and Events (client-go's 5 s until then). The calls
+//! of the `Lock` trait have no bound of their own: one bound, the driver's. A
+//! tool that calls the lock without a driver bounds its calls itself. The client
+//! must not retry on its own either: build it with [`lock_client`].
 //!
 //! ```
 //! use election_core::{LockError, WallTime};
@@ -66,7 +67,7 @@ pub mod time;
 pub mod watch;
 
 pub use builder::LockBuilder;
-pub use call::{call, lock_client, lock_client_config};
+pub use call::{call, call_within, lock_client, lock_client_config};
 pub use error::{Target, Verb, classify};
 pub use events::{EventError, EventRecorder, LeaderEvent};
 pub use shared_watch::{Seen, SharedWatch, SharedWatchStats};

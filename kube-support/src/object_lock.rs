@@ -75,14 +75,13 @@ pub trait Codec: Send + Sync + 'static {
     }
 }
 
+/// The bound of the lock's own calls until a driver configures it: client-go's
+/// request timeout for its default 10 s renew deadline.
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Settings of an [`ObjectLock`].
 #[derive(Clone, Debug)]
 pub struct ObjectLockConfig {
-    /// Bound of each API call the lock makes, until a driver hands it the
-    /// election's configuration ([`Lock::configure`]), whose `request_timeout`
-    /// then bounds them: set it there. Past it a call is [`LockError::Unknown`].
-    /// This one serves a lock used without a driver (tests, tools).
-    pub request_timeout: Duration,
     /// The watch's behaviour.
     pub watch: WatchConfig,
     /// Whether [`Lock::watch`] offers a watch (else the elector polls).
@@ -100,11 +99,10 @@ pub struct ObjectLockConfig {
 }
 
 impl Default for ObjectLockConfig {
-    /// client-go's 5 s request timeout (for its 10 s renew deadline), watch on,
-    /// the system clock, component `leader-election`, Events recorded, no labels.
+    /// Watch on, the system clock, component `leader-election`, Events
+    /// recorded, no labels.
     fn default() -> Self {
         ObjectLockConfig {
-            request_timeout: Duration::from_secs(5),
             watch: WatchConfig::default(),
             watch_enabled: true,
             clock: Clock::system(),
@@ -139,8 +137,9 @@ struct Inner<C: Codec> {
     codec: C,
     target: Target,
     config: ObjectLockConfig,
-    /// The bound of each call, in nanoseconds: the configuration's, then the
-    /// election's once a driver configured the lock.
+    /// The bound of the calls the lock makes by itself (a watch's first read
+    /// and connect, Events), in nanoseconds: client-go's 5 s, then the
+    /// election's `request_timeout` once a driver configured the lock.
     request_timeout: AtomicU64,
     /// The object as last read or written, to write back with our record.
     cache: Mutex<Option<C::Object>>,
@@ -187,7 +186,7 @@ impl<C: Codec> ObjectLock<C> {
                 client,
                 codec,
                 target: Target::new(C::RESOURCE, namespace, name),
-                request_timeout: AtomicU64::new(nanos(config.request_timeout)),
+                request_timeout: AtomicU64::new(nanos(DEFAULT_REQUEST_TIMEOUT)),
                 config,
                 cache: Mutex::new(None),
                 shared: None,
@@ -239,9 +238,10 @@ impl<C: Codec> ObjectLock<C> {
         &self.inner.config
     }
 
-    /// The bound of each API call the lock makes: the election's
-    /// `request_timeout` once a driver has configured the lock
-    /// ([`Lock::configure`]), else [`ObjectLockConfig::request_timeout`].
+    /// The bound of the calls the lock makes by itself (a watch's first read and
+    /// connect, Events): the election's `request_timeout` once a driver has
+    /// configured the lock ([`Lock::configure`]), else client-go's 5 s. The
+    /// calls of [`Lock`] have no bound of their own: the driver bounds each.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_nanos(self.inner.request_timeout.load(Ordering::Relaxed))
     }
@@ -317,12 +317,9 @@ impl<C: Codec> ObjectLock<C> {
     async fn read(&self) -> Result<C::Object, LockError> {
         let api = self.inner.api.clone();
         let name = self.inner.target.name.clone();
-        call(
-            self.request_timeout(),
-            Verb::Get,
-            &self.inner.target,
-            async move { api.get(&name).await },
-        )
+        call(Verb::Get, &self.inner.target, async move {
+            api.get(&name).await
+        })
         .await
     }
 }
@@ -395,12 +392,9 @@ impl<C: Codec> Lock for ObjectLock<C> {
                 .encode(&mut obj, &record, inner.config.clock.now());
             merge_labels(obj.meta_mut(), &inner.config.labels);
             let api = inner.api.clone();
-            let created = call(
-                self.request_timeout(),
-                Verb::Create,
-                &inner.target,
-                async move { api.create(&PostParams::default(), &obj).await },
-            )
+            let created = call(Verb::Create, &inner.target, async move {
+                api.create(&PostParams::default(), &obj).await
+            })
             .await?;
             Ok(self.observe(&created))
         }
@@ -444,16 +438,11 @@ impl<C: Codec> Lock for ObjectLock<C> {
             obj.meta_mut().resource_version = Some(expected.as_str().to_owned());
             let api = inner.api.clone();
             let name = inner.target.name.clone();
-            let written = call(
-                self.request_timeout(),
-                Verb::Update,
-                &inner.target,
-                async move {
-                    api.replace(&name, &PostParams::default(), &obj)
-                        .await
-                        .map_err(uid_gone_as_not_found)
-                },
-            )
+            let written = call(Verb::Update, &inner.target, async move {
+                api.replace(&name, &PostParams::default(), &obj)
+                    .await
+                    .map_err(uid_gone_as_not_found)
+            })
             .await?;
             Ok(self.observe(&written))
         }
@@ -486,9 +475,9 @@ impl<C: Codec> Lock for ObjectLock<C> {
         self.event_task(identity, change)
     }
 
-    /// Takes the election's `request_timeout` as the bound of every call it
-    /// makes: its watch's first read and connect, its Events, and the calls of
-    /// this trait when used without the driver (which bounds them itself).
+    /// Takes the election's `request_timeout` as the bound of the calls it
+    /// makes by itself: its watch's first read and connect, its Events. The
+    /// calls of this trait are the driver's to bound.
     fn configure(&self, config: &Config) {
         self.inner
             .request_timeout
@@ -520,7 +509,7 @@ mod tests {
     }
 
     #[test]
-    fn the_request_timeout_is_the_elections_once_a_driver_configures_the_lock() {
+    fn its_own_calls_take_the_elections_request_timeout_once_a_driver_configures_it() {
         let kube_config = kube::Config::new("http://127.0.0.1:1".parse().expect("a URI"));
         let client = crate::lock_client(kube_config).expect("a client");
         let lock = ObjectLock::<Nothing>::new(client, "ns", "lock").expect("valid names");

@@ -55,7 +55,7 @@ use kube::api::{Api, ListParams, WatchParams};
 use kube::core::WatchEvent as KubeEvent;
 use serde::de::DeserializeOwned;
 
-use crate::call::call;
+use crate::call::call_within;
 use crate::error::{Target, Verb, classify, classify_status};
 use crate::watch::{CompatStream, ObjectMapper, WatchConfig};
 
@@ -343,7 +343,7 @@ impl<K: Watched> SharedWatch<K> {
                 me.hub.target.namespace.clone(),
                 name.clone(),
             );
-            let got = call(me.hub.config.request_timeout, Verb::Get, &target, async {
+            let got = call_within(me.hub.config.request_timeout, Verb::Get, &target, async {
                 me.hub.api.get_opt(&name).await
             })
             .await;
@@ -555,7 +555,7 @@ impl<K: Watched> Hub<K> {
     /// and returns the list's version.
     async fn list(&self) -> Result<String, LockError> {
         let lp = ListParams::default().labels(&self.selector);
-        let list = call(
+        let list = call_within(
             self.config.request_timeout,
             Verb::List,
             &self.target,
@@ -651,7 +651,7 @@ impl<K: Watched> Hub<K> {
             wp = wp.timeout(t);
         }
         let mut gone = false;
-        let events = match call(
+        let events = match call_within(
             self.config.request_timeout,
             Verb::Watch,
             &self.target,

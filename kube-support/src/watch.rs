@@ -25,7 +25,7 @@ use kube::api::{Api, WatchParams};
 use kube::core::WatchEvent as KubeEvent;
 use serde::de::DeserializeOwned;
 
-use crate::call::call;
+use crate::call::call_within;
 use crate::error::{Target, Verb, classify, classify_status};
 
 /// How a watch of one object behaves.
@@ -34,7 +34,10 @@ use crate::error::{Target, Verb, classify, classify_status};
 pub struct WatchConfig {
     /// The watch ends when nothing (no change, no bookmark) arrives for this long.
     pub silence: Duration,
-    /// Bound of the initial read and of the connect of the watch request.
+    /// Bound of the initial read and of the connect of the watch request. An
+    /// [`ObjectLock`](crate::ObjectLock)'s own watch takes the lock's instead
+    /// (the election's, once a driver configured the lock); a
+    /// [`SharedWatch`](crate::SharedWatch), serving many elections, keeps this one.
     pub request_timeout: Duration,
     /// Asked of the server: it closes the watch after this long (`timeoutSeconds`).
     pub server_timeout: Option<u32>,
@@ -79,7 +82,7 @@ where
             Some(v) => (v.as_str().to_owned(), None),
             None => {
                 let name = target.name.clone();
-                let got = call(config.request_timeout, Verb::Get, &target, async {
+                let got = call_within(config.request_timeout, Verb::Get, &target, async {
                     api.get_opt(&name).await
                 })
                 .await;
@@ -100,7 +103,7 @@ where
         if let Some(t) = config.server_timeout {
             wp = wp.timeout(t);
         }
-        let events = match call(
+        let events = match call_within(
             config.request_timeout,
             Verb::Watch,
             &target,

@@ -69,13 +69,14 @@ impl Http {
     }
 
     /// POSTs `body` to `path` and returns the response once its headers came,
-    /// within `timeout`. Non-2xx answers are read and classified here.
+    /// within `bound` if one is given (the calls of `Lock` get none: the driver
+    /// bounds them). Non-2xx answers are read and classified here.
     pub(crate) async fn open(
         &self,
         path: &str,
         body: String,
         kind: Kind,
-        timeout: Duration,
+        bound: Option<Duration>,
     ) -> Result<hyper::body::Incoming, LockError> {
         let what = describe(path);
         let request = http::Request::post(format!("{}{path}", self.base))
@@ -86,58 +87,51 @@ impl Http {
             })?;
         self.requests.fetch_add(1, Ordering::Relaxed);
         let sent = self.client.request(request);
-        let response = match Compat::new(async { tokio::time::timeout(timeout, sent).await }).await
-        {
-            Err(_) => return Err(timed_out(&what, kind, timeout)),
-            Ok(Err(e)) => return Err(transport(&what, kind, &e)),
-            Ok(Ok(r)) => r,
+        let response = match within(bound, sent).await {
+            None => return Err(timed_out(&what, kind, bound)),
+            Some(Err(e)) => return Err(transport(&what, kind, &e)),
+            Some(Ok(r)) => r,
         };
         let status = response.status();
         if status.is_success() {
             return Ok(response.into_body());
         }
-        let body = Compat::new(async {
-            tokio::time::timeout(
-                timeout,
-                Limited::new(response.into_body(), MAX_BODY).collect(),
-            )
-            .await
-        })
+        let body = within(
+            bound,
+            Limited::new(response.into_body(), MAX_BODY).collect(),
+        )
         .await;
         let bytes = match body {
-            Ok(Ok(c)) => c.to_bytes(),
+            Some(Ok(c)) => c.to_bytes(),
             _ => Bytes::new(),
         };
         Err(classify_answer(&what, kind, status.as_u16(), &bytes))
     }
 
-    /// One call: POST `body` to `path`, read the whole answer within `timeout`,
-    /// parse it as `T`.
+    /// One call: POST `body` to `path`, read the whole answer (within `bound`
+    /// if one is given), parse it as `T`.
     pub(crate) async fn call<T: for<'de> Deserialize<'de>>(
         &self,
         path: &str,
         body: String,
         kind: Kind,
-        timeout: Duration,
+        bound: Option<Duration>,
     ) -> Result<T, LockError> {
         let what = describe(path);
         let start = std::time::Instant::now();
-        let incoming = self.open(path, body, kind, timeout).await?;
-        let left = timeout.saturating_sub(start.elapsed());
-        let collected = Compat::new(async {
-            tokio::time::timeout(left, Limited::new(incoming, MAX_BODY).collect()).await
-        })
-        .await;
+        let incoming = self.open(path, body, kind, bound).await?;
+        let left = bound.map(|b| b.saturating_sub(start.elapsed()));
+        let collected = within(left, Limited::new(incoming, MAX_BODY).collect()).await;
         let bytes = match collected {
-            Err(_) => return Err(timed_out(&what, kind, timeout)),
-            Ok(Err(e)) => {
+            None => return Err(timed_out(&what, kind, bound)),
+            Some(Err(e)) => {
                 let message = format!("{what}: the answer broke off: {e}");
                 return Err(match kind {
                     Kind::Write => LockError::unknown(message),
                     Kind::Read => LockError::transient(message),
                 });
             }
-            Ok(Ok(c)) => c.to_bytes(),
+            Some(Ok(c)) => c.to_bytes(),
         };
         serde_json::from_slice(&bytes).map_err(|e| unreadable(&what, kind, &e, &bytes))
     }
@@ -148,8 +142,21 @@ fn describe(path: &str) -> String {
     format!("POST {path}")
 }
 
-fn timed_out(what: &str, kind: Kind, timeout: Duration) -> LockError {
-    let message = format!("{what}: no answer within the request timeout {timeout:?}");
+/// `fut` under kube's tokio reactor (`async-compat`, for any runtime), cut
+/// off after `bound` if one is given: `None` then.
+async fn within<F: Future>(bound: Option<Duration>, fut: F) -> Option<F::Output> {
+    Compat::new(async {
+        match bound {
+            Some(bound) => tokio::time::timeout(bound, fut).await.ok(),
+            None => Some(fut.await),
+        }
+    })
+    .await
+}
+
+fn timed_out(what: &str, kind: Kind, bound: Option<Duration>) -> LockError {
+    let bound = bound.unwrap_or_default();
+    let message = format!("{what}: no answer within the request timeout {bound:?}");
     match kind {
         Kind::Write => LockError::unknown(format!("{message}; the write may have happened")),
         Kind::Read => LockError::transient(message),

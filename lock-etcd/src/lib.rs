@@ -24,8 +24,9 @@
 //!   ends with an error and the driver watches afresh, with a read first
 //!   (docs/faults.md W2).
 //! - **Timeouts** come from the election's [`Config`]
-//!   through [`Lock::configure`], as for the Kubernetes locks: each call and the
-//!   opening of a watch are bounded by `request_timeout`.
+//!   through [`Lock::configure`], as for the Kubernetes locks: the opening of a
+//!   watch (its first read and its request) is bounded by `request_timeout`; the
+//!   calls of [`Lock`] are the driver's to bound, once.
 //! - **Failures** are classified for the elector from etcd's gRPC status codes: a
 //!   write whose answer was lost, or that etcd reports as timed out, has an unknown
 //!   outcome ([`LockError::Unknown`]); a refused connection or `no leader` is
@@ -257,7 +258,9 @@ impl EtcdLock {
         self.inner.http.requests()
     }
 
-    /// The bound of each call, as configured (5 s until [`Lock::configure`]).
+    /// The bound of the calls the lock makes by itself (a watch's first read and
+    /// its opening), as configured (5 s until [`Lock::configure`]). The calls of
+    /// [`Lock`] have none of their own: the driver bounds each.
     pub fn request_timeout(&self) -> Duration {
         self.inner.request_timeout()
     }
@@ -276,11 +279,16 @@ impl Inner {
     }
 
     /// A linearizable read of the key: the store's revision and the key, if any.
-    pub(crate) async fn range(&self) -> Result<(i64, Option<KeyValue>), LockError> {
+    /// Bounded by `bound` where the lock reads by itself (a watch's first read);
+    /// a read of [`Lock::get`] has none (the driver bounds it).
+    pub(crate) async fn range(
+        &self,
+        bound: Option<Duration>,
+    ) -> Result<(i64, Option<KeyValue>), LockError> {
         let body = json!({ "key": self.key_b64 }).to_string();
         let mut r: RangeResponse = self
             .http
-            .call("/v3/kv/range", body, Kind::Read, self.request_timeout())
+            .call("/v3/kv/range", body, Kind::Read, bound)
             .await?;
         Ok((r.header.revision, r.kvs.pop()))
     }
@@ -327,7 +335,7 @@ impl Inner {
         .to_string();
         let mut r: TxnResponse = self
             .http
-            .call("/v3/kv/txn", body, Kind::Write, self.request_timeout())
+            .call("/v3/kv/txn", body, Kind::Write, None)
             .await?;
         if r.succeeded {
             if r.header.revision <= 0 {
@@ -351,7 +359,7 @@ impl Inner {
 
 impl Lock for EtcdLock {
     async fn get(&self) -> Result<Observation, LockError> {
-        match self.inner.range().await? {
+        match self.inner.range(None).await? {
             (_, Some(kv)) => self.inner.observation(&kv),
             (_, None) => Err(LockError::NotFound),
         }

@@ -285,7 +285,12 @@ impl EtcdServer {
         body: serde_json::Value,
     ) -> Result<T, LockError> {
         self.http
-            .call(path, body.to_string(), Kind::Write, Duration::from_secs(5))
+            .call(
+                path,
+                body.to_string(),
+                Kind::Write,
+                Some(Duration::from_secs(5)),
+            )
             .await
     }
 
@@ -350,7 +355,7 @@ impl EtcdServer {
                     "/v3/kv/range",
                     json!({ "key": b64(b"\0") }).to_string(),
                     Kind::Read,
-                    Duration::from_secs(1),
+                    Some(Duration::from_secs(1)),
                 )
                 .await;
             if answer.is_ok() {

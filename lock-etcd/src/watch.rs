@@ -158,7 +158,7 @@ async fn start(inner: &Inner, from: Option<Version>) -> State {
                 return State::Draining(queue);
             }
         },
-        None => match inner.range().await {
+        None => match inner.range(Some(timeout)).await {
             Ok((revision, kv)) => {
                 match kv {
                     Some(kv) => match inner.observation(&kv) {
@@ -186,7 +186,7 @@ async fn start(inner: &Inner, from: Option<Version>) -> State {
     .to_string();
     match inner
         .http
-        .open("/v3/watch", body, Kind::Read, timeout)
+        .open("/v3/watch", body, Kind::Read, Some(timeout))
         .await
     {
         Ok(body) => State::Streaming {
