@@ -5,12 +5,10 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-/// Annotation holding the holder's priority (a decimal `i64`).
-pub const PRIORITY: &str = "election.rs/priority";
-/// Annotation naming the candidate that asked the holder to hand the lock over.
-pub const HANDOVER_TO: &str = "election.rs/handover-to";
-/// Annotation holding the asking candidate's priority (a decimal `i64`).
-pub const HANDOVER_PRIORITY: &str = "election.rs/handover-priority";
+/// The annotations: the holder's priority (a decimal `i64`), the candidate that
+/// asked the holder to hand the lock over, and that candidate's priority. The
+/// JSON record of `lock-json` names its priority fields the same.
+pub use lock_json::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY};
 
 /// The annotation `key` of `meta`, if set.
 pub fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {

@@ -314,7 +314,7 @@ impl Inner {
                 ),
             })?,
         };
-        let record = record::record_or_malformed(&self.key, &value);
+        let record = record::record_or_malformed(&format!("etcd key {}", self.key), &value);
         Ok(Observation::new(kv.mod_revision.to_string(), record))
     }
 
@@ -345,7 +345,8 @@ impl Inner {
                 )));
             }
             // What a read returns: the record as stored, stamps resolved.
-            let stored = record::record_or_malformed(&self.key, value.as_bytes());
+            let stored =
+                record::record_or_malformed(&format!("etcd key {}", self.key), value.as_bytes());
             return Ok(Ok(Observation::new(r.header.revision.to_string(), stored)));
         }
         let current = r

@@ -262,7 +262,10 @@ impl EtcdServer {
                         .unwrap_or_default();
                     out.push(Revision {
                         revision: kv.mod_revision,
-                        record: Some(record::record_or_malformed(key, &value)),
+                        record: Some(record::record_or_malformed(
+                            &format!("etcd key {key}"),
+                            &value,
+                        )),
                     });
                 }
                 Some(_) => {}
