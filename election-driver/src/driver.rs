@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use election_core::{
     Action, Config, Elector, Event, Input, Instant, Lock, LockError, Observation, OpId, OpKind,
-    Role, Term, Version, WatchEvent, WatchStream,
+    Role, Term, Version, WatchEvent,
 };
 use futures::channel::{mpsc, oneshot};
 use futures::{FutureExt, StreamExt};
@@ -24,6 +24,7 @@ use crate::runtime::{BoxFuture, Runtime};
 use crate::shared::{Shared, StateHook};
 use crate::signal::CancelSignal;
 use crate::state::{Change, DriverError, LeadershipState};
+use crate::watch::{StartFrom, Watch};
 use crate::work::{LeaderWork, SignalWork, WorkEnd, WorkRunner};
 
 /// The longest the driver sleeps at a time. Its clock keeps counting during
@@ -187,13 +188,7 @@ impl<L: Lock> Builder<L> {
             shared,
             commands: Some(rx),
             call: None,
-            watch: WatchState::Untried,
-            watch_failures: 0,
-            watch_seen: None,
-            watch_heard: now,
-            watch_idle,
-            watch_resumed_unproven: false,
-            watch_fresh_next: false,
+            watch: Watch::new(watch_idle),
             timer: None,
             work: WorkRunner::new(self.work),
             on_loss: self.on_loss,
@@ -210,18 +205,6 @@ struct Call {
     kind: OpKind,
     future: BoxFuture<Result<Observation, LockError>>,
     timeout: BoxFuture<()>,
-}
-
-/// The driver's side of the lock's watch.
-enum WatchState {
-    /// Not started yet.
-    Untried,
-    /// The lock has no watch: the elector polls.
-    Unsupported,
-    /// Delivering.
-    Active(WatchStream),
-    /// Broken; restart at `at`.
-    Broken { at: Instant },
 }
 
 /// What woke the loop.
@@ -242,22 +225,7 @@ pub struct Driver<L, R> {
     shared: Arc<Shared>,
     commands: Option<mpsc::UnboundedReceiver<Command>>,
     call: Option<Call>,
-    watch: WatchState,
-    /// Consecutive watch failures (reset when the watch delivers), for backoff.
-    watch_failures: u32,
-    /// The last version the current watch delivered (or resumed from). A read
-    /// answering a newer one shows the watch has fallen behind (hung): restart it.
-    watch_seen: Option<Version>,
-    /// When the current watch started or last delivered; silent for `watch_idle`,
-    /// it is restarted.
-    watch_heard: Instant,
-    /// How long a watch may be silent (see [`Builder::watch_idle_limit`]).
-    watch_idle: Duration,
-    /// The current watch resumed from a version and has delivered nothing yet.
-    watch_resumed_unproven: bool,
-    /// A resumed watch failed at once (its version may be gone, 410): start the
-    /// next one afresh.
-    watch_fresh_next: bool,
+    watch: Watch,
     timer: Option<(Instant, BoxFuture<()>)>,
     work: WorkRunner,
     on_loss: OnLoss,
@@ -292,23 +260,13 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
 
     /// One turn: timeouts, actions, events, state. Breaks when the elector ended.
     fn turn(&mut self, now: Instant) -> core::ops::ControlFlow<()> {
-        if let WatchState::Untried = self.watch {
-            self.start_watch(None, now);
-        }
-        if let WatchState::Broken { at } = self.watch
-            && at <= now
-        {
-            let from = if self.watch_failures >= 2 || self.watch_fresh_next {
-                None // resuming from our version keeps failing: start afresh
-            } else {
-                self.elector.observed().map(|o| o.version.clone())
-            };
-            self.start_watch(from, now);
-        }
-        if let WatchState::Active(_) = self.watch
-            && now.saturating_duration_since(self.watch_heard) >= self.watch_idle
-        {
-            self.restart_lagging_watch("silent for too long", now);
+        match self.watch.due(now) {
+            Some(StartFrom::Fresh) => self.start_watch(None, now),
+            Some(StartFrom::LastObserved) => self.start_watch(self.last_observed(), now),
+            None if self.watch.silent_too_long(now) => {
+                self.restart_lagging_watch("silent for too long", now);
+            }
+            None => {}
         }
         if self.elector.poll_timeout().is_some_and(|t| t <= now) {
             self.elector.handle_timeout(now);
@@ -439,36 +397,26 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         self.shared.publish(state);
     }
 
+    /// The version the elector last observed, to resume a watch from.
+    fn last_observed(&self) -> Option<Version> {
+        self.elector.observed().map(|o| o.version.clone())
+    }
+
     /// Starts the lock's watch from `from`; tells the elector it is active.
     fn start_watch(&mut self, from: Option<Version>, now: Instant) {
-        match self.lock.watch(from.as_ref()) {
-            None => self.watch = WatchState::Unsupported,
-            Some(stream) => {
-                debug!(?from, "watch started");
-                self.watch = WatchState::Active(stream);
-                self.watch_fresh_next = false;
-                self.watch_resumed_unproven = from.is_some();
-                self.watch_seen = from;
-                self.watch_heard = now;
-                self.elector.handle(Input::WatchActive(true), now);
-            }
+        let stream = self.lock.watch(from.as_ref());
+        debug!(?from, supported = stream.is_some(), "watch started");
+        if self.watch.started(stream, from, now) {
+            self.elector.handle(Input::WatchActive(true), now);
         }
     }
 
     /// The watch broke (`error`) or ended: tell the elector (it polls meanwhile)
-    /// and resume later, backing off from the retry period up to a lease duration.
+    /// and resume later, backing off (`watch.rs`).
     fn watch_broke(&mut self, error: Option<LockError>, now: Instant) {
-        self.watch_failures = self.watch_failures.saturating_add(1);
-        // A resumed watch that fails before delivering anything: its version may be
-        // gone (410 Gone, which some backends report as another error), so the next
-        // one starts afresh rather than from the same version again (docs/faults.md W2).
-        self.watch_fresh_next = self.watch_resumed_unproven && error.is_some();
-        let config = self.elector.config();
-        let backoff = config
-            .retry_period
-            .saturating_mul(1 << self.watch_failures.saturating_sub(1).min(6))
-            .min(config.lease_duration);
-        self.watch = WatchState::Broken { at: now + backoff };
+        let backoff = self
+            .watch
+            .broke(error.is_some(), now, self.elector.config());
         match error {
             Some(e) => {
                 warn!(error = %e, ?backoff, "lock watch failed; polling until it resumes");
@@ -479,24 +427,11 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         self.elector.handle(Input::WatchActive(false), now);
     }
 
-    /// Whether a read answering `version` shows the active watch behind: it has
-    /// delivered (or resumed from) an older version, and a healthy watch would have
-    /// delivered this one by the time a read returns it (give or take a race).
-    fn watch_is_behind(&self, version: &Version) -> bool {
-        if !matches!(self.watch, WatchState::Active(_)) {
-            return false;
-        }
-        self.watch_seen
-            .as_ref()
-            .is_some_and(|seen| version.is_newer_than(seen))
-    }
-
     /// Replaces the active watch with one resumed from the version last observed:
     /// it fell silent (a black-holed connection never ends or errs by itself).
     fn restart_lagging_watch(&mut self, why: &str, now: Instant) {
         info!(why, "restarting the lock watch");
-        let from = self.elector.observed().map(|o| o.version.clone());
-        self.start_watch(from, now);
+        self.start_watch(self.last_observed(), now);
     }
 
     /// Arms the timer for the next deadline: the elector's, a watch restart, or
@@ -510,13 +445,9 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Some(t) => at = at.min(t),
             None => {}
         }
-        match self.watch {
-            WatchState::Broken { at: w } => at = at.min(w),
-            // Never in the past (a restart is due now): no zero timer to spin on.
-            WatchState::Active(_) => {
-                at = at.min((self.watch_heard + self.watch_idle).max(now + SPIN_GUARD));
-            }
-            WatchState::Untried | WatchState::Unsupported => {}
+        // An idle restart never in the past (it is due now): no zero timer to spin on.
+        if let Some(w) = self.watch.wake_at(now + SPIN_GUARD) {
+            at = at.min(w);
         }
         if self.timer.as_ref().is_some_and(|(t, _)| *t == at) {
             return;
@@ -539,7 +470,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 return Poll::Ready(Wake::CallTimedOut(call.op));
             }
         }
-        if let WatchState::Active(stream) = &mut self.watch
+        if let Some(stream) = self.watch.stream()
             && let Poll::Ready(item) = stream.poll_next_unpin(cx)
         {
             return Poll::Ready(Wake::Watch(item));
@@ -589,7 +520,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 let behind = read
                     && result
                         .as_ref()
-                        .is_ok_and(|obs| self.watch_is_behind(&obs.version));
+                        .is_ok_and(|obs| self.watch.is_behind(&obs.version));
                 self.elector.handle(op.answer(result), now);
                 if behind {
                     self.restart_lagging_watch("a read saw a newer version", now);
@@ -604,12 +535,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 self.elector.handle(op.answer(result), now);
             }
             Wake::Watch(Some(Ok(event))) => {
-                self.watch_failures = 0;
-                self.watch_heard = now;
-                self.watch_resumed_unproven = false;
-                if let WatchEvent::Changed(obs) = &event {
-                    self.watch_seen = Some(obs.version.clone());
-                }
+                self.watch.delivered(&event, now);
                 self.elector.handle(Input::Watch(event), now);
             }
             Wake::Watch(Some(Err(e))) => self.watch_broke(Some(e), now),

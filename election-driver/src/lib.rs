@@ -72,6 +72,7 @@ mod runtime;
 mod shared;
 mod signal;
 mod state;
+mod watch;
 mod work;
 
 pub use clock::BootClock;
