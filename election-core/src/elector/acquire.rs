@@ -62,7 +62,7 @@ impl Elector {
         let me = self.identity().clone();
         let expiry = self.expiry();
 
-        if rec.holder == me && (self.wrote(&version) || self.unknown_write_sent.is_some()) {
+        if rec.holder == me && (self.own.wrote(&version) || self.own.unknown_sent.is_some()) {
             // Our own record (a late write of ours, or one whose outcome we did not
             // learn): take it back by compare-and-swap, as a new term.
             let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
@@ -166,11 +166,11 @@ impl Elector {
             Ok(obs) if self.lock.predates_deletion(&obs.version) => {
                 // Our write landed, but the watch already told of a deletion after
                 // it (FAULTS A4): there is nothing to hold. Campaign again.
-                self.remember_written(&obs.version);
+                self.own.remember(&obs.version);
                 self.timers.set(Timer::Attempt, now);
             }
             Ok(obs) => {
-                self.remember_written(&obs.version);
+                self.own.remember(&obs.version);
                 let term = Term {
                     transitions: obs.record.transitions,
                     version: obs.version.clone(),
@@ -189,14 +189,14 @@ impl Elector {
                 // by the rules, a lease after seeing it, so whoever believed
                 // before that create is past its deadline.
                 let taken_from = call.transitions.saturating_sub(1);
-                let maybe_our_create = self.create_unknown.is_some_and(|t| taken_from <= t);
+                let maybe_our_create = self.own.create_unknown.is_some_and(|t| taken_from <= t);
                 if call.purpose == Purpose::Create
                     || (maybe_our_create && call.purpose == Purpose::Acquire)
                 {
                     self.note_created(now);
                 }
-                self.unknown_write_sent = None;
-                self.foreign_self_versions = 0;
+                self.own.unknown_sent = None;
+                self.own.foreign_self_versions = 0;
                 self.take_holding(term, call.sent_at, now);
             }
             Err(LockError::AlreadyExists | LockError::Conflict | LockError::Unknown { .. }) => {

@@ -48,7 +48,7 @@ impl Elector {
     /// until its deadline, within one lease duration of the deletion. With the strict
     /// lock delay, do not lead before one lease duration from `now`.
     pub(super) fn note_created(&mut self, now: Instant) {
-        self.create_unknown = None;
+        self.own.create_unknown = None;
         if self.config.lock_delay == LockDelay::Strict {
             self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
         }

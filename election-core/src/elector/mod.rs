@@ -2,8 +2,10 @@
 
 mod acquire;
 mod backoff;
+mod calls;
 mod lock_delay;
 mod observe;
+mod own_writes;
 mod priority;
 mod release;
 mod renew;
@@ -11,17 +13,19 @@ mod renew;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 
-use crate::action::{Action, OpId, OpKind, ReadId, WriteId};
+use crate::action::{Action, OpId};
 use crate::config::{Config, ConfigError};
-use crate::event::{BrokenAnswer, Event, StopReason, Term, Warning};
+use crate::event::{Event, StopReason, Term, Warning};
 use crate::input::Input;
-use crate::lock::{LockError, WatchEvent};
-use crate::record::{LockRecord, Observation, Version};
+use crate::lock::WatchEvent;
+use crate::record::{Observation, Version};
 use crate::rng::Rng;
 use crate::time::Instant;
 use crate::timer::{Timer, TimerTable};
 
 use backoff::WriteHold;
+use calls::{InFlight, Purpose, ReadDue};
+use own_writes::OwnWrites;
 
 /// One candidate in a leader election, as a sans-IO state machine.
 ///
@@ -72,21 +76,10 @@ pub struct Elector {
     reported_leader: Option<Arc<str>>,
     /// A watch is delivering changes.
     watching: bool,
-    /// The last versions this elector wrote, newest at `written_at`.
-    written: [Option<Version>; WRITTEN],
-    written_at: usize,
-    /// The send time of the earliest write whose outcome is unknown since the last
-    /// known version: if a read later shows it landed, leadership counts from it.
-    unknown_write_sent: Option<Instant>,
-    /// A create's outcome is unknown: it may land later, after a deletion that no
-    /// read of ours saw, so the strict lock delay counts again from the answer that
-    /// makes this node the holder of a record that create may have made. Holds the
-    /// largest transition count such a create wrote.
-    create_unknown: Option<u32>,
+    /// What this node knows of its own writes.
+    own: OwnWrites,
     /// A read this node owes before anything else, and why.
     read_due: Option<ReadDue>,
-    /// Versions seen naming us that we did not write; a second one proves a twin.
-    foreign_self_versions: u32,
     /// We hold the lock (our write is the current version, as far as we know).
     holding: Option<Holding>,
     /// Do not lead before this instant (the strict lock delay after the lock was
@@ -105,8 +98,6 @@ pub struct Elector {
     phase: Phase,
     stats: Stats,
 }
-
-const WRITTEN: usize = 8;
 
 /// What this node knows of the lock.
 #[derive(Clone, Debug)]
@@ -158,66 +149,6 @@ struct Seen {
     at: Instant,
     /// Local instant of the last read answer (not a watch event) showing this version.
     read_at: Option<Instant>,
-}
-
-#[derive(Clone, Debug)]
-struct InFlight {
-    op: OpId,
-    purpose: Purpose,
-    sent_at: Instant,
-    /// A compare-and-swap's expected version: its answer must carry another.
-    expected: Option<Version>,
-    /// The holder a write asked for: its answer must name it.
-    holder: Option<Arc<str>>,
-    /// The transition count a write asked for (0 for a read).
-    transitions: u32,
-}
-
-/// A read owed before the rules choose a call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ReadDue {
-    /// As soon as no call is in flight: at the start, after a write that lost its
-    /// compare-and-swap (`after_conflict`) or whose outcome is unknown, after a
-    /// watch event a holder did not write.
-    Now { after_conflict: bool },
-    /// At the next attempt, before any write: the API refused a campaign's write
-    /// as invalid (422, FAULTS A8), so the same payload is never re-sent without
-    /// a fresh look.
-    BeforeWrite,
-}
-
-/// Why a call was made, which decides what its answer means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Purpose {
-    /// A read; `after_conflict` when it follows a lost compare-and-swap (a
-    /// holder then reports another holder as the winner of that conflict).
-    Read {
-        after_conflict: bool,
-    },
-    Create,
-    /// Acquire a record that names us or no one: it may be the record a create of
-    /// ours with an unknown outcome made.
-    Acquire,
-    /// Acquire a record held by another identity (expired, or stolen).
-    TakeOver,
-    AskHandover,
-    Renew,
-    Release,
-}
-
-impl Purpose {
-    fn is_write(self) -> bool {
-        !matches!(self, Purpose::Read { .. })
-    }
-
-    /// The kind of lock call this purpose makes, for reports.
-    fn op_kind(self) -> OpKind {
-        match self {
-            Purpose::Read { .. } => OpKind::Get,
-            Purpose::Create => OpKind::Create,
-            _ => OpKind::Update,
-        }
-    }
 }
 
 /// While this node holds the lock.
@@ -318,14 +249,10 @@ impl Elector {
             max_transitions: 0,
             reported_leader: None,
             watching: false,
-            written: Default::default(),
-            written_at: 0,
-            unknown_write_sent: None,
-            create_unknown: None,
+            own: OwnWrites::default(),
             read_due: Some(ReadDue::Now {
                 after_conflict: false,
             }),
-            foreign_self_versions: 0,
             holding: None,
             lead_not_before: Instant::ZERO,
             next_poll: Instant::ZERO,
@@ -564,88 +491,6 @@ impl Elector {
         self.now
     }
 
-    /// Starts a lock call; `action` builds it from the next number in the one
-    /// sequence of call ids.
-    fn send(&mut self, purpose: Purpose, action: impl FnOnce(u64) -> Action, now: Instant) {
-        debug_assert!(self.in_flight.is_none(), "one call at a time");
-        let action = action(self.next_op);
-        self.next_op += 1;
-        let op = action.op();
-        let (expected, holder, transitions) = match &action {
-            Action::Get { .. } => (None, None, 0),
-            Action::Create { record, .. } => {
-                (None, Some(record.holder.clone()), record.transitions)
-            }
-            Action::Update {
-                expected, record, ..
-            } => (
-                Some(expected.clone()),
-                Some(record.holder.clone()),
-                record.transitions,
-            ),
-        };
-        self.actions.push_back(action);
-        self.in_flight = Some(InFlight {
-            op,
-            purpose,
-            sent_at: now,
-            expected,
-            holder,
-            transitions,
-        });
-        self.timers
-            .set(Timer::Request, now + self.config.request_timeout);
-        self.timers.stop(Timer::Attempt);
-    }
-
-    /// Sends a read; a polling follower's next poll is one jittered retry period
-    /// after it.
-    fn send_read(&mut self, now: Instant) {
-        let after_conflict = matches!(
-            self.read_due.take(),
-            Some(ReadDue::Now {
-                after_conflict: true
-            })
-        );
-        self.next_poll = now + self.jittered_retry();
-        self.send(
-            Purpose::Read { after_conflict },
-            |n| Action::Get { op: ReadId(n) },
-            now,
-        );
-    }
-
-    /// Owes a read as soon as no call is in flight (it supersedes a read owed
-    /// before a write: it is one).
-    fn want_read(&mut self, after_conflict: bool) {
-        let after_conflict = after_conflict
-            || matches!(
-                self.read_due,
-                Some(ReadDue::Now {
-                    after_conflict: true
-                })
-            );
-        self.read_due = Some(ReadDue::Now { after_conflict });
-    }
-
-    fn send_update(
-        &mut self,
-        purpose: Purpose,
-        expected: Version,
-        record: LockRecord,
-        now: Instant,
-    ) {
-        self.send(
-            purpose,
-            |n| Action::Update {
-                op: WriteId(n),
-                expected,
-                record,
-            },
-            now,
-        );
-    }
-
     fn emit(&mut self, event: Event) {
         self.events.push_back(event);
     }
@@ -654,200 +499,7 @@ impl Elector {
         self.events.push_back(Event::Warning(warning));
     }
 
-    fn remember_written(&mut self, v: &Version) {
-        self.written_at = (self.written_at + 1) % WRITTEN;
-        self.written[self.written_at] = Some(v.clone());
-    }
-
-    fn wrote(&self, v: &Version) -> bool {
-        self.written.iter().flatten().any(|w| w == v)
-    }
-
-    fn last_written(&self) -> Option<&Version> {
-        self.written[self.written_at].as_ref()
-    }
-
     fn identity(&self) -> &Arc<str> {
         &self.config.identity
-    }
-
-    /// The answer to call `op`, if it is the one in flight.
-    fn on_call_answered(&mut self, op: OpId, result: Result<Observation, LockError>, now: Instant) {
-        let Some(call) = self.in_flight.take_if(|c| c.op == op) else {
-            return; // an answer we no longer wait for
-        };
-        self.timers.stop(Timer::Request);
-        self.on_answer(call, result, now);
-    }
-
-    /// Dispatches an answer by the call's purpose.
-    fn on_answer(&mut self, call: InFlight, result: Result<Observation, LockError>, now: Instant) {
-        let result = match result {
-            Ok(obs) => match self.broken_write_answer(&call, &obs) {
-                Some(answer) => {
-                    // Reported as such, and counted as a write of unknown outcome.
-                    let op = call.purpose.op_kind();
-                    self.warn(Warning::BrokenWriteAnswer { op, answer });
-                    let error = LockError::unknown("write answered with another record");
-                    self.note_failure(&call, &error);
-                    Err(error)
-                }
-                None => {
-                    self.failures = 0;
-                    Ok(obs)
-                }
-            },
-            // Answers about the lock's state, not failures; but a create cannot
-            // find the lock missing (its place is: FAULTS A5), so that one is.
-            Err(e @ (LockError::Conflict | LockError::AlreadyExists)) => Err(e),
-            Err(LockError::NotFound) if call.purpose != Purpose::Create => Err(LockError::NotFound),
-            Err(error) => {
-                self.note_failure(&call, &error);
-                let op = call.purpose.op_kind();
-                self.warn(Warning::LockFailed {
-                    op,
-                    error: error.clone(),
-                });
-                Err(error)
-            }
-        };
-        self.dispatch(call, result, now);
-    }
-
-    /// A successful write's answer must be the record written: a new version (not
-    /// the one the compare-and-swap expected) naming the holder the write asked
-    /// for. Anything else cannot be this node's write, so the lock is broken:
-    /// reported, and taken as a write of unknown outcome (never led on; the next
-    /// step is a read). A renew that made no new version is the one exception, with
-    /// its own warning ([`Warning::RenewWithoutNewVersion`]): a server may skip an
-    /// identical write.
-    fn broken_write_answer(&self, call: &InFlight, obs: &Observation) -> Option<BrokenAnswer> {
-        let holder = call.holder.as_ref()?; // a read shows whatever is there
-        if obs.record.holder != *holder {
-            return Some(BrokenAnswer::WrongHolder {
-                holder: obs.record.holder.clone(),
-            });
-        }
-        let unchanged = call.expected.as_ref() == Some(&obs.version);
-        (unchanged && call.purpose != Purpose::Renew).then_some(BrokenAnswer::VersionUnchanged)
-    }
-
-    /// The in-flight call got no answer in time: it failed with an unknown outcome.
-    fn on_request_timeout(&mut self, now: Instant) {
-        let Some(call) = self.in_flight.take() else {
-            return;
-        };
-        let error = LockError::unknown("request timed out");
-        self.note_failure(&call, &error);
-        self.warn(Warning::RequestTimedOut {
-            op: call.purpose.op_kind(),
-            timeout: self.config.request_timeout,
-        });
-        self.dispatch(call, Err(error), now);
-    }
-
-    /// Counts a failed call, and remembers a write whose outcome is unknown: if
-    /// a read later shows it landed, it counts from the earliest such send time.
-    fn note_failure(&mut self, call: &InFlight, error: &LockError) {
-        self.failures = self.failures.saturating_add(1);
-        self.stats.lock_errors += 1;
-        if call.purpose.is_write() && error.outcome_unknown() {
-            let first = self
-                .unknown_write_sent
-                .map_or(call.sent_at, |t| t.min(call.sent_at));
-            self.unknown_write_sent = Some(first);
-            if call.purpose == Purpose::Create {
-                self.create_unknown = self.create_unknown.max(Some(call.transitions));
-            }
-        }
-    }
-
-    /// Hands an outcome to the rule that made the call; a failed write first
-    /// holds the next ones back ([`WriteHold`]).
-    fn dispatch(&mut self, call: InFlight, result: Result<Observation, LockError>, now: Instant) {
-        if let (true, Err(e)) = (call.purpose.is_write(), &result) {
-            self.hold_writes(&call, e, now);
-        }
-        let read = matches!(call.purpose, Purpose::Read { .. });
-        match call.purpose {
-            Purpose::Read { after_conflict } => {
-                self.on_read_answer(result, after_conflict, call.sent_at, now)
-            }
-            Purpose::Create | Purpose::Acquire | Purpose::TakeOver | Purpose::AskHandover => {
-                self.on_acquire_answer(call, result, now)
-            }
-            Purpose::Renew => self.on_renew_answer(call, result, now),
-            Purpose::Release => self.on_release_answer(result, now),
-        }
-        if read && let Some(seen) = self.lock.last() {
-            // What the read showed, as taken in (an echo of an older write of
-            // ours is not news).
-            self.write_hold.saw(&seen.obs.version.clone());
-        }
-    }
-
-    /// After every handler: start the next call if one is due and none is in flight.
-    fn drive(&mut self, now: Instant) {
-        if self.phase == Phase::Terminated {
-            return;
-        }
-        if self.phase == Phase::ShuttingDown && self.holding.is_none() {
-            // Nothing held: end now, unless a write of ours is in flight or its
-            // outcome is unknown (it may have taken the lock, which must then be
-            // released: never a silently held lease).
-            // The read that finds out is retried until the release budget ends.
-            let write_in_flight = self
-                .in_flight
-                .as_ref()
-                .is_some_and(|c| c.purpose.is_write());
-            if !write_in_flight && self.unknown_write_sent.is_none() {
-                self.terminate();
-                return;
-            }
-        }
-        if self.in_flight.is_some() {
-            return;
-        }
-        if matches!(self.read_due, Some(ReadDue::Now { .. })) {
-            self.send_read(now);
-            return;
-        }
-        if self.timers.get(Timer::Attempt).is_some_and(|t| t <= now) {
-            self.timers.stop(Timer::Attempt);
-            self.attempt(now);
-        }
-    }
-
-    /// The attempt timer fired: act now, unless a call is in flight (every answer
-    /// plans the next attempt).
-    fn read_or_attempt_due(&mut self, now: Instant) {
-        if self.in_flight.is_none() {
-            self.attempt(now);
-        }
-    }
-
-    /// The next call, by role: renew while holding, else campaign.
-    fn attempt(&mut self, now: Instant) {
-        if self.phase == Phase::Terminated || self.in_flight.is_some() {
-            return;
-        }
-        if self.holding.is_some() && self.write_held_back() {
-            return; // the deadline timer ends leadership meanwhile if it must
-        }
-        if self.holding.is_some() {
-            self.renew(now);
-        } else if self.phase != Phase::ShuttingDown {
-            self.campaign(now);
-        } else if self.unknown_write_sent.is_some() {
-            self.send_read(now); // did our last write take the lock?
-        }
-    }
-
-    fn terminate(&mut self) {
-        self.phase = Phase::Terminated;
-        self.timers = TimerTable::default();
-        self.actions.clear();
-        self.in_flight = None;
-        self.emit(Event::Terminated);
     }
 }

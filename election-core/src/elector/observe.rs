@@ -40,7 +40,7 @@ impl Elector {
             }
             return Novelty::Same;
         }
-        if self.wrote(&obs.version) && self.last_written() != Some(&obs.version) {
+        if self.own.wrote(&obs.version) && self.own.last() != Some(&obs.version) {
             return Novelty::Stale;
         }
         let rec = &obs.record;
@@ -138,7 +138,7 @@ impl Elector {
                 .in_flight
                 .as_ref()
                 .is_some_and(|c| c.purpose.is_write());
-            if !self.wrote(&obs.version) && !write_in_flight {
+            if !self.own.wrote(&obs.version) && !write_in_flight {
                 self.want_read(false);
             }
             return;
@@ -207,16 +207,16 @@ impl Elector {
             .in_flight
             .as_ref()
             .is_some_and(|c| c.purpose.is_write())
-            || self.unknown_write_sent.is_some();
+            || self.own.unknown_sent.is_some();
         if seen.obs.record.holder == *self.identity()
-            && !self.wrote(&seen.obs.version)
+            && !self.own.wrote(&seen.obs.version)
             && !own_write_pending
         {
-            if self.foreign_self_versions > 0 {
+            if self.own.foreign_self_versions > 0 {
                 let id = self.identity().clone();
                 self.warn(Warning::IdentityCollision(id));
             }
-            self.foreign_self_versions = self.foreign_self_versions.saturating_add(1);
+            self.own.foreign_self_versions = self.own.foreign_self_versions.saturating_add(1);
         }
     }
 
@@ -251,7 +251,7 @@ impl Elector {
             Err(LockError::NotFound) => {
                 self.lose(StopReason::LockDeleted, now);
                 if self.phase == super::Phase::ShuttingDown {
-                    self.unknown_write_sent = None; // nothing of ours to release
+                    self.own.unknown_sent = None; // nothing of ours to release
                 }
                 self.note_absent(None, now);
                 self.timers.set(crate::timer::Timer::Attempt, now);

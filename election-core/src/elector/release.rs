@@ -104,7 +104,7 @@ impl Elector {
     ) {
         match result {
             Ok(obs) => {
-                self.remember_written(&obs.version);
+                self.own.remember(&obs.version);
                 self.observe(obs, true, now);
                 self.let_go(now);
             }
@@ -154,13 +154,13 @@ impl Elector {
             return;
         };
         let ours = seen.obs.record.holder == *self.identity()
-            && (self.wrote(&seen.obs.version) || self.unknown_write_sent.is_some());
-        self.unknown_write_sent = None;
+            && (self.own.wrote(&seen.obs.version) || self.own.unknown_sent.is_some());
+        self.own.unknown_sent = None;
         if !ours || !self.config.release_on_shutdown {
             return;
         }
         if self.config.lock_delay == LockDelay::Strict
-            && (self.create_unknown.is_some() || now < self.lead_not_before)
+            && (self.own.create_unknown.is_some() || now < self.lead_not_before)
         {
             // The record may be the one a create of ours made (its outcome unknown),
             // or one taken while the strict lock delay runs: whoever led the lock

@@ -52,7 +52,7 @@ impl Elector {
             // success never revives the term: it is only an observation of our write.
             match result {
                 Ok(obs) => {
-                    self.remember_written(&obs.version);
+                    self.own.remember(&obs.version);
                     self.observe(obs, true, now);
                     self.timers.set(Timer::Attempt, now);
                 }
@@ -74,9 +74,9 @@ impl Elector {
                 self.schedule_renew(call.sent_at, self.config.retry_period, now);
             }
             Ok(obs) => {
-                self.remember_written(&obs.version);
+                self.own.remember(&obs.version);
                 self.observe(obs, true, now);
-                self.unknown_write_sent = None;
+                self.own.unknown_sent = None;
                 self.stats.renews += 1;
                 self.extend(call.sent_at);
                 self.schedule_renew(call.sent_at, self.config.renew_every(), now);
@@ -148,7 +148,7 @@ impl Elector {
             return;
         }
         // Our identity, at a version we did not write (or an older echo of ours).
-        if self.wrote(&obs.version) {
+        if self.own.wrote(&obs.version) {
             // A stale read of an older write of ours: the lock moved on since. Read again.
             self.want_read(false);
             return;
@@ -166,18 +166,18 @@ impl Elector {
             // An unknown-outcome write of ours did not land before this version
             // (it would have stamped a new renew time), and cannot land after it
             // (it was a compare-and-swap on an older version).
-            self.unknown_write_sent = None;
-            self.remember_written(&obs.version);
+            self.own.unknown_sent = None;
+            self.own.remember(&obs.version);
             let novelty = self.observe(obs, true, now);
             if is_request && novelty == Novelty::New && self.honoured_handover_seen() {
                 let by = self.handover_target().unwrap_or_default();
                 self.begin_giving_up(StopReason::Preempted { by }, now);
             }
             self.timers.set(Timer::Attempt, now);
-        } else if let Some(sent) = self.unknown_write_sent.take() {
+        } else if let Some(sent) = self.own.unknown_sent.take() {
             // A write of ours whose outcome we did not learn landed: it counts from
             // the earliest such send time.
-            self.remember_written(&obs.version);
+            self.own.remember(&obs.version);
             self.observe(obs, true, now);
             self.extend(sent);
             self.schedule_renew(sent, self.config.renew_every(), now);
@@ -186,7 +186,7 @@ impl Elector {
             self.warn(Warning::IdentityCollision(id));
             self.lose(StopReason::IdentityCollision, now);
             self.observe(obs, true, now);
-            self.foreign_self_versions = self.foreign_self_versions.saturating_add(1);
+            self.own.foreign_self_versions = self.own.foreign_self_versions.saturating_add(1);
             self.timers.set(Timer::Attempt, now);
         }
         if self.phase == Phase::Terminated {
