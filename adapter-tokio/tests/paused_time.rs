@@ -1,9 +1,9 @@
-//! A user's first test (issue 22): three replicas on the memory lock under
+//! A user's first test: three replicas on the memory lock under
 //! tokio's paused time, the leader crashes, and the failover is timed in
 //! virtual time. Written as the README shows it, with no clock option: paused
-//! time must not need one. (Before `TokioRuntime::current` found the paused
-//! clock by itself, this test measured a failover of over an hour of virtual
-//! time: the driver read the boot clock while tokio's timers raced ahead.)
+//! time must not need one. (A driver reading the boot clock under paused time
+//! would measure a failover of over an hour of virtual time: tokio's timers
+//! race ahead of it.)
 
 use std::time::Duration;
 

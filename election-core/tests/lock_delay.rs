@@ -107,7 +107,7 @@ fn first_start(n: &Node) -> Option<Instant> {
         .map(|(at, _)| *at)
 }
 
-/// Found by the simulator: a node reads 404 at 0 and sends its
+/// A node reads 404 at 0 and sends its
 /// create, which is served late (answered at 0.2 s). Meanwhile another node may
 /// have created the lock, led, and seen it deleted just before this create was
 /// served: that leader believes until its deadline, up to a lease after the
@@ -160,7 +160,7 @@ fn strict_lock_delay_after_a_create_of_unknown_outcome_counts_from_the_take_back
     assert_eq!(first_start(&n), Some(t(2_700)));
 }
 
-/// Found by the simulator: a create of unknown outcome
+/// A create of unknown outcome
 /// does not delay every later acquisition. Here the read after the timeout shows
 /// the lock created and held by "b", not by our create; a lease after that
 /// observation we take it over from "b" and lead at once. Whoever held the lock
@@ -200,8 +200,8 @@ fn a_create_of_unknown_outcome_does_not_delay_taking_over_another_holder() {
 /// record may be the create's: here the read after the timeout shows "b" holding
 /// the created lock, and later a released record counting one more transition
 /// than our create wrote (b took it by the rules, then released). Taking it is a
-/// new term, led at once (found by the simulator: two lock delays in a row, ours
-/// after b's, overshot the liveness bound).
+/// new term, led at once (two lock delays in a row, ours after b's, would
+/// overshoot the liveness bound).
 #[test]
 fn a_create_of_unknown_outcome_does_not_delay_taking_a_record_released_since() {
     let mut n = Node::new(fast("a"));

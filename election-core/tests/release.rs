@@ -487,11 +487,11 @@ fn h5_shutdown_racing_an_acquisition_of_unknown_outcome() {
     }
 }
 
-/// H5, with a watch event arriving while the confirming read is in flight (found
-/// by the driver suite): the elector must wait for the read before it ends. The
+/// H5, with a watch event arriving while the confirming read is in flight: the
+/// elector must wait for the read before it ends. The
 /// read shows the record its create of unknown outcome made. With the strict lock
-/// delay it does not release that record (found by the simulator: a
-/// leader of the lock deleted before the create may still believe, and an empty
+/// delay it does not release that record (a leader of the lock deleted
+/// before the create may still believe, and an empty
 /// holder is taken at once): it ends without a write and the record expires. With
 /// `LockDelay::Immediate` (client-go) it releases.
 #[test]

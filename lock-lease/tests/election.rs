@@ -49,7 +49,7 @@ fn three_candidates_on_async_std() {
         .run(|| on_any_runtime::<LeaseSuite>(SmolRuntime::new(), "async-std-election", false));
 }
 
-/// docs/faults.md A4 (issue 16): the Lease deleted under a leader whose requests
+/// docs/faults.md A4: the Lease deleted under a leader whose requests
 /// get 429, beside a candidate that leads at once on its create: no overlap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a4_deletion_under_429_in_a_mixed_fleet_stops_the_leader_at_once() {

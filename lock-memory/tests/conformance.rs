@@ -308,7 +308,7 @@ fn the_suite_catches_lost_stamps_and_lost_handover_fields() {
     );
 }
 
-/// Issue 27: an update that checks the version, awaits, then writes passes
+/// docs/faults.md N11: an update that checks the version, awaits, then writes passes
 /// every single-writer case; racing updates catch it, and say so.
 #[test]
 fn n11_the_suite_catches_an_update_that_is_not_atomic() {
@@ -323,7 +323,7 @@ fn n11_the_suite_catches_an_update_that_is_not_atomic() {
     );
 }
 
-/// Issue 27: versions that count down, or start over after a deletion, on a
+/// docs/faults.md N11: versions that count down, or start over after a deletion, on a
 /// lock with no watch (whose cases would catch them too): the growth cases
 /// run on every lock, and name the versions.
 #[test]
@@ -346,7 +346,7 @@ fn the_suite_catches_versions_that_shrink_or_restart_without_a_watch() {
     assert_eq!(skipped, watch_cases);
 }
 
-/// Issue 27: a lock that does not store `strategy` (coordinated election
+/// docs/faults.md N11: a lock that does not store `strategy` (coordinated election
 /// reads it) fails the case that writes every field, which names the field.
 #[test]
 fn the_suite_catches_a_dropped_strategy_and_names_the_field() {

@@ -115,7 +115,7 @@ fn check_events_were_refused(emu: &Emulator, name: &str) {
 /// trip, on a loaded two-core machine.
 const MIXED_FLEET_RACE: Duration = Duration::from_millis(100);
 
-/// docs/faults.md A4 in a mixed fleet (issue 16): this project's leader (strict
+/// docs/faults.md A4 in a mixed fleet: this project's leader (strict
 /// lock delay) and a candidate that creates and leads at once
 /// (`LockDelay::Immediate`, as client-go does), watching the lock too; the lock
 /// is deleted while every request of the leader but its watch is answered 429.
@@ -123,7 +123,7 @@ const MIXED_FLEET_RACE: Duration = Duration::from_millis(100);
 /// the 429's one-second `Retry-After` holds back). The other hears the same
 /// deletion and leads on its create's answer: the two race, the leader's
 /// handling of the event against the other's round trip, and under load the
-/// create can win by a millisecond (one CI run saw 1 ms). What the leader's
+/// create can win by a millisecond. What the leader's
 /// watch bounds is the overlap: by the drivers' own clock (one process, one
 /// clock), and by 1 ms samples, at most `MIXED_FLEET_RACE` (100 ms), where a leader
 /// that waited for its read would overlap for a second or more.
