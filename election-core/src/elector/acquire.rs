@@ -19,9 +19,21 @@ use crate::action::{Action, WriteId};
 use crate::config::{LockDelay, Preemption};
 use crate::event::{Event, Term, Warning};
 use crate::lock::LockError;
-use crate::record::{LockRecord, MAX_TRANSITIONS, Observation, Stamp};
+use crate::record::{LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version};
 use crate::time::Instant;
 use crate::timer::Timer;
+
+/// A campaigning follower's next step.
+enum Move {
+    /// Create the absent lock.
+    Create,
+    /// Write this record over the version seen, for this purpose.
+    Write(Purpose, Version, LockRecord),
+    /// Read the lock.
+    Read,
+    /// Nothing to do before this instant.
+    WaitUntil(Instant),
+}
 
 impl Elector {
     /// A follower's attempt: read, create, acquire, ask, or wait.
@@ -41,81 +53,82 @@ impl Elector {
         if self.write_held_back() {
             return;
         }
+        match self.next_move(now) {
+            Move::Create => {
+                let record = self.leading_record(None, self.create_transitions());
+                self.send(
+                    Purpose::Create,
+                    |n| Action::Create {
+                        op: WriteId(n),
+                        record,
+                    },
+                    now,
+                );
+            }
+            Move::Write(purpose, version, record) => {
+                self.send_update(purpose, version, record, now);
+            }
+            Move::Read => self.send_read(now),
+            Move::WaitUntil(at) => self.timers.set(Timer::Attempt, at),
+        }
+    }
+
+    /// What a campaigning follower does next with the lock as it knows it.
+    fn next_move(&self, now: Instant) -> Move {
         if matches!(self.lock, LockView::Absent { .. }) {
-            let record = self.leading_record(None, self.create_transitions());
-            self.send(
-                Purpose::Create,
-                |n| Action::Create {
-                    op: WriteId(n),
-                    record,
-                },
-                now,
-            );
-            return;
+            return Move::Create;
         }
         let Some(seen) = self.lock.present() else {
-            self.send_read(now);
-            return;
+            return Move::Read;
         };
         let rec = &seen.obs.record;
-        let version = seen.obs.version.clone();
-        let me = self.identity().clone();
+        let version = || seen.obs.version.clone();
+        let me = self.identity();
         let expiry = self.expiry();
+        let take = || self.leading_record(Some(rec), rec.transitions.saturating_add(1));
 
-        if rec.holder == me && (self.own.wrote(&version) || self.own.unknown_sent.is_some()) {
+        if rec.holder == *me
+            && (self.own.wrote(&seen.obs.version) || self.own.unknown_sent.is_some())
+        {
             // Our own record (a late write of ours, or one whose outcome we did not
             // learn): take it back by compare-and-swap, as a new term.
-            let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-            self.send_update(Purpose::Acquire, version, record, now);
-            return;
+            return Move::Write(Purpose::Acquire, version(), take());
         }
         if rec.is_released() && now >= expiry {
-            let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-            self.send_update(Purpose::Acquire, version, record, now);
-            return;
+            return Move::Write(Purpose::Acquire, version(), take());
         }
-        if rec.is_held() && rec.holder != me && outranks(self.config.priority, rec.priority) {
+        if rec.is_held() && rec.holder != *me && outranks(self.config.priority, rec.priority) {
             match self.config.preemption {
-                Preemption::Steal => {
-                    let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-                    self.send_update(Purpose::TakeOver, version, record, now);
-                    return;
-                }
+                Preemption::Steal => return Move::Write(Purpose::TakeOver, version(), take()),
                 Preemption::Handover if self.should_ask(rec) => {
                     let record = self.handover_request(rec);
-                    self.send_update(Purpose::AskHandover, version, record, now);
-                    return;
+                    return Move::Write(Purpose::AskHandover, version(), record);
                 }
                 Preemption::Handover => {}
             }
         }
         if now >= expiry {
-            if seen.read_at.is_some_and(|r| r >= expiry) {
-                let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
-                // An emptied holder (not a release) is taken like any record
-                // that names no one: it may be what a create of ours made.
-                let purpose = if rec.holder == me || !rec.is_held() {
-                    Purpose::Acquire
-                } else {
-                    Purpose::TakeOver
-                };
-                self.send_update(purpose, version, record, now);
-            } else {
-                self.send_read(now);
+            if seen.read_at.is_none_or(|r| r < expiry) {
+                return Move::Read; // re-read at or past the expiry before any takeover
             }
-            return;
+            // An emptied holder (not a release) is taken like any record that
+            // names no one: it may be what a create of ours made.
+            let purpose = if rec.holder == *me || !rec.is_held() {
+                Purpose::Acquire
+            } else {
+                Purpose::TakeOver
+            };
+            return Move::Write(purpose, version(), take());
         }
         // Not acquirable yet. With a watch, changes come by themselves: wake at
         // expiry. Without one, poll every jittered retry period (client-go).
-        let next = if self.watching {
-            expiry
+        if self.watching {
+            Move::WaitUntil(expiry)
         } else if now >= self.next_poll {
-            self.send_read(now);
-            return;
+            Move::Read
         } else {
-            expiry.min(self.next_poll)
-        };
-        self.timers.set(Timer::Attempt, next);
+            Move::WaitUntil(expiry.min(self.next_poll))
+        }
     }
 
     /// On standby: follow the lock without writing. A watching node waits for
