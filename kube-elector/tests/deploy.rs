@@ -119,13 +119,13 @@ async fn every_manifest_passes_a_server_dry_run_and_nothing_is_stored() {
     ] {
         assert!(expected.iter().any(|o| o == kind), "{kind} in {expected:?}");
     }
-    for r in [
-        Resource::Deployment,
-        Resource::Role,
-        Resource::ServiceAccount,
+    for (r, name) in [
+        (Resource::Deployment, "quickstart"),
+        (Resource::Role, "leader-election"),
+        (Resource::ServiceAccount, "quickstart"),
     ] {
         assert_eq!(
-            emu.object(r, "default", "quickstart"),
+            emu.object(r, "default", name),
             None,
             "a dry run stores nothing"
         );
