@@ -484,15 +484,23 @@ fn watching_follower_waits_for_expiry_without_polling() {
     n.answer(op, Ok(obs("7", held("b", 2, 1))));
     let (_, expected, _) = n.update();
     assert_eq!(expected, Version::new("7"));
-    // A watch that breaks brings polling back at once.
-    let mut m = Node::new(fast("a"));
+    // A watch that breaks brings polling back at once (it may have missed a
+    // change): a read now, then one every jittered retry period.
+    let cfg = fast("a");
+    let mut m = Node::new(cfg.clone());
     let op = m.get();
     m.answer(op, Ok(obs("7", held("b", 2, 1))));
     m.watch_active(true);
     m.advance_to(t(600));
+    m.no_action();
     m.watch_active(false);
+    let op = m.get();
+    m.answer(op, Ok(obs("7", held("b", 2, 1))));
     let next = m.timeout().expect("a poll is planned");
-    assert!(next < t(600) + fast("a").max_retry_interval(), "{next:?}");
+    assert!(
+        next >= t(600) + cfg.retry_period && next < t(600) + cfg.max_retry_interval(),
+        "{next:?}"
+    );
 }
 
 /// A follower without a watch polls every `retry_period × [1, 1 + jitter)`: it sees

@@ -175,6 +175,60 @@ fn external_handover_request_is_honoured() {
     assert_eq!(release.handover.map(|h| h.to), Some("preferred".into()));
 }
 
+/// A step-down asked while the leader already drains for a handover keeps the
+/// handover's reason, and adds the step-down's pause: after the release the node
+/// takes no lock for one lease duration, even one released to nobody.
+#[test]
+fn a_step_down_during_a_handover_drain_pauses_after_the_release() {
+    let cfg = fast("a");
+    let mut n = Node::leader(cfg.clone(), "1");
+    n.fire();
+    let (op, _, _) = n.update();
+    n.answer(op, Err(LockError::Conflict));
+    let op = n.get();
+    let mut asked = stamped(acquiring(&cfg, 0), 1);
+    asked.handover = Some(Handover {
+        to: "preferred".into(),
+        priority: None,
+    });
+    n.answer(op, Ok(obs("2", asked)));
+    let preempted = StopReason::Preempted {
+        by: "preferred".into(),
+    };
+    assert!(n.events().contains(&Event::Draining {
+        reason: preempted.clone()
+    }));
+    n.step_down();
+    n.no_events();
+    n.work_stopped();
+    assert!(n.events().iter().any(
+        |e| matches!(e, Event::StoppedLeading { reason, .. } if *reason == preempted)
+    ));
+    let released_at = loop {
+        let Action::Update {
+            op,
+            expected,
+            record,
+        } = n.fire_until_action(4)
+        else {
+            panic!("expected a write")
+        };
+        let empty = record.holder.is_empty();
+        n.answer(op, Ok(obs(&format!("{expected}0"), stamped(record, 3))));
+        if empty {
+            break n.now;
+        }
+    };
+    // The lock now reads as released to nobody: without the pause, "a" would
+    // take it back at once.
+    let (at, write) = n.campaign(|_| Ok(obs("9", held("", 1, 0))), 1_000);
+    assert!(matches!(write, Action::Update { .. }), "{write:?}");
+    assert!(
+        at >= released_at + cfg.lease_duration,
+        "took the lock back at {at:?}, released at {released_at:?}"
+    );
+}
+
 /// After a handover release, for one lease duration only the named candidate may
 /// take the lock (a lower candidate cannot win the race); after that anyone may
 /// (the asker may have died). The named candidate takes it at once.

@@ -14,7 +14,7 @@
 //! - on standby ([`Elector::set_standby`]): none of these; follow and time only.
 
 use super::priority::outranks;
-use super::{Elector, Holding, Lead, LockView, Phase, Purpose, ReadDue};
+use super::{Campaign, Elector, Follow, Holding, Lead, LockView, Phase, Purpose, ReadDue};
 use crate::action::{Action, WriteId};
 use crate::config::{LockDelay, Preemption};
 use crate::event::{Event, Term, Warning};
@@ -38,13 +38,12 @@ enum Move {
 impl Elector {
     /// A follower's attempt: read, create, acquire, ask, or wait.
     pub(super) fn campaign(&mut self, now: Instant) {
-        if self.standby {
-            self.stand_by(now);
-            return;
-        }
-        if now < self.no_acquire_until {
-            self.timers.set(Timer::Attempt, self.no_acquire_until);
-            return;
+        match self.campaign {
+            Campaign::Standby => return self.stand_by(now),
+            Campaign::Paused { until } if now < until => {
+                return self.timers.set(Timer::Attempt, until);
+            }
+            Campaign::Active | Campaign::SteppingDown | Campaign::Paused { .. } => {}
         }
         if self.read_due.is_some() {
             self.send_read(now);
@@ -122,36 +121,28 @@ impl Elector {
         }
         // Not acquirable yet. With a watch, changes come by themselves: wake at
         // expiry. Without one, poll every jittered retry period (client-go).
-        if self.watching {
-            Move::WaitUntil(expiry)
-        } else if now >= self.next_poll {
-            Move::Read
-        } else {
-            Move::WaitUntil(expiry.min(self.next_poll))
+        match self.follow {
+            Follow::Watch => Move::WaitUntil(expiry),
+            Follow::Poll { next } if now >= next => Move::Read,
+            Follow::Poll { next } => Move::WaitUntil(expiry.min(next)),
         }
     }
 
     /// On standby: follow the lock without writing. A watching node waits for
     /// its events (leaving standby wakes it); a polling one reads on its schedule.
     fn stand_by(&mut self, now: Instant) {
-        if self.watching {
-            return;
-        }
-        if now >= self.next_poll {
-            self.send_read(now);
-        } else {
-            self.timers.set(Timer::Attempt, self.next_poll);
+        match self.follow {
+            Follow::Watch => {}
+            Follow::Poll { next } if now >= next => self.send_read(now),
+            Follow::Poll { next } => self.timers.set(Timer::Attempt, next),
         }
     }
 
-    /// The transition count of a create: 0 for a lock never seen held, else one
-    /// more than the largest count seen, so that terms keep growing.
+    /// The transition count of a create: 0 for a lock never seen, else one more
+    /// than the largest count seen, so that terms keep growing.
     fn create_transitions(&self) -> u32 {
-        if self.seen_held {
-            self.max_transitions.saturating_add(1).min(MAX_TRANSITIONS)
-        } else {
-            0
-        }
+        self.max_transitions
+            .map_or(0, |t| t.saturating_add(1).min(MAX_TRANSITIONS))
     }
 
     /// The record of a leader: our identity, our duration, both times stamped now.
@@ -267,7 +258,6 @@ impl Elector {
             deadline,
             renewed_sent: sent,
             state,
-            stepping_down: false,
         });
         self.timers.set(Timer::Deadline, deadline);
         let next_renew = (sent + self.config.renew_every()).max(now);

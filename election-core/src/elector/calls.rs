@@ -122,7 +122,10 @@ impl Elector {
                 after_conflict: true
             })
         );
-        self.next_poll = now + self.jittered_retry();
+        if let super::Follow::Poll { .. } = self.follow {
+            let next = now + self.jittered_retry();
+            self.follow = super::Follow::Poll { next };
+        }
         self.send(
             Purpose::Read { after_conflict },
             |n| Action::Get { op: ReadId(n) },

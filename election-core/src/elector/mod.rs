@@ -68,14 +68,13 @@ pub struct Elector {
     events: VecDeque<Event>,
     /// What this node knows of the lock: not read yet, present, or absent.
     lock: LockView,
-    /// The lock was seen held at some point (strict lock delay applies to a create).
-    seen_held: bool,
-    /// The largest transition count seen (a re-created lock continues from it).
-    max_transitions: u32,
+    /// The largest transition count seen (a re-created lock continues from it);
+    /// `None` until the lock is first seen.
+    max_transitions: Option<u32>,
     /// The holder last reported through [`Event::LeaderChanged`].
     reported_leader: Option<Arc<str>>,
-    /// A watch is delivering changes.
-    watching: bool,
+    /// How this node learns of changes: a watch, or reads.
+    follow: Follow,
     /// What this node knows of its own writes.
     own: OwnWrites,
     /// A read this node owes before anything else, and why.
@@ -85,12 +84,8 @@ pub struct Elector {
     /// Do not lead before this instant (the strict lock delay after the lock was
     /// found absent).
     lead_not_before: Instant,
-    /// A polling follower's next read.
-    next_poll: Instant,
-    /// Do not try to acquire before this instant (after a step-down).
-    no_acquire_until: Instant,
-    /// Follow the lock without writing to take it ([`Elector::set_standby`]).
-    standby: bool,
+    /// Whether and when this node may take the lock once it does not hold it.
+    campaign: Campaign,
     /// The hold a failed write puts on the next ones (see [`WriteHold`]).
     write_hold: WriteHold,
     /// Consecutive failed calls, for backoff.
@@ -160,9 +155,17 @@ struct Holding {
     /// Send time of the last successful write.
     renewed_sent: Instant,
     state: Lead,
-    /// Giving up by `step_down`: once let go, stay a follower for one lease
-    /// duration so that another can take over.
-    stepping_down: bool,
+}
+
+impl Holding {
+    /// Whether this holder is already giving the lock up.
+    fn giving_up(&self) -> bool {
+        match &self.state {
+            Lead::Delayed { then_release } => then_release.is_some(),
+            Lead::Leading => false,
+            Lead::Draining(_) | Lead::Releasing => true,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,10 +187,35 @@ enum Lead {
     Releasing,
 }
 
+/// Whether and when a node that does not hold the lock may take it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Campaign {
+    /// Takes the lock when the rules let it.
+    Active,
+    /// A step-down is under way: once this node lets the lock go, it pauses for
+    /// one lease duration so that another can take over.
+    SteppingDown,
+    /// Takes no lock before this instant (after a step-down, or after a release
+    /// the API refused).
+    Paused { until: Instant },
+    /// Follows and times the lock, but never writes to take it
+    /// ([`Elector::set_standby`]).
+    Standby,
+}
+
+/// How a node learns of changes to the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Follow {
+    /// A watch delivers them.
+    Watch,
+    /// It reads the lock, next at this instant (a jittered retry period after
+    /// its last read).
+    Poll { next: Instant },
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
-    /// Campaigning, holding, or giving up after `step_down` (see
-    /// [`Holding::stepping_down`]).
+    /// Campaigning, holding, or giving up.
     Running,
     /// Shutting down: release if due, then terminate.
     ShuttingDown,
@@ -245,19 +273,18 @@ impl Elector {
             actions: VecDeque::with_capacity(2),
             events: VecDeque::with_capacity(8),
             lock: LockView::Unread,
-            seen_held: false,
-            max_transitions: 0,
+            max_transitions: None,
             reported_leader: None,
-            watching: false,
+            follow: Follow::Poll {
+                next: Instant::ZERO,
+            },
             own: OwnWrites::default(),
             read_due: Some(ReadDue::Now {
                 after_conflict: false,
             }),
             holding: None,
             lead_not_before: Instant::ZERO,
-            next_poll: Instant::ZERO,
-            no_acquire_until: Instant::ZERO,
-            standby: false,
+            campaign: Campaign::Active,
             write_hold: WriteHold::default(),
             failures: 0,
             phase: Phase::Running,
@@ -283,10 +310,14 @@ impl Elector {
             Input::Watch(WatchEvent::Changed(obs)) => self.on_watch(obs, now),
             Input::Watch(WatchEvent::Deleted(version)) => self.on_watch_deleted(version, now),
             Input::WatchActive(active) => {
-                self.watching = active;
+                // Polling resumes at once when the watch breaks (it may have missed
+                // a change); with a watch the next attempt is at expiry.
+                self.follow = match (active, self.follow) {
+                    (true, _) => Follow::Watch,
+                    (false, Follow::Watch) => Follow::Poll { next: now },
+                    (false, poll) => poll,
+                };
                 if self.holding.is_none() {
-                    // Re-plan: polling resumes at once when the watch breaks; with a
-                    // watch the next attempt is at expiry.
                     self.timers.set(Timer::Attempt, now);
                 }
             }
@@ -326,11 +357,14 @@ impl Elector {
         let now = self.clock(now);
         self.check_deadline(now);
         if self.phase == Phase::Running
-            && let Some(h) = &mut self.holding
-            && !h.stepping_down
+            && let Some(h) = &self.holding
         {
-            h.stepping_down = true;
-            self.begin_giving_up(StopReason::SteppedDown, now);
+            if !h.giving_up() {
+                self.begin_giving_up(StopReason::SteppedDown, now);
+            }
+            if self.campaign != Campaign::Standby {
+                self.campaign = Campaign::SteppingDown;
+            }
         }
         self.drive(now);
     }
@@ -368,11 +402,12 @@ impl Elector {
     pub fn set_standby(&mut self, standby: bool, now: Instant) {
         let now = self.clock(now);
         self.check_deadline(now);
-        if self.standby != standby {
-            self.standby = standby;
-            if !standby {
-                self.no_acquire_until = Instant::ZERO;
-            }
+        if self.is_standby() != standby {
+            self.campaign = if standby {
+                Campaign::Standby
+            } else {
+                Campaign::Active
+            };
             if self.holding.is_none() {
                 self.timers.set(Timer::Attempt, now);
             }
@@ -382,7 +417,7 @@ impl Elector {
 
     /// Whether this node stands by ([`Elector::set_standby`]).
     pub fn is_standby(&self) -> bool {
-        self.standby
+        self.campaign == Campaign::Standby
     }
 
     /// Tells the elector that the leader work has ended after [`Event::Draining`]:

@@ -53,8 +53,7 @@ impl Elector {
             other if rec.is_held() => self.warn(Warning::LeaseDurationMissing(other)),
             _ => {}
         }
-        self.seen_held |= rec.is_held();
-        self.max_transitions = self.max_transitions.max(rec.transitions);
+        self.max_transitions = Some(self.max_transitions.unwrap_or(0).max(rec.transitions));
         let leader = rec.is_held().then(|| rec.holder.clone());
         if leader != self.reported_leader {
             self.reported_leader = leader.clone();

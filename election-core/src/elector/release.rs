@@ -8,7 +8,7 @@
 //! releases only if the fresh record still names it, so a release never evicts a
 //! newer holder.
 
-use super::{Elector, Lead, Phase, Purpose};
+use super::{Campaign, Elector, Lead, Phase, Purpose};
 use crate::config::LockDelay;
 use crate::event::{Event, StopReason, Warning};
 use crate::lock::LockError;
@@ -124,7 +124,7 @@ impl Elector {
                 // back for one lease duration, so that the release's intent (let
                 // another lead) is kept.
                 self.let_go(now);
-                self.no_acquire_until = self.no_acquire_until.max(now + self.config.lease_duration);
+                self.pause_campaign(now);
             }
             Err(_) => self
                 .timers
@@ -135,12 +135,12 @@ impl Elector {
     /// No longer holding: follow again (after a step-down, not before one lease
     /// duration), or finish a shutdown.
     pub(super) fn let_go(&mut self, now: Instant) {
-        let stepping_down = self.holding.take().is_some_and(|h| h.stepping_down);
+        self.holding = None;
         self.timers.stop(Timer::Deadline);
         self.timers.stop(Timer::LockDelay);
         if self.phase == Phase::Running {
-            if stepping_down {
-                self.no_acquire_until = now + self.config.lease_duration;
+            if self.campaign == Campaign::SteppingDown {
+                self.pause_campaign(now);
             }
             self.timers.stop(Timer::ReleaseBudget);
             self.timers.set(Timer::Attempt, now);
@@ -179,7 +179,6 @@ impl Elector {
             deadline: now,
             renewed_sent: now,
             state: Lead::Releasing,
-            stepping_down: false,
         });
         self.timers.set(Timer::Attempt, now);
     }
@@ -188,10 +187,8 @@ impl Elector {
     /// spent: stop leading if the work never drained, and stop trying to release
     /// (the lease then expires by itself).
     pub(super) fn on_release_budget_spent(&mut self, now: Instant) {
-        let mut stepping_down = false;
         if let Some(h) = self.holding.take() {
             self.timers.stop(Timer::Deadline);
-            stepping_down = h.stepping_down;
             if let Lead::Draining(reason) = h.state {
                 self.emit(Event::StoppedLeading {
                     term: h.term,
@@ -201,11 +198,24 @@ impl Elector {
         }
         match self.phase {
             Phase::ShuttingDown => self.terminate(),
-            Phase::Running if stepping_down => {
-                self.no_acquire_until = now + self.config.lease_duration;
+            Phase::Running if self.campaign == Campaign::SteppingDown => {
+                self.pause_campaign(now);
                 self.timers.set(Timer::Attempt, now);
             }
             Phase::Running | Phase::Terminated => {}
         }
+    }
+
+    /// Takes no lock for one lease duration from `now`, so that another can take
+    /// over (a node on standby takes none anyway).
+    fn pause_campaign(&mut self, now: Instant) {
+        let until = now + self.config.lease_duration;
+        self.campaign = match self.campaign {
+            Campaign::Standby => Campaign::Standby,
+            Campaign::Paused { until: before } => Campaign::Paused {
+                until: before.max(until),
+            },
+            Campaign::Active | Campaign::SteppingDown => Campaign::Paused { until },
+        };
     }
 }
