@@ -52,21 +52,23 @@ pub enum Reply {
     AnswerLost,
 }
 
-/// A lock record in memory, answering each call as scripted ([`Reply::Serve`]
-/// unless told otherwise). Versions are decimal and grow by one per change, a
-/// deletion included, as in Kubernetes.
-#[derive(Debug, Default)]
-pub struct ScriptedLock {
+/// A lock record in memory that applies an elector's calls as a compare-and-swap
+/// store does: a read answers the record or `NotFound`, a create fails with
+/// `AlreadyExists` over a present lock, an update with `Conflict` unless it names
+/// the current version; a write's `Stamp::Now` takes the wall time it is served
+/// at. Versions are decimal and grow by one per change, a deletion included, as
+/// in Kubernetes. The one store under [`ScriptedLock`], the core's scenario tests
+/// and the simulator.
+#[derive(Clone, Debug, Default)]
+pub struct Register {
     current: Option<Observation>,
     counter: u64,
-    script: VecDeque<Reply>,
-    always: Option<Reply>,
     /// Every change, oldest first: the record written, or `None` for a deletion.
     pub history: Vec<(Version, Option<LockRecord>)>,
 }
 
-impl ScriptedLock {
-    /// An absent lock.
+impl Register {
+    /// An absent lock, no version handed out yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -74,6 +76,75 @@ impl ScriptedLock {
     /// The lock as it is now.
     pub fn current(&self) -> Option<&Observation> {
         self.current.as_ref()
+    }
+
+    /// The last version handed out (0: none yet).
+    pub fn last_version(&self) -> u64 {
+        self.counter
+    }
+
+    /// The records written, oldest first (deletions left out).
+    pub fn records(&self) -> impl Iterator<Item = &LockRecord> {
+        self.history.iter().filter_map(|(_, r)| r.as_ref())
+    }
+
+    /// Applies `action` at wall time `wall`: its answer.
+    pub fn apply(&mut self, action: &Action, wall: WallTime) -> Result<Observation, LockError> {
+        match (action, &self.current) {
+            (Action::Get { .. }, current) => current.clone().ok_or(LockError::NotFound),
+            (Action::Create { .. }, Some(_)) => Err(LockError::AlreadyExists),
+            (Action::Create { record, .. }, None) => Ok(self.put(record.clone(), wall)),
+            (Action::Update { .. }, None) => Err(LockError::NotFound),
+            (Action::Update { expected, .. }, Some(c)) if c.version != *expected => {
+                Err(LockError::Conflict)
+            }
+            (Action::Update { record, .. }, Some(_)) => Ok(self.put(record.clone(), wall)),
+        }
+    }
+
+    /// Writes `record` whatever the lock holds (a write from outside the
+    /// election: a human, another tool), stamped at `wall`.
+    pub fn put(&mut self, mut record: LockRecord, wall: WallTime) -> Observation {
+        for stamp in [&mut record.acquire_time, &mut record.renew_time] {
+            if *stamp == Stamp::Now {
+                *stamp = Stamp::At(wall);
+            }
+        }
+        let obs = Observation::new(self.next_version(), record);
+        self.history
+            .push((obs.version.clone(), Some(obs.record.clone())));
+        self.current = Some(obs.clone());
+        obs
+    }
+
+    /// Deletes the lock; the deletion's version.
+    pub fn delete(&mut self) -> Version {
+        self.current = None;
+        let version = self.next_version();
+        self.history.push((version.clone(), None));
+        version
+    }
+
+    fn next_version(&mut self) -> Version {
+        self.counter += 1;
+        Version::new(alloc::format!("{}", self.counter))
+    }
+}
+
+/// A [`Register`] that answers each call as scripted ([`Reply::Serve`] unless
+/// told otherwise).
+#[derive(Debug, Default)]
+pub struct ScriptedLock {
+    /// The lock record.
+    pub register: Register,
+    script: VecDeque<Reply>,
+    always: Option<Reply>,
+}
+
+impl ScriptedLock {
+    /// An absent lock.
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// The next call (after those already scripted) is answered so.
@@ -89,15 +160,12 @@ impl ScriptedLock {
     /// A write by someone outside the election (a human, another tool), stamped
     /// at `wall`; the watch event that reports it.
     pub fn put(&mut self, record: LockRecord, wall: WallTime) -> WatchEvent {
-        WatchEvent::Changed(self.store(record, wall))
+        WatchEvent::Changed(self.register.put(record, wall))
     }
 
     /// Deletes the lock; the watch event that reports it.
     pub fn delete(&mut self) -> WatchEvent {
-        self.current = None;
-        let version = self.next_version();
-        self.history.push((version.clone(), None));
-        WatchEvent::Deleted(Some(version))
+        WatchEvent::Deleted(Some(self.register.delete()))
     }
 
     /// Runs `action` at wall time `wall` as scripted: the input that answers it,
@@ -110,45 +178,14 @@ impl ScriptedLock {
             .unwrap_or(Reply::Serve);
         let op = action.op();
         match reply {
-            Reply::Serve => Some(op.answer(self.apply(action, wall))),
+            Reply::Serve => Some(op.answer(self.register.apply(&action, wall))),
             Reply::Fail(e) => Some(op.answer(Err(e))),
             Reply::Hang => None,
             Reply::AnswerLost => {
-                let _ = self.apply(action, wall);
+                let _ = self.register.apply(&action, wall);
                 None
             }
         }
-    }
-
-    fn apply(&mut self, action: Action, wall: WallTime) -> Result<Observation, LockError> {
-        match (action, &self.current) {
-            (Action::Get { .. }, current) => current.clone().ok_or(LockError::NotFound),
-            (Action::Create { .. }, Some(_)) => Err(LockError::AlreadyExists),
-            (Action::Create { record, .. }, None) => Ok(self.store(record, wall)),
-            (Action::Update { .. }, None) => Err(LockError::NotFound),
-            (Action::Update { expected, .. }, Some(c)) if c.version != expected => {
-                Err(LockError::Conflict)
-            }
-            (Action::Update { record, .. }, Some(_)) => Ok(self.store(record, wall)),
-        }
-    }
-
-    fn store(&mut self, mut record: LockRecord, wall: WallTime) -> Observation {
-        for stamp in [&mut record.acquire_time, &mut record.renew_time] {
-            if *stamp == Stamp::Now {
-                *stamp = Stamp::At(wall);
-            }
-        }
-        let obs = Observation::new(self.next_version(), record);
-        self.history
-            .push((obs.version.clone(), Some(obs.record.clone())));
-        self.current = Some(obs.clone());
-        obs
-    }
-
-    fn next_version(&mut self) -> Version {
-        self.counter += 1;
-        Version::new(alloc::format!("{}", self.counter))
     }
 }
 

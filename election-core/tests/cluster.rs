@@ -22,20 +22,15 @@ fn first_start(c: &Cluster, i: usize) -> Option<u64> {
 fn n11_many_candidates_at_a_release_exactly_one_wins() {
     within_time_limit(|| {
         let mut c = Cluster::new(nodes(6));
-        c.store.put(held("", 1, 7));
+        c.store.put(held("", 1, 7), c.wall());
         c.run_until(3_000);
         let leaders: Vec<usize> = (0..6).filter(|&i| c.starts(i) > 0).collect();
         assert_eq!(leaders.len(), 1, "exactly one won: {leaders:?}");
-        let acquisitions = c
-            .store
-            .history
-            .iter()
-            .filter(|o| o.record.transitions == 8)
-            .count();
+        let acquisitions = c.store.records().filter(|o| o.transitions == 8).count();
         assert!(acquisitions >= 1);
         let winner = leaders[0];
         assert_eq!(c.leaders(), vec![winner]);
-        assert_eq!(c.store.holder(), Some(format!("node-{winner}").as_str()));
+        assert_eq!(c.holder(), Some(format!("node-{winner}").as_str()));
     });
 }
 
@@ -67,12 +62,12 @@ fn n7_partitioned_leader_stops_at_its_deadline_and_another_takes_over() {
             "a lease after the last change: {took}"
         );
         assert_eq!(c.leaders(), vec![1]);
-        let old = term(1, "102");
+        let old = term(1, "2");
         let new = c.nodes[1].e.term().expect("node-1 leads").clone();
         assert!(new > old, "the fencing token grows: {old} then {new}");
         assert!(c.nodes[0].log.iter().any(|(_, e)| *e
             == Event::StoppedLeading {
-                term: term(1, "102"),
+                term: term(1, "2"),
                 reason: StopReason::DeadlineExceeded
             }));
     });

@@ -32,13 +32,12 @@ fn h7_handover_drains_releases_and_hands_over_without_overlap() {
         // The request was written by "high" into low's record, every other field kept.
         let ask = c
             .store
-            .history
-            .iter()
-            .find(|o| o.record.handover.is_some())
+            .records()
+            .find(|o| o.handover.is_some())
             .expect("a handover request was written");
-        assert_eq!(&*ask.record.holder, "low");
+        assert_eq!(&*ask.holder, "low");
         assert_eq!(
-            ask.record.handover,
+            ask.handover,
             Some(Handover {
                 to: "high".into(),
                 priority: Some(5)
@@ -51,16 +50,12 @@ fn h7_handover_drains_releases_and_hands_over_without_overlap() {
             }));
         let release = c
             .store
-            .history
-            .iter()
+            .records()
             .skip(1) // the released lock the story starts from
-            .find(|o| o.record.holder.is_empty())
+            .find(|o| o.holder.is_empty())
             .expect("low released");
-        assert_eq!(
-            release.record.handover.as_ref().map(|h| &*h.to),
-            Some("high")
-        );
-        assert_eq!(release.record.lease_duration_secs, Some(1));
+        assert_eq!(release.handover.as_ref().map(|h| &*h.to), Some("high"));
+        assert_eq!(release.lease_duration_secs, Some(1));
         // "high" leads, and "mid" (no priority) never did.
         assert_eq!(c.leaders(), vec![1]);
         assert_eq!(c.starts(1), 1);
@@ -81,7 +76,7 @@ fn equal_priority_never_preempts() {
         c.run_until(6_000);
         assert_eq!(c.leaders(), vec![0]);
         assert_eq!(c.starts(1), 0);
-        assert!(c.store.history.iter().all(|o| o.record.handover.is_none()));
+        assert!(c.store.records().all(|r| r.handover.is_none()));
     });
 }
 
@@ -127,11 +122,10 @@ fn h7_steal_mode_takes_at_once_with_bounded_overlap() {
         );
         let stolen = c
             .store
-            .history
-            .iter()
-            .find(|o| &*o.record.holder == "high")
+            .records()
+            .find(|o| &*o.holder == "high")
             .expect("stolen");
-        assert_eq!(stolen.record.transitions, 2);
+        assert_eq!(stolen.transitions, 2);
     });
 }
 
@@ -201,9 +195,11 @@ fn a_step_down_during_a_handover_drain_pauses_after_the_release() {
     n.step_down();
     n.no_events();
     n.work_stopped();
-    assert!(n.events().iter().any(
-        |e| matches!(e, Event::StoppedLeading { reason, .. } if *reason == preempted)
-    ));
+    assert!(
+        n.events()
+            .iter()
+            .any(|e| matches!(e, Event::StoppedLeading { reason, .. } if *reason == preempted))
+    );
     let released_at = loop {
         let Action::Update {
             op,

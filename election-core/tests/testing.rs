@@ -23,9 +23,9 @@ fn a_lone_candidate_creates_the_lock_and_leads_after_the_strict_delay() {
         .expect("started")
         .0;
     assert!(started.since_epoch() >= lease, "led at {started:?}");
-    let current = h.lock.current().expect("created");
+    let current = h.lock.register.current().expect("created");
     assert_eq!(&*current.record.holder, "me");
-    assert!(h.lock.history.len() >= 2, "created, then renewed");
+    assert!(h.lock.register.history.len() >= 2, "created, then renewed");
 }
 
 #[test]
@@ -54,7 +54,11 @@ fn a_hung_call_times_out_and_a_lost_answer_is_found_by_a_read() {
         )),
         "{events:?}"
     );
-    assert_eq!(h.lock.history.len(), 2, "one create, one acquisition");
+    assert_eq!(
+        h.lock.register.history.len(),
+        2,
+        "one create, one acquisition"
+    );
 }
 
 #[test]
@@ -104,4 +108,47 @@ fn refused_calls_end_leadership_at_the_renew_deadline() {
     assert!(h.run_until(secs(5), |h| !h.is_leader()));
     let deadline = last + h.elector.config().renew_deadline;
     assert_eq!(h.now(), deadline, "ends exactly at the deadline");
+}
+
+#[test]
+fn the_register_is_a_compare_and_swap_store_with_growing_versions() {
+    use election_core::testing::Register;
+    use election_core::{Action, ReadId, Stamp, Version, WriteId};
+    let wall = WallTime::new(7, 0);
+    let record = |holder: &str| LockRecord {
+        holder: holder.into(),
+        renew_time: Stamp::Now,
+        ..LockRecord::default()
+    };
+    let get = Action::Get { op: ReadId(0) };
+    let create = |holder: &str| Action::Create {
+        op: WriteId(1),
+        record: record(holder),
+    };
+    let update = |expected: &str, holder: &str| Action::Update {
+        op: WriteId(2),
+        expected: Version::new(expected),
+        record: record(holder),
+    };
+    let mut r = Register::new();
+    assert_eq!(r.apply(&get, wall), Err(LockError::NotFound));
+    assert_eq!(r.apply(&update("1", "a"), wall), Err(LockError::NotFound));
+    let created = r.apply(&create("a"), wall).expect("created");
+    assert_eq!(created.version, Version::new("1"));
+    assert_eq!(
+        created.record.renew_time,
+        Stamp::At(wall),
+        "stamped when served"
+    );
+    assert_eq!(r.apply(&create("b"), wall), Err(LockError::AlreadyExists));
+    assert_eq!(r.apply(&update("0", "b"), wall), Err(LockError::Conflict));
+    let updated = r.apply(&update("1", "b"), wall).expect("updated");
+    assert_eq!(updated.version, Version::new("2"));
+    assert_eq!(r.apply(&get, wall), Ok(updated));
+    assert_eq!(r.delete(), Version::new("3"), "a deletion takes a version");
+    assert_eq!(r.apply(&get, wall), Err(LockError::NotFound));
+    assert_eq!(r.last_version(), 3);
+    let holders: Vec<&str> = r.records().map(|rec| &*rec.holder).collect();
+    assert_eq!(holders, ["a", "b"]);
+    assert_eq!(r.history.len(), 3);
 }

@@ -1,7 +1,8 @@
 //! The simulated lock: a linearizable compare-and-swap register with a global,
 //! growing version counter (like etcd's revision), stamped with simulated wall time.
 
-use election_core::{Action, LockError, LockRecord, Observation, Stamp, Version, WallTime};
+use election_core::testing::Register;
+use election_core::{Action, LockError, LockRecord, Observation, Version, WallTime};
 
 /// How the simulated store treats writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,11 +25,11 @@ pub struct AppliedWrite {
     pub now: Option<Observation>,
 }
 
-/// The store.
+/// The store: the core's [`Register`], with the writer of each write recorded for
+/// the checker, and blind writes for the negative control.
 #[derive(Debug)]
 pub struct Store {
-    current: Option<Observation>,
-    counter: u64,
+    register: Register,
     mode: WriteMode,
 }
 
@@ -36,33 +37,23 @@ impl Store {
     /// An empty store (no lock).
     pub fn new(mode: WriteMode) -> Self {
         Store {
-            current: None,
-            counter: 0,
+            register: Register::new(),
             mode,
         }
     }
 
     /// The last version the store handed out.
     pub fn last_version(&self) -> u64 {
-        self.counter
+        self.register.last_version()
     }
 
     /// The lock as it is.
     pub fn current(&self) -> Option<&Observation> {
-        self.current.as_ref()
+        self.register.current()
     }
 
-    fn next_version(&mut self) -> Version {
-        self.counter += 1;
-        Version::new(self.counter.to_string())
-    }
-
-    fn stamp(record: &LockRecord, wall: WallTime) -> LockRecord {
-        let fix = |s: Stamp| if s == Stamp::Now { Stamp::At(wall) } else { s };
-        let mut r = record.clone();
-        r.acquire_time = fix(r.acquire_time);
-        r.renew_time = fix(r.renew_time);
-        r
+    fn replaced(&self) -> Option<LockRecord> {
+        self.current().map(|c| c.record.clone())
     }
 
     /// Applies a lock call, returning its result and the write it made, if any.
@@ -72,57 +63,34 @@ impl Store {
         by: &str,
         wall: WallTime,
     ) -> (Result<Observation, LockError>, Option<AppliedWrite>) {
-        match action {
-            Action::Get { .. } => (self.current.clone().ok_or(LockError::NotFound), None),
-            Action::Create { record, .. } => {
-                if self.current.is_some() {
-                    return (Err(LockError::AlreadyExists), None);
-                }
-                let obs = Observation {
-                    version: self.next_version(),
-                    record: Self::stamp(record, wall),
+        let replaced = self.replaced();
+        let result = match (self.mode, action, self.current()) {
+            // A blind write: compare-and-swap on whatever the lock holds.
+            (WriteMode::Blind, Action::Update { op, record, .. }, Some(c)) => {
+                let blind = Action::Update {
+                    op: *op,
+                    expected: c.version.clone(),
+                    record: record.clone(),
                 };
-                self.current = Some(obs.clone());
-                let w = AppliedWrite {
-                    by: by.into(),
-                    replaced: None,
-                    now: Some(obs.clone()),
-                };
-                (Ok(obs), Some(w))
+                self.register.apply(&blind, wall)
             }
-            Action::Update {
-                expected, record, ..
-            } => {
-                let Some(cur) = &self.current else {
-                    return (Err(LockError::NotFound), None);
-                };
-                if self.mode == WriteMode::CompareAndSwap && cur.version != *expected {
-                    return (Err(LockError::Conflict), None);
-                }
-                let replaced = Some(cur.record.clone());
-                let obs = Observation {
-                    version: self.next_version(),
-                    record: Self::stamp(record, wall),
-                };
-                self.current = Some(obs.clone());
-                let w = AppliedWrite {
-                    by: by.into(),
-                    replaced,
-                    now: Some(obs.clone()),
-                };
-                (Ok(obs), Some(w))
-            }
-        }
+            _ => self.register.apply(action, wall),
+        };
+        let write = match (action, &result) {
+            (Action::Create { .. } | Action::Update { .. }, Ok(obs)) => Some(AppliedWrite {
+                by: by.into(),
+                replaced,
+                now: Some(obs.clone()),
+            }),
+            _ => None,
+        };
+        (result, write)
     }
 
     /// A human edit: the record replaced with `record` (new version).
     pub fn human_edit(&mut self, record: LockRecord, wall: WallTime) -> AppliedWrite {
-        let replaced = self.current.as_ref().map(|c| c.record.clone());
-        let obs = Observation {
-            version: self.next_version(),
-            record: Self::stamp(&record, wall),
-        };
-        self.current = Some(obs.clone());
+        let replaced = self.replaced();
+        let obs = self.register.put(record, wall);
         AppliedWrite {
             by: "human".into(),
             replaced,
@@ -132,12 +100,13 @@ impl Store {
 
     /// The lock deleted. The deletion takes a version, as in Kubernetes.
     pub fn delete(&mut self) -> (AppliedWrite, Version) {
-        let replaced = self.current.take().map(|c| c.record);
+        let replaced = self.replaced();
+        let version = self.register.delete();
         let w = AppliedWrite {
             by: "human".into(),
             replaced,
             now: None,
         };
-        (w, self.next_version())
+        (w, version)
     }
 }

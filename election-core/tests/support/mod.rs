@@ -6,9 +6,8 @@
 //! rule of DESIGN §4 (no `StoppedLeading` without the `StartedLeading` of the same
 //! term, no second start before a stop), so each scenario checks it for free.
 //!
-//! [`Store`] is a compare-and-swap store for scenarios with several electors: it
-//! applies an elector's action the way a backend would (new version, `Stamp::Now`
-//! replaced by the store's wall clock).
+//! [`Cluster`] runs several electors over one [`Register`] (the core's
+//! compare-and-swap store for tests) on one real clock.
 
 #![allow(dead_code)] // each test file uses a part of the harness
 
@@ -16,6 +15,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 #[allow(unused_imports)] // each test file uses a part of the names
+pub use election_core::testing::Register;
+#[allow(unused_imports)]
 pub use election_core::{
     Action, BrokenAnswer, Config, Elector, Event, Handover, Input, Instant, LockDelay, LockError,
     LockRecord, MAX_TRANSITIONS, Observation, OpId, OpKind, Preemption, ReadId, Role, Stamp,
@@ -459,89 +460,6 @@ impl ActionExt for Action {
     }
 }
 
-/// A compare-and-swap store shared by several electors in one scenario.
-#[derive(Default)]
-pub struct Store {
-    /// The lock, if it exists.
-    pub current: Option<Observation>,
-    next_version: u64,
-    /// Writes applied.
-    pub writes: u64,
-    /// Every version the lock had, oldest first.
-    pub history: Vec<Observation>,
-}
-
-impl Store {
-    /// An empty store (no lock).
-    pub fn new() -> Store {
-        Store {
-            current: None,
-            next_version: 100,
-            writes: 0,
-            history: Vec::new(),
-        }
-    }
-
-    fn bump(&mut self, record: LockRecord) -> Observation {
-        self.next_version += 1;
-        self.writes += 1;
-        let o = Observation::new(
-            self.next_version.to_string().as_str(),
-            stamped(record, self.next_version as i64),
-        );
-        self.current = Some(o.clone());
-        self.history.push(o.clone());
-        o
-    }
-
-    /// A write by someone outside the election (a human, another tool).
-    pub fn put(&mut self, record: LockRecord) -> Observation {
-        self.bump(record)
-    }
-
-    /// Deletes the lock.
-    pub fn delete(&mut self) {
-        self.current = None;
-    }
-
-    /// Applies an elector's call as a backend would.
-    pub fn apply(&mut self, action: &Action) -> Result<Observation, LockError> {
-        match action {
-            Action::Get { .. } => self.current.clone().ok_or(LockError::NotFound),
-            Action::Create { record, .. } => {
-                if self.current.is_some() {
-                    Err(LockError::AlreadyExists)
-                } else {
-                    Ok(self.bump(record.clone()))
-                }
-            }
-            Action::Update {
-                expected, record, ..
-            } => match &self.current {
-                None => Err(LockError::NotFound),
-                Some(c) if c.version != *expected => Err(LockError::Conflict),
-                Some(_) => Ok(self.bump(record.clone())),
-            },
-        }
-    }
-
-    /// Serves the node's waiting action, if any; returns whether one was served.
-    pub fn serve(&mut self, node: &mut Node) -> bool {
-        if !node.has_action() {
-            return false;
-        }
-        let a = node.action();
-        let r = self.apply(&a);
-        node.answer(a.op(), r);
-        true
-    }
-
-    /// The holder of the lock (`None` if absent).
-    pub fn holder(&self) -> Option<&str> {
-        self.current.as_ref().map(|o| &*o.record.holder)
-    }
-}
-
 /// How the lock answers one node of a [`Cluster`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Link {
@@ -559,7 +477,7 @@ pub enum Link {
     Paused,
 }
 
-/// Several electors over one [`Store`], on one real clock, each node seeing it
+/// Several electors over one [`Register`], on one real clock, each node seeing it
 /// through its own clock rate. After every step it checks the safety promise: at no
 /// instant do two nodes report `is_leader`.
 pub struct Cluster {
@@ -570,7 +488,7 @@ pub struct Cluster {
     /// Each node's clock rate (local seconds per real second).
     pub rates: Vec<f64>,
     /// The lock.
-    pub store: Store,
+    pub store: Register,
     /// Real time, in nanoseconds.
     pub real: u64,
     /// Call `work_stopped` as soon as a node drains (leader work that stops at once).
@@ -590,7 +508,7 @@ impl Cluster {
             nodes: configs.into_iter().map(Node::new).collect(),
             links: vec![Link::Up; n],
             rates: vec![1.0; n],
-            store: Store::new(),
+            store: Register::new(),
             real: 0,
             auto_drain: true,
             spans: vec![Vec::new(); n],
@@ -599,12 +517,25 @@ impl Cluster {
     }
 
     /// Nodes as in [`Cluster::new`] over a lock that exists, released (empty holder,
-    /// version 101, transitions 0): the first leader takes it by compare-and-swap,
+    /// version 1, transitions 0): the first leader takes it by compare-and-swap,
     /// so no lock delay is involved in the setup.
     pub fn over_released_lock(configs: Vec<Config>) -> Cluster {
         let mut c = Cluster::new(configs);
-        c.store.put(held("", 1, 0));
+        c.store.put(held("", 1, 0), c.wall());
         c
+    }
+
+    /// Real time as wall time (seconds since the epoch).
+    pub fn wall(&self) -> WallTime {
+        WallTime::new(
+            (self.real / 1_000_000_000) as i64,
+            (self.real % 1_000_000_000) as u32,
+        )
+    }
+
+    /// The holder of the lock (`None` if absent).
+    pub fn holder(&self) -> Option<&str> {
+        self.store.current().map(|o| &*o.record.holder)
     }
 
     /// Real time in milliseconds.
@@ -633,6 +564,7 @@ impl Cluster {
                     continue;
                 }
                 let now = self.local(i);
+                let wall = self.wall();
                 let node = &mut self.nodes[i];
                 node.now = node.now.max(now);
                 if node.has_action() {
@@ -641,7 +573,7 @@ impl Cluster {
                     let is_write = !matches!(a, Action::Get { .. });
                     match link {
                         Link::Up => {
-                            let r = self.store.apply(&a);
+                            let r = self.store.apply(&a, wall);
                             node.answer(a.op(), r);
                         }
                         Link::Refused => {
@@ -654,12 +586,12 @@ impl Cluster {
                             }),
                         ),
                         Link::ReadOnly => {
-                            let r = self.store.apply(&a);
+                            let r = self.store.apply(&a, wall);
                             node.answer(a.op(), r);
                         }
                         Link::Hang => {}
                         Link::AnswerLost => {
-                            let _ = self.store.apply(&a);
+                            let _ = self.store.apply(&a, wall);
                         }
                         Link::Paused => unreachable!(),
                     }
