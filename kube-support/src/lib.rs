@@ -36,12 +36,9 @@
 //! must not retry on its own either: build it with [`lock_client`].
 //!
 //! ```
-//! use election_core::{LockError, WallTime};
+//! use election_core::LockError;
 //! use kube_support::error::{Target, Verb, classify_status};
-//! use kube_support::time::format_micro;
 //!
-//! // Lease timestamps carry six fractional digits, in UTC:
-//! assert_eq!(format_micro(WallTime::new(0, 1_500)), "1970-01-01T00:00:00.000001Z");
 //! // A 409 on an update is a lost compare-and-swap:
 //! let status = kube::core::Status::failure("modified", "Conflict").with_code(409);
 //! let target = Target::new("leases.coordination.k8s.io", "default", "my-lock");

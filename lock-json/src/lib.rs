@@ -130,41 +130,49 @@ struct Wire<'a> {
     handover_priority: Option<i64>,
 }
 
-/// Formats a wall time as RFC 3339 in UTC with whole seconds (client-go's
-/// `metav1.Time`); out of range (beyond year 9999) it is clamped.
-pub fn format_time(t: WallTime) -> String {
-    let ts = jiff::Timestamp::from_second(t.unix_secs).unwrap_or(if t.unix_secs < 0 {
-        jiff::Timestamp::MIN
+/// A wall time as a `jiff` timestamp (the type k8s-openapi's times wrap),
+/// clamped outside jiff's range (years -9999..=9999).
+pub fn to_timestamp(t: WallTime) -> jiff::Timestamp {
+    let nanos = i32::try_from(t.nanos).unwrap_or(0);
+    match jiff::Timestamp::new(t.unix_secs, nanos) {
+        Ok(ts) => ts,
+        Err(_) if t.unix_secs < 0 => jiff::Timestamp::MIN,
+        Err(_) => jiff::Timestamp::MAX,
+    }
+}
+
+/// A `jiff` timestamp as a wall time.
+pub fn from_timestamp(ts: jiff::Timestamp) -> WallTime {
+    let (secs, nanos) = (ts.as_second(), ts.subsec_nanosecond());
+    if nanos < 0 {
+        // jiff gives negative sub-second parts before the epoch.
+        WallTime::new(secs - 1, (1_000_000_000 + nanos).unsigned_abs())
     } else {
-        jiff::Timestamp::MAX
-    });
+        WallTime::new(secs, nanos.unsigned_abs())
+    }
+}
+
+/// Formats a wall time as RFC 3339 in UTC with whole seconds (client-go's
+/// `metav1.Time`), truncating sub-seconds; out of range (beyond year 9999) it is
+/// clamped.
+pub fn format_time(t: WallTime) -> String {
+    let ts = to_timestamp(WallTime::new(t.unix_secs, 0));
     // Whole seconds: the minimum and maximum carry no fraction to drop here.
     let whole = jiff::Timestamp::from_second(ts.as_second()).unwrap_or(ts);
     whole.to_string()
 }
 
 /// Parses a timestamp as other clients write them: RFC 3339 with any offset and
-/// fraction, or a naive date-time (with a space or a `T`), read as UTC.
-/// [`Stamp::Unset`] when it does not parse (timestamps are never used for
-/// expiry).
+/// any number of fractional digits, or a naive date-time (with a space, as the
+/// Python client writes, or a `T`), read as UTC. [`Stamp::Unset`] when it does not
+/// parse (timestamps are never used for expiry).
 pub fn parse_time(s: &str) -> Stamp {
     let s = s.trim();
     let ts = s.parse::<jiff::Timestamp>().ok().or_else(|| {
         let naive = s.parse::<jiff::civil::DateTime>().ok()?;
         jiff::tz::TimeZone::UTC.to_timestamp(naive).ok()
     });
-    match ts {
-        Some(ts) => {
-            let nanos = ts.subsec_nanosecond();
-            let (secs, nanos) = if nanos < 0 {
-                (ts.as_second() - 1, nanos + 1_000_000_000)
-            } else {
-                (ts.as_second(), nanos)
-            };
-            Stamp::At(WallTime::new(secs, u32::try_from(nanos).unwrap_or(0)))
-        }
-        None => Stamp::Unset,
-    }
+    ts.map_or(Stamp::Unset, |ts| Stamp::At(from_timestamp(ts)))
 }
 
 /// The JSON stored for `record`, with [`Stamp::Now`] stamped `now`.
@@ -492,6 +500,37 @@ mod tests {
         let r = record_or_malformed("etcd key /k", b"{");
         assert_eq!(r.holder.as_ref(), MALFORMED_HOLDER);
         assert_eq!(r.lease_duration_secs, None);
+    }
+
+    #[test]
+    fn r8_timestamps_in_other_formats_parse_or_are_ignored() {
+        let t = WallTime::new(1_786_144_269, 123_456_789); // 2026-08-07T23:11:09Z
+        let secs = Stamp::At(WallTime::new(t.unix_secs, 0));
+        assert_eq!(parse_time("2026-08-07T23:11:09Z"), secs);
+        assert_eq!(parse_time("2026-08-07T23:11:09.123456789Z"), Stamp::At(t));
+        assert_eq!(parse_time("2026-08-08T01:11:09+02:00"), secs);
+        assert_eq!(
+            parse_time("2026-08-07 23:11:09.123456"),
+            Stamp::At(WallTime::new(t.unix_secs, 123_456_000))
+        );
+        assert_eq!(parse_time("2026-08-07T23:11:09"), secs);
+        assert_eq!(parse_time("yesterday"), Stamp::Unset);
+        assert_eq!(parse_time(""), Stamp::Unset);
+        assert_eq!(format_time(t), "2026-08-07T23:11:09Z", "truncated");
+    }
+
+    #[test]
+    fn wall_times_round_trip_through_jiff_before_the_epoch_too() {
+        let t = WallTime::new(-2, 500_000_000);
+        assert_eq!(from_timestamp(to_timestamp(t)), t);
+        assert_eq!(
+            to_timestamp(WallTime::new(i64::MAX, 0)),
+            jiff::Timestamp::MAX
+        );
+        assert_eq!(
+            to_timestamp(WallTime::new(i64::MIN, 0)),
+            jiff::Timestamp::MIN
+        );
     }
 
     #[test]
