@@ -88,9 +88,9 @@ impl Http {
         self.requests.fetch_add(1, Ordering::Relaxed);
         let sent = self.client.request(request);
         let response = match within(bound, sent).await {
-            None => return Err(timed_out(&what, kind, bound)),
-            Some(Err(e)) => return Err(transport(&what, kind, &e)),
-            Some(Ok(r)) => r,
+            Err(spent) => return Err(timed_out(&what, kind, spent)),
+            Ok(Err(e)) => return Err(transport(&what, kind, &e)),
+            Ok(Ok(r)) => r,
         };
         let status = response.status();
         if status.is_success() {
@@ -102,7 +102,7 @@ impl Http {
         )
         .await;
         let bytes = match body {
-            Some(Ok(c)) => c.to_bytes(),
+            Ok(Ok(c)) => c.to_bytes(),
             _ => Bytes::new(),
         };
         Err(classify_answer(&what, kind, status.as_u16(), &bytes))
@@ -123,15 +123,15 @@ impl Http {
         let left = bound.map(|b| b.saturating_sub(start.elapsed()));
         let collected = within(left, Limited::new(incoming, MAX_BODY).collect()).await;
         let bytes = match collected {
-            None => return Err(timed_out(&what, kind, bound)),
-            Some(Err(e)) => {
+            Err(_) => return Err(timed_out(&what, kind, bound.unwrap_or_default())),
+            Ok(Err(e)) => {
                 let message = format!("{what}: the answer broke off: {e}");
                 return Err(match kind {
                     Kind::Write => LockError::unknown(message),
                     Kind::Read => LockError::transient(message),
                 });
             }
-            Some(Ok(c)) => c.to_bytes(),
+            Ok(Ok(c)) => c.to_bytes(),
         };
         serde_json::from_slice(&bytes).map_err(|e| unreadable(&what, kind, &e, &bytes))
     }
@@ -143,19 +143,18 @@ fn describe(path: &str) -> String {
 }
 
 /// `fut` under kube's tokio reactor (`async-compat`, for any runtime), cut
-/// off after `bound` if one is given: `None` then.
-async fn within<F: Future>(bound: Option<Duration>, fut: F) -> Option<F::Output> {
+/// off after `bound` if one is given: the bound spent, then.
+async fn within<F: Future>(bound: Option<Duration>, fut: F) -> Result<F::Output, Duration> {
     Compat::new(async {
         match bound {
-            Some(bound) => tokio::time::timeout(bound, fut).await.ok(),
-            None => Some(fut.await),
+            Some(bound) => tokio::time::timeout(bound, fut).await.map_err(|_| bound),
+            None => Ok(fut.await),
         }
     })
     .await
 }
 
-fn timed_out(what: &str, kind: Kind, bound: Option<Duration>) -> LockError {
-    let bound = bound.unwrap_or_default();
+fn timed_out(what: &str, kind: Kind, bound: Duration) -> LockError {
     let message = format!("{what}: no answer within the request timeout {bound:?}");
     match kind {
         Kind::Write => LockError::unknown(format!("{message}; the write may have happened")),
