@@ -96,40 +96,49 @@ static POD_SPEC: Schema = Schema {
     ],
 };
 
+/// The fields of core/v1 `Container`, with those given after them: the one list
+/// `Container` and `EphemeralContainer` share.
+macro_rules! container_fields {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            (0, "args", Shape::Strings),
+            (0, "command", Shape::Strings),
+            (0, "env", Shape::Messages(&ENV_VAR)),
+            (0, "envFrom", Shape::Messages(&ENV_FROM_SOURCE)),
+            (0, "image", Shape::Str),
+            (0, "imagePullPolicy", Shape::Str),
+            (0, "lifecycle", Shape::Message(&LIFECYCLE)),
+            (0, "livenessProbe", Shape::Message(&PROBE)),
+            (0, "name", Shape::StrKept),
+            (0, "ports", Shape::Messages(&CONTAINER_PORT)),
+            (0, "readinessProbe", Shape::Message(&PROBE)),
+            (0, "resizePolicy", Shape::Messages(&CONTAINER_RESIZE_POLICY)),
+            (0, "resources", Shape::Message(&RESOURCE_REQUIREMENTS)),
+            (0, "restartPolicy", Shape::Str),
+            (
+                0,
+                "restartPolicyRules",
+                Shape::Messages(&CONTAINER_RESTART_RULE),
+            ),
+            (0, "securityContext", Shape::Message(&SECURITY_CONTEXT)),
+            (0, "startupProbe", Shape::Message(&PROBE)),
+            (0, "stdin", Shape::Bool),
+            (0, "stdinOnce", Shape::Bool),
+            (0, "terminationMessagePath", Shape::Str),
+            (0, "terminationMessagePolicy", Shape::Str),
+            (0, "tty", Shape::Bool),
+            (0, "volumeDevices", Shape::Messages(&VOLUME_DEVICE)),
+            (0, "volumeMounts", Shape::Messages(&VOLUME_MOUNT)),
+            (0, "workingDir", Shape::Str),
+            $($extra,)*
+        ]
+    };
+}
+
 /// core/v1 `Container`, also of `initContainers`.
 static CONTAINER: Schema = Schema {
     name: "Container",
-    fields: &[
-        (0, "args", Shape::Strings),
-        (0, "command", Shape::Strings),
-        (0, "env", Shape::Messages(&ENV_VAR)),
-        (0, "envFrom", Shape::Messages(&ENV_FROM_SOURCE)),
-        (0, "image", Shape::Str),
-        (0, "imagePullPolicy", Shape::Str),
-        (0, "lifecycle", Shape::Message(&LIFECYCLE)),
-        (0, "livenessProbe", Shape::Message(&PROBE)),
-        (0, "name", Shape::StrKept),
-        (0, "ports", Shape::Messages(&CONTAINER_PORT)),
-        (0, "readinessProbe", Shape::Message(&PROBE)),
-        (0, "resizePolicy", Shape::Messages(&CONTAINER_RESIZE_POLICY)),
-        (0, "resources", Shape::Message(&RESOURCE_REQUIREMENTS)),
-        (0, "restartPolicy", Shape::Str),
-        (
-            0,
-            "restartPolicyRules",
-            Shape::Messages(&CONTAINER_RESTART_RULE),
-        ),
-        (0, "securityContext", Shape::Message(&SECURITY_CONTEXT)),
-        (0, "startupProbe", Shape::Message(&PROBE)),
-        (0, "stdin", Shape::Bool),
-        (0, "stdinOnce", Shape::Bool),
-        (0, "terminationMessagePath", Shape::Str),
-        (0, "terminationMessagePolicy", Shape::Str),
-        (0, "tty", Shape::Bool),
-        (0, "volumeDevices", Shape::Messages(&VOLUME_DEVICE)),
-        (0, "volumeMounts", Shape::Messages(&VOLUME_MOUNT)),
-        (0, "workingDir", Shape::Str),
-    ],
+    fields: container_fields!(),
 };
 
 /// core/v1 `EnvVar`.
@@ -484,38 +493,7 @@ static POD_DNS_CONFIG_OPTION: Schema = Schema {
 /// core/v1 `EphemeralContainer`: a `Container` with `targetContainerName`.
 static EPHEMERAL_CONTAINER: Schema = Schema {
     name: "EphemeralContainer",
-    fields: &[
-        (0, "args", Shape::Strings),
-        (0, "command", Shape::Strings),
-        (0, "env", Shape::Messages(&ENV_VAR)),
-        (0, "envFrom", Shape::Messages(&ENV_FROM_SOURCE)),
-        (0, "image", Shape::Str),
-        (0, "imagePullPolicy", Shape::Str),
-        (0, "lifecycle", Shape::Message(&LIFECYCLE)),
-        (0, "livenessProbe", Shape::Message(&PROBE)),
-        (0, "name", Shape::StrKept),
-        (0, "ports", Shape::Messages(&CONTAINER_PORT)),
-        (0, "readinessProbe", Shape::Message(&PROBE)),
-        (0, "resizePolicy", Shape::Messages(&CONTAINER_RESIZE_POLICY)),
-        (0, "resources", Shape::Message(&RESOURCE_REQUIREMENTS)),
-        (0, "restartPolicy", Shape::Str),
-        (
-            0,
-            "restartPolicyRules",
-            Shape::Messages(&CONTAINER_RESTART_RULE),
-        ),
-        (0, "securityContext", Shape::Message(&SECURITY_CONTEXT)),
-        (0, "startupProbe", Shape::Message(&PROBE)),
-        (0, "stdin", Shape::Bool),
-        (0, "stdinOnce", Shape::Bool),
-        (0, "targetContainerName", Shape::Str),
-        (0, "terminationMessagePath", Shape::Str),
-        (0, "terminationMessagePolicy", Shape::Str),
-        (0, "tty", Shape::Bool),
-        (0, "volumeDevices", Shape::Messages(&VOLUME_DEVICE)),
-        (0, "volumeMounts", Shape::Messages(&VOLUME_MOUNT)),
-        (0, "workingDir", Shape::Str),
-    ],
+    fields: container_fields!((0, "targetContainerName", Shape::Str)),
 };
 
 /// core/v1 `HostAlias`.
