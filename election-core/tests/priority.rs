@@ -129,29 +129,36 @@ fn h7_steal_mode_takes_at_once_with_bounded_overlap() {
     });
 }
 
-/// An external handover request (Kubernetes' `preferredHolder`: no priority) is
-/// always honoured: the leader drains, then releases naming the preferred holder.
-#[test]
-fn external_handover_request_is_honoured() {
-    let cfg = fast("a").priority(100);
+/// A leader with `cfg` whose renew conflicts and whose read then shows an external
+/// handover request to "preferred" (no priority): it drains, preempted.
+fn draining_for_a_handover(cfg: &Config) -> Node {
     let mut n = Node::leader(cfg.clone(), "1");
     n.fire();
     let (op, _, _) = n.update();
     n.answer(op, Err(LockError::Conflict));
     let op = n.get();
-    let mut asked = stamped(acquiring(&cfg, 0), 1);
+    let mut asked = stamped(acquiring(cfg, 0), 1);
     asked.handover = Some(Handover {
         to: "preferred".into(),
         priority: None,
     });
     n.answer(op, Ok(obs("2", asked)));
     assert!(n.events().contains(&Event::Draining {
-        reason: StopReason::Preempted {
-            by: "preferred".into()
-        }
+        reason: preempted_by_preferred()
     }));
-    n.work_stopped();
-    let release = loop {
+    n
+}
+
+fn preempted_by_preferred() -> StopReason {
+    StopReason::Preempted {
+        by: "preferred".into(),
+    }
+}
+
+/// Answers the node's renewals until it writes its release; the release, and the
+/// instant it was answered.
+fn serve_until_released(n: &mut Node) -> (LockRecord, Instant) {
+    loop {
         let a = n.fire_until_action(4);
         let Action::Update {
             op,
@@ -161,11 +168,24 @@ fn external_handover_request_is_honoured() {
         else {
             panic!("{a:?}")
         };
-        if record.holder.is_empty() {
-            break record;
+        let released = record.holder.is_empty();
+        n.answer(
+            op,
+            Ok(obs(&format!("{expected}0"), stamped(record.clone(), 3))),
+        );
+        if released {
+            return (record, n.now);
         }
-        n.answer(op, Ok(obs(&format!("{expected}0"), stamped(record, 3))));
-    };
+    }
+}
+
+/// An external handover request (Kubernetes' `preferredHolder`: no priority) is
+/// always honoured: the leader drains, then releases naming the preferred holder.
+#[test]
+fn external_handover_request_is_honoured() {
+    let mut n = draining_for_a_handover(&fast("a").priority(100));
+    n.work_stopped();
+    let (release, _) = serve_until_released(&mut n);
     assert_eq!(release.handover.map(|h| h.to), Some("preferred".into()));
 }
 
@@ -175,46 +195,14 @@ fn external_handover_request_is_honoured() {
 #[test]
 fn a_step_down_during_a_handover_drain_pauses_after_the_release() {
     let cfg = fast("a");
-    let mut n = Node::leader(cfg.clone(), "1");
-    n.fire();
-    let (op, _, _) = n.update();
-    n.answer(op, Err(LockError::Conflict));
-    let op = n.get();
-    let mut asked = stamped(acquiring(&cfg, 0), 1);
-    asked.handover = Some(Handover {
-        to: "preferred".into(),
-        priority: None,
-    });
-    n.answer(op, Ok(obs("2", asked)));
-    let preempted = StopReason::Preempted {
-        by: "preferred".into(),
-    };
-    assert!(n.events().contains(&Event::Draining {
-        reason: preempted.clone()
-    }));
+    let mut n = draining_for_a_handover(&cfg);
     n.step_down();
     n.no_events();
     n.work_stopped();
-    assert!(
-        n.events()
-            .iter()
-            .any(|e| matches!(e, Event::StoppedLeading { reason, .. } if *reason == preempted))
-    );
-    let released_at = loop {
-        let Action::Update {
-            op,
-            expected,
-            record,
-        } = n.fire_until_action(4)
-        else {
-            panic!("expected a write")
-        };
-        let empty = record.holder.is_empty();
-        n.answer(op, Ok(obs(&format!("{expected}0"), stamped(record, 3))));
-        if empty {
-            break n.now;
-        }
-    };
+    assert!(n.events().iter().any(
+        |e| matches!(e, Event::StoppedLeading { reason, .. } if *reason == preempted_by_preferred())
+    ));
+    let (_, released_at) = serve_until_released(&mut n);
     // The lock now reads as released to nobody: without the pause, "a" would
     // take it back at once.
     let (at, write) = n.campaign(|_| Ok(obs("9", held("", 1, 0))), 1_000);
