@@ -9,7 +9,7 @@
 //! not installed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use kube_emulator::{Emulator, Resource};
 
@@ -20,11 +20,7 @@ fn deploy_dir() -> PathBuf {
 
 /// `kubectl --kubeconfig <kubeconfig> <args>`, its cache beside the kubeconfig.
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(kubeconfig.with_extension("cache"))
+    kube_emulator::kubectl(kubeconfig)
         .args(args)
         .output()
         .unwrap_or_else(|e| match e.kind() {

@@ -104,14 +104,9 @@ async fn events_by_client(client: &kube::Client) -> Vec<Seen> {
 
 /// The Events in `default`, through `kubectl get events -o json` with the
 /// kubeconfig at `kubeconfig`; `None` when kubectl is not installed.
-async fn events_by_kubectl(kubeconfig: &Path, cache: &Path) -> Option<Vec<Seen>> {
-    let out = match Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(cache)
+async fn events_by_kubectl(kubeconfig: &Path) -> Option<Vec<Seen>> {
+    let out = match Command::from(kube_emulator::kubectl(kubeconfig))
         .args(["get", "events", "--namespace", "default", "-o", "json"])
-        .stdin(Stdio::null())
         .output()
         .await
     {
@@ -161,7 +156,7 @@ fn expected(messages: &[String]) -> Vec<Seen> {
 /// when present, lists the same.
 async fn check_events(
     client: &kube::Client,
-    kubectl: Option<(&Path, &Path)>,
+    kubectl: Option<&Path>,
     messages: &[String],
     logs: &str,
 ) {
@@ -173,8 +168,8 @@ async fn check_events(
         seen = events_by_client(client).await;
     }
     assert_eq!(seen, want, "the Events, through the kube client; {logs}");
-    if let Some((kubeconfig, cache)) = kubectl {
-        let by_kubectl = events_by_kubectl(kubeconfig, cache)
+    if let Some(kubeconfig) = kubectl {
+        let by_kubectl = events_by_kubectl(kubeconfig)
             .await
             .expect("kubectl was found before");
         assert_eq!(by_kubectl, want, "the Events, through kubectl; {logs}");
@@ -199,9 +194,8 @@ async fn sidecars_record_became_and_stopped_leading_events_through_a_handover() 
     let kubeconfig = dir.join("operator.kubeconfig");
     emu.write_kubeconfig(&kubeconfig, "operator")
         .expect("kubeconfig");
-    let cache = dir.join("kubectl-cache");
-    let kubectl = match events_by_kubectl(&kubeconfig, &cache).await {
-        Some(_) => Some((kubeconfig.as_path(), cache.as_path())),
+    let kubectl = match events_by_kubectl(&kubeconfig).await {
+        Some(_) => Some(kubeconfig.as_path()),
         None => {
             eprintln!(
                 "NOTE: kubectl is not installed (not found on PATH): the Events are \

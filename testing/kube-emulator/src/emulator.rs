@@ -361,3 +361,19 @@ impl Drop for Emulator {
         }
     }
 }
+
+/// `kubectl` pointed at the kubeconfig at `kubeconfig` (one that
+/// [`Emulator::write_kubeconfig`] or the binary wrote), with its discovery cache
+/// beside it and its standard input closed: add the arguments and run it (tokio's
+/// `Command` takes it through `From`). For tests that use kubectl as a real
+/// client; where kubectl is not installed, running it fails with
+/// [`std::io::ErrorKind::NotFound`].
+pub fn kubectl(kubeconfig: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new("kubectl");
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(kubeconfig.with_extension("kubectl-cache"))
+        .stdin(std::process::Stdio::null());
+    cmd
+}

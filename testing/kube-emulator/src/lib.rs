@@ -234,6 +234,6 @@ mod time;
 mod validation;
 mod watch;
 
-pub use emulator::{Emulator, EmulatorBuilder, Error};
+pub use emulator::{Emulator, EmulatorBuilder, Error, kubectl};
 pub use faults::{Fault, Faults, Match, RequestCounts, WriteRecord};
 pub use resource::{Resource, Verb};

@@ -94,12 +94,8 @@ pub fn kubectl_fails(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> S
 
 /// Runs kubectl as [`kubectl`] does, whatever its exit status.
 fn kubectl_run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
-    let mut cmd = Command::new("kubectl");
-    cmd.arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(kubeconfig.with_extension("kubectl-cache"))
-        .args(args)
+    let mut cmd = kube_emulator::kubectl(kubeconfig);
+    cmd.args(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
