@@ -166,12 +166,16 @@ where
     }
 }
 
-/// The annotation [`TermAnnotationLayer`] writes by default.
+/// The annotation [`TermAnnotationLayer`] writes the term under by default.
 pub const TERM_ANNOTATION: &str = "election.rs/term";
 
+/// The annotation [`TermAnnotationLayer`] writes this node's identity under.
+pub const HOLDER_ANNOTATION: &str = "election.rs/holder";
+
 /// A tower layer that writes the current term into each write's object, as the
-/// annotation [`TERM_ANNOTATION`] (`<transitions>@<version>`), for downstream
-/// fencing. Use it together with the [`WriteGuardLayer`], in either order: it
+/// annotation [`TERM_ANNOTATION`] (`<transitions>@<version>`), and this node's
+/// identity as `election.rs/holder`, for downstream fencing (the server-side
+/// policy of `election_ops::fence` checks both, feature `fence`). Use it together with the [`WriteGuardLayer`], in either order: it
 /// adds the term only while the view leads (has a term), and the guard still
 /// refuses what it must. On its own it refuses nothing.
 ///
@@ -240,7 +244,13 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let req = match annotatable(&req).then(|| self.view.term()).flatten() {
-            Some(term) => match annotate(req, &self.key, &term.to_string()) {
+            Some(term) => match annotate(
+                req,
+                &[
+                    (&self.key, &term.to_string()),
+                    (HOLDER_ANNOTATION, &self.view.state().identity),
+                ],
+            ) {
                 Ok(req) => req,
                 Err(e) => return Either::Left(futures::future::ready(Err(e))),
             },
@@ -250,11 +260,11 @@ where
     }
 }
 
-/// `req` with the annotation merged into its body. The body must be in memory, as
+/// `req` with the annotations merged into its body. The body must be in memory, as
 /// kube's request bodies are: it is read without waiting. One that would make
 /// the caller wait from the start (a stream) passes unchanged; one that does so
 /// after some data is an error (it cannot be put back together).
-fn annotate<B>(req: Request<B>, key: &str, value: &str) -> Result<Request<B>, BoxError>
+fn annotate<B>(req: Request<B>, annotations: &[(&str, &str)]) -> Result<Request<B>, BoxError>
 where
     B: HttpBody<Data = Bytes> + From<Bytes> + Unpin,
     B::Error: Into<BoxError>,
@@ -277,7 +287,7 @@ where
             Poll::Pending => return Err("a streamed request body cannot be annotated".into()),
         }
     }
-    let data = with_annotation(&data, key, value).unwrap_or(data);
+    let data = with_annotations(&data, annotations).unwrap_or(data);
     Ok(Request::from_parts(parts, B::from(Bytes::from(data))))
 }
 
@@ -308,6 +318,11 @@ fn annotatable<B>(req: &Request<B>) -> bool {
 /// is not a JSON object (or its `metadata` or `annotations` is neither an object
 /// nor null).
 pub fn with_annotation(body: &[u8], key: &str, value: &str) -> Option<Vec<u8>> {
+    with_annotations(body, &[(key, value)])
+}
+
+/// As [`with_annotation`], for several annotations at once.
+pub fn with_annotations(body: &[u8], pairs: &[(&str, &str)]) -> Option<Vec<u8>> {
     let mut v: serde_json::Value = serde_json::from_slice(body).ok()?;
     let object = |v: &mut serde_json::Value| {
         if v.is_null() {
@@ -327,9 +342,10 @@ pub fn with_annotation(body: &[u8], key: &str, value: &str) -> Option<Vec<u8>> {
     if !object(annotations) {
         return None;
     }
-    annotations
-        .as_object_mut()?
-        .insert(key.to_owned(), value.into());
+    let annotations = annotations.as_object_mut()?;
+    for (key, value) in pairs {
+        annotations.insert((*key).to_owned(), (*value).into());
+    }
     serde_json::to_vec(&v).ok()
 }
 

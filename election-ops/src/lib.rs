@@ -7,6 +7,7 @@
 //! | [`LeadershipView`] | — | what the helpers read: implemented for `election_driver::Handle` (every runtime's), or a fake in tests |
 //! | [`Monitor`] | — | `tracing` spans and events with lock, identity and term; last renew and last error; wraps the lock ([`ObservedLock`]) to see renewals |
 //! | `guard` | `guard` | a tower layer that refuses writes locally unless this node leads with a margin; one that writes the term into written objects (fencing) |
+//! | `fence` | `fence` | server-side fencing: the ValidatingAdmissionPolicy (and binding) that makes the API server refuse writes not stamped with the Lease's current term |
 //! | `health` | `health` | liveness with client-go's healthz meaning, readiness per role, JSON status |
 //! | `http` | `http` | `/healthz`, `/readyz`, `/status` (and `/metrics`) on hyper 1 |
 //! | metrics | `metrics` | `leader_election_master_status{name}`, `leader_election_slowpath_total{name}` and more |
@@ -37,6 +38,8 @@ pub mod identity;
 pub mod monitor;
 mod view;
 
+#[cfg(feature = "fence")]
+pub mod fence;
 #[cfg(feature = "guard")]
 pub mod guard;
 #[cfg(feature = "health")]

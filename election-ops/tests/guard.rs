@@ -232,11 +232,11 @@ async fn no_guarded_write_is_sent_after_stopped_leading() {
 
 /// `TermAnnotationLayer` inside the guard: the leader's creates, replaces and merge
 /// patches reach the server with the term in the object's annotations (the server
-/// stores it, for downstream fencing). (JSON patches pass unchanged: a unit test in
+/// stores it, with the holder, for downstream fencing). (JSON patches pass unchanged: a unit test in
 /// `guard.rs`, since this kube build has no `jsonpatch` feature.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaders_writes_carry_its_term_as_an_annotation() {
-    use election_ops::guard::{TERM_ANNOTATION, TermAnnotationLayer};
+    use election_ops::guard::{HOLDER_ANNOTATION, TERM_ANNOTATION, TermAnnotationLayer};
     use kube::api::{Patch, PatchParams, PostParams};
 
     let emu = Emulator::start().await.expect("emulator");
@@ -257,6 +257,10 @@ async fn a_leaders_writes_carry_its_term_as_an_annotation() {
 
     let created = write_with(&api, "annotated").await;
     assert_eq!(stored("annotated"), term.as_str(), "create");
+    let holder = &emu
+        .object(Resource::ConfigMap, "default", "annotated")
+        .expect("stored")["metadata"]["annotations"][HOLDER_ANNOTATION];
+    assert_eq!(holder, "node-a", "the holder it was written for");
 
     // A replace of an object whose annotation a human removed puts it back.
     let mut cm = created;

@@ -208,6 +208,29 @@ pub enum Mode {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Print the ValidatingAdmissionPolicy and its binding that make the API
+    /// server refuse the writes of a replica that no longer holds the Lease (the
+    /// writes must carry the term stamp of election-ops' `TermAnnotationLayer`);
+    /// apply them with `kubectl apply -f -`. Needs `--namespace`.
+    FencePolicy {
+        /// The Lease's name.
+        #[arg(long)]
+        lease: String,
+        /// A resource to fence, as `group/version/resource` (`apps/v1/deployments`)
+        /// or `version/resource` for the core group (`v1/configmaps`); repeat it
+        /// for more.
+        #[arg(long = "protect", value_name = "RESOURCE", required = true,
+              value_parser = parse_protected)]
+        protect: Vec<election_ops::fence::Protected>,
+        /// Whose writes pass besides the stamp: `any` (deletes are not fenced),
+        /// `pod-name` (the writer's Pod is the holder) or `username` (the writer's
+        /// username is the holder); the last two fence deletes too.
+        #[arg(long, value_enum, default_value_t = WriterArg::Any)]
+        writer: WriterArg,
+        /// Warn and audit instead of refusing, to roll the policy out first.
+        #[arg(long)]
+        warn: bool,
+    },
     /// Internal: the shim `run` mode starts the child through; it runs the
     /// command in its group and kills the group when the sidecar dies.
     #[doc(hidden)]
@@ -220,6 +243,49 @@ pub enum Mode {
         #[arg(last = true, required = true)]
         command: Vec<OsString>,
     },
+}
+
+/// `--writer` of `fence-policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WriterArg {
+    /// Anyone whose write carries the stamp.
+    Any,
+    /// The holder's Pod, by its service-account token.
+    PodName,
+    /// The user named as the holder.
+    Username,
+}
+
+fn parse_protected(s: &str) -> Result<election_ops::fence::Protected, String> {
+    election_ops::fence::Protected::parse(s).map_err(|e| e.to_string())
+}
+
+/// `fence-policy`: the manifests on stdout, or the reason there are none.
+fn fence_policy(
+    namespace: Option<&str>,
+    lease: &str,
+    protect: &[election_ops::fence::Protected],
+    writer: WriterArg,
+    warn: bool,
+) -> Result<String, String> {
+    use election_ops::fence::{Enforcement, FencePolicy, Writer};
+    let namespace = namespace.ok_or("fence-policy needs --namespace (the Lease's namespace)")?;
+    let policy = protect
+        .iter()
+        .fold(FencePolicy::new(namespace, lease), |p, r| {
+            p.protect(r.clone())
+        })
+        .writer(match writer {
+            WriterArg::Any => Writer::Any,
+            WriterArg::PodName => Writer::PodName,
+            WriterArg::Username => Writer::Username,
+        })
+        .enforcement(if warn {
+            Enforcement::WarnAndAudit
+        } else {
+            Enforcement::Deny
+        });
+    policy.to_yaml().map_err(|e| e.to_string())
 }
 
 /// The election's timings as the command line sets them.
@@ -375,8 +441,26 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Mode::ExecChild { parent, command } = &cli.mode {
-        return child::exec_child(*parent, command);
+    match &cli.mode {
+        Mode::ExecChild { parent, command } => return child::exec_child(*parent, command),
+        Mode::FencePolicy {
+            lease,
+            protect,
+            writer,
+            warn,
+        } => {
+            return match fence_policy(cli.namespace.as_deref(), lease, protect, *writer, *warn) {
+                Ok(yaml) => {
+                    print!("{yaml}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("leader-elector: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        Mode::Serve { .. } | Mode::Run { .. } => {}
     }
     if let Err(e) = logging::init(cli.log_format) {
         eprintln!("leader-elector: {e}");
@@ -595,7 +679,7 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
             let code = exit_rx.borrow().unwrap_or(code);
             Ok(code)
         }
-        Mode::ExecChild { .. } => Ok(2), // handled in `main`, before any runtime
+        Mode::ExecChild { .. } | Mode::FencePolicy { .. } => Ok(2), // handled in `main`, before any runtime
     }
 }
 

@@ -1,0 +1,313 @@
+//! The fencing policy as generated (feature `fence`): its YAML reads back as the
+//! objects it renders, every field is one Kubernetes knows, and its CEL, run by a
+//! CEL interpreter with the variables the API server binds, admits the current
+//! holder's stamped writes and refuses the others.
+
+use election_ops::fence::{
+    Enforcement, FenceError, FencePolicy, HOLDER_ANNOTATION, POD_NAME_EXTRA, Protected,
+    TERM_ANNOTATION, Writer,
+};
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use serde_json::{Value, json};
+
+fn policy() -> FencePolicy {
+    FencePolicy::new("shop", "orders")
+        .protect(Protected::new("apps", "v1", "deployments"))
+        .protect(Protected::new("", "v1", "configmaps"))
+}
+
+#[test]
+fn the_yaml_reads_back_as_the_policy_and_its_binding() {
+    for p in [
+        policy(),
+        policy().writer(Writer::PodName),
+        policy()
+            .writer(Writer::Username)
+            .enforcement(Enforcement::WarnAndAudit),
+    ] {
+        let yaml = p.to_yaml().expect("renders");
+        let docs: Vec<Value> = serde_saphyr::from_str_multiple(&yaml).expect("YAML");
+        assert_eq!(docs, [p.policy().unwrap(), p.binding().unwrap()], "{yaml}");
+    }
+}
+
+#[test]
+fn every_field_is_one_kubernetes_knows() {
+    let p = policy().writer(Writer::PodName);
+    let (policy, binding) = (p.policy().unwrap(), p.binding().unwrap());
+    let typed: ValidatingAdmissionPolicy = serde_json::from_value(policy.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap(), policy);
+    let typed: ValidatingAdmissionPolicyBinding = serde_json::from_value(binding.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap(), binding);
+    assert_eq!(
+        binding["spec"]["paramRef"]["parameterNotFoundAction"],
+        "Deny"
+    );
+    assert_eq!(binding["spec"]["validationActions"], json!(["Deny"]));
+    assert_eq!(
+        policy["spec"]["matchConstraints"]["resourceRules"][0]["operations"],
+        json!(["CREATE", "UPDATE", "DELETE"]),
+        "the writer check fences deletes"
+    );
+    let any = policy_json(&self::policy());
+    assert_eq!(
+        any["spec"]["matchConstraints"]["resourceRules"][1]["operations"],
+        json!(["CREATE", "UPDATE"]),
+        "without it, deletes are not matched"
+    );
+}
+
+#[test]
+fn bad_inputs_are_typed_errors() {
+    assert_eq!(
+        FencePolicy::new("shop", "orders").to_yaml(),
+        Err(FenceError::NothingProtected)
+    );
+    assert!(matches!(
+        FencePolicy::new("Shop", "orders")
+            .protect(Protected::new("", "v1", "configmaps"))
+            .policy(),
+        Err(FenceError::Name {
+            what: "namespace",
+            ..
+        })
+    ));
+    for bad in [
+        "deployments",
+        "apps/deployments",
+        "a/b/c/d/e",
+        "apps/v1/",
+        "apps/x1/deployments",
+    ] {
+        assert_eq!(
+            Protected::parse(bad),
+            Err(FenceError::Protected(bad.into())),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        Protected::parse("apps/v1/deployments"),
+        Ok(Protected::new("apps", "v1", "deployments"))
+    );
+    assert_eq!(
+        Protected::parse("v1/configmaps"),
+        Ok(Protected::new("", "v1", "configmaps"))
+    );
+    assert_eq!(
+        Protected::parse("v1/pods/status"),
+        Ok(Protected::new("", "v1", "pods/status"))
+    );
+    assert_eq!(
+        Protected::parse("batch.example.io/v1beta2/jobs/status"),
+        Ok(Protected::new("batch.example.io", "v1beta2", "jobs/status"))
+    );
+}
+
+fn policy_json(p: &FencePolicy) -> Value {
+    p.policy().expect("renders")
+}
+
+/// What the API server binds for one request.
+struct Request {
+    operation: &'static str,
+    object: Value,
+    params: Value,
+    user: Value,
+}
+
+/// Runs the policy's CEL as the API server would: the match condition, then the
+/// variables in order, then every validation; `Ok` when admitted, else the first
+/// refusal's message.
+fn admit(policy: &Value, r: &Request) -> Result<(), String> {
+    let spec = &policy["spec"];
+    let request = json!({
+        "operation": r.operation,
+        "namespace": "shop",
+        "name": "web",
+        "resource": { "group": "apps", "version": "v1", "resource": "deployments" },
+        "userInfo": r.user,
+    });
+    let mut ctx = cel::Context::default();
+    let object = if r.operation == "DELETE" {
+        Value::Null
+    } else {
+        r.object.clone()
+    };
+    let old_object = if r.operation == "CREATE" {
+        Value::Null
+    } else {
+        r.object.clone()
+    };
+    for (name, value) in [
+        ("object", object),
+        ("oldObject", old_object),
+        ("params", r.params.clone()),
+        ("request", request),
+    ] {
+        ctx.add_variable_from_value(name, cel::to_value(value).expect("a CEL value"));
+    }
+    let eval = |ctx: &cel::Context, src: &str| -> cel::Value {
+        cel::Program::compile(src)
+            .unwrap_or_else(|e| panic!("{src}: {e}"))
+            .execute(ctx)
+            .unwrap_or_else(|e| panic!("{src}: {e}"))
+    };
+    for condition in spec["matchConditions"].as_array().unwrap() {
+        let src = condition["expression"].as_str().unwrap();
+        assert_eq!(eval(&ctx, src), cel::Value::Bool(true), "matched: {src}");
+    }
+    let mut variables = std::collections::HashMap::new();
+    for v in spec["variables"].as_array().unwrap() {
+        ctx.add_variable_from_value("variables", cel::to_value(&variables).expect("a CEL value"));
+        let value = eval(&ctx, v["expression"].as_str().unwrap());
+        variables.insert(v["name"].as_str().unwrap().to_owned(), json_of(&value));
+    }
+    ctx.add_variable_from_value("variables", cel::to_value(&variables).expect("a CEL value"));
+    for v in spec["validations"].as_array().unwrap() {
+        if eval(&ctx, v["expression"].as_str().unwrap()) != cel::Value::Bool(true) {
+            return match eval(&ctx, v["messageExpression"].as_str().unwrap()) {
+                cel::Value::String(m) => Err(m.to_string()),
+                other => panic!("a message that is not a string: {other:?}"),
+            };
+        }
+    }
+    Ok(())
+}
+
+fn json_of(v: &cel::Value) -> Value {
+    match v {
+        cel::Value::String(s) => json!(s.as_str()),
+        cel::Value::Int(i) => json!(i),
+        cel::Value::UInt(u) => json!(u),
+        cel::Value::Bool(b) => json!(b),
+        other => panic!("a variable of an unexpected type: {other:?}"),
+    }
+}
+
+fn lease(holder: Option<&str>, transitions: Option<u32>) -> Value {
+    let mut spec = json!({ "leaseDurationSeconds": 15 });
+    if let Some(h) = holder {
+        spec["holderIdentity"] = json!(h);
+    }
+    if let Some(t) = transitions {
+        spec["leaseTransitions"] = json!(t);
+    }
+    json!({ "metadata": { "name": "orders", "namespace": "shop" }, "spec": spec })
+}
+
+fn stamped(holder: &str, term: &str) -> Value {
+    json!({ "metadata": { "name": "web", "annotations": {
+        HOLDER_ANNOTATION: holder, TERM_ANNOTATION: term, "other": "x" } } })
+}
+
+fn user(pod: Option<&str>) -> Value {
+    match pod {
+        Some(p) => json!({ "username": "system:serviceaccount:shop:app",
+                           "extra": { POD_NAME_EXTRA: [p] } }),
+        None => json!({ "username": "system:serviceaccount:shop:app" }),
+    }
+}
+
+fn write(object: Value, params: Value) -> Request {
+    Request {
+        operation: "UPDATE",
+        object,
+        params,
+        user: user(Some("app-0")),
+    }
+}
+
+#[test]
+fn the_current_holders_stamped_writes_pass_and_the_rest_are_refused() {
+    let p = policy_json(&policy());
+    let current = lease(Some("app-0"), Some(3));
+    assert_eq!(
+        admit(&p, &write(stamped("app-0", "3@1042"), current.clone())),
+        Ok(())
+    );
+    let mut create = write(stamped("app-0", "3@1042"), current.clone());
+    create.operation = "CREATE";
+    assert_eq!(admit(&p, &create), Ok(()));
+
+    // A deposed holder's write: another holds the Lease now.
+    let taken = lease(Some("app-1"), Some(4));
+    let refused = admit(&p, &write(stamped("app-0", "3@1042"), taken)).unwrap_err();
+    assert!(refused.contains("fence-orders"), "{refused}");
+    assert!(refused.contains("\"app-0\" term \"3@1042\""), "{refused}");
+    assert!(
+        refused.contains("held by \"app-1\" at transitions 4"),
+        "{refused}"
+    );
+    // The same holder, but a term it held before another came between (A, B, A).
+    let back = lease(Some("app-0"), Some(5));
+    assert!(admit(&p, &write(stamped("app-0", "3@1042"), back.clone())).is_err());
+    assert_eq!(admit(&p, &write(stamped("app-0", "5@2000"), back)), Ok(()));
+    // Transitions 1 is not a prefix match for 12.
+    let twelve = lease(Some("app-0"), Some(12));
+    assert!(admit(&p, &write(stamped("app-0", "1@9"), twelve)).is_err());
+    // No stamp, a forged holder, a released Lease, a Lease without transitions.
+    let bare = json!({ "metadata": { "name": "web" } });
+    assert!(admit(&p, &write(bare, current.clone())).is_err());
+    assert!(admit(&p, &write(stamped("intruder", "3@1"), current)).is_err());
+    let released = admit(
+        &p,
+        &write(stamped("app-0", "3@1"), lease(Some(""), Some(3))),
+    );
+    assert!(released.unwrap_err().contains("has no holder"));
+    assert!(admit(&p, &write(stamped("app-0", "3@1"), lease(None, None))).is_err());
+    assert_eq!(
+        admit(
+            &p,
+            &write(stamped("app-0", "0@1"), lease(Some("app-0"), None))
+        ),
+        Ok(()),
+        "an absent leaseTransitions reads as 0"
+    );
+}
+
+#[test]
+fn the_writer_check_admits_only_the_holders_pod_and_fences_deletes() {
+    let p = policy_json(&policy().writer(Writer::PodName));
+    let current = lease(Some("app-0"), Some(3));
+    assert_eq!(
+        admit(&p, &write(stamped("app-0", "3@7"), current.clone())),
+        Ok(())
+    );
+    let mut other_pod = write(stamped("app-0", "3@7"), current.clone());
+    other_pod.user = user(Some("app-1"));
+    let refused = admit(&p, &other_pod).unwrap_err();
+    assert!(refused.contains("not the holder Pod"), "{refused}");
+    let mut no_pod = write(stamped("app-0", "3@7"), current.clone());
+    no_pod.user = user(None);
+    assert!(admit(&p, &no_pod).is_err());
+    // Deletes carry no object: the writer alone decides.
+    let mut delete = write(Value::Null, current.clone());
+    delete.operation = "DELETE";
+    assert_eq!(admit(&p, &delete), Ok(()));
+    delete.user = user(Some("app-1"));
+    assert!(admit(&p, &delete).is_err());
+    // Without the writer check a delete is not matched at all; with it and a
+    // released Lease, nobody deletes.
+    let mut delete = write(Value::Null, lease(Some(""), Some(3)));
+    delete.operation = "DELETE";
+    assert!(admit(&p, &delete).is_err());
+}
+
+#[test]
+fn the_lease_itself_is_never_fenced() {
+    let p = policy_json(&policy());
+    let condition = p["spec"]["matchConditions"][0]["expression"]
+        .as_str()
+        .unwrap();
+    let mut ctx = cel::Context::default();
+    let request = json!({ "namespace": "shop", "name": "orders",
+        "resource": { "group": "coordination.k8s.io", "resource": "leases" } });
+    ctx.add_variable_from_value("request", cel::to_value(request).unwrap());
+    let matched = cel::Program::compile(condition)
+        .unwrap()
+        .execute(&ctx)
+        .unwrap();
+    assert_eq!(matched, cel::Value::Bool(false));
+}
