@@ -105,3 +105,100 @@ fn bad_input_prints_no_manifest_and_one_line() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+/// Runs kubectl against the emulator with `stdin`; its output, whatever its status.
+fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = kube_emulator::kubectl(kubeconfig)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                panic!("kubectl is not installed: this test uses it as the client")
+            }
+            _ => panic!("kubectl could not be run: {e}"),
+        });
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(stdin.as_bytes())
+        .expect("write kubectl's stdin");
+    child.wait_with_output().expect("kubectl ran")
+}
+
+/// The README's manifests go into a cluster with `kubectl apply -f -` (the
+/// emulator, checking every field against the types' schema), and kubectl lists
+/// the policy and its binding; a manifest with a field the type lacks is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_the_manifests_and_lists_them() {
+    let emu = kube_emulator::Emulator::start().await.expect("emulator");
+    let dir = common::temp("fence-policy");
+    let kubeconfig = dir.join("kubeconfig");
+    emu.write_kubeconfig(&kubeconfig, "operator")
+        .expect("kubeconfig");
+    let (args, yaml) = readme_example();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let printed = String::from_utf8(run(&args).stdout).expect("UTF-8");
+    assert_eq!(printed, yaml);
+
+    let out = kubectl(&kubeconfig, &["apply", "-f", "-"], &printed);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            "validatingadmissionpolicy.admissionregistration.k8s.io/fence-orders created",
+            "validatingadmissionpolicybinding.admissionregistration.k8s.io/fence-orders created",
+        ]
+    );
+    for (kind, listed) in [
+        (
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicy.admissionregistration.k8s.io/fence-orders",
+        ),
+        (
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding.admissionregistration.k8s.io/fence-orders",
+        ),
+    ] {
+        let out = kubectl(&kubeconfig, &["get", kind, "-o", "name"], "");
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), listed);
+    }
+    let stored = emu
+        .object(
+            kube_emulator::Resource::ValidatingAdmissionPolicy,
+            "",
+            "fence-orders",
+        )
+        .expect("stored");
+    assert_eq!(stored["spec"]["paramKind"]["kind"], "Lease");
+
+    // A misspelt field is refused, and nothing is stored.
+    let broken = printed.replacen("failurePolicy: Fail", "failurePolicyy: Fail", 1);
+    let out = kubectl(
+        &kubeconfig,
+        &["apply", "--dry-run=server", "-f", "-"],
+        &broken.replace("fence-orders", "fence-broken"),
+    );
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("failurePolicyy"), "{stderr}");
+    assert_eq!(
+        emu.object(
+            kube_emulator::Resource::ValidatingAdmissionPolicy,
+            "",
+            "fence-broken"
+        ),
+        None
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -32,12 +32,13 @@ pub(crate) fn api_versions(addr: &str) -> Value {
     })
 }
 
-const GROUPS: [&str; 5] = [
+const GROUPS: [&str; 6] = [
     "coordination.k8s.io",
     "events.k8s.io",
     "rbac.authorization.k8s.io",
     "apps",
     "policy",
+    "admissionregistration.k8s.io",
 ];
 
 fn group_doc(group: &str) -> Value {
@@ -81,7 +82,11 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Value {
                 Resource::ServiceAccount => doc["shortNames"] = json!(["sa"]),
                 Resource::Deployment => doc["shortNames"] = json!(["deploy"]),
                 Resource::PodDisruptionBudget => doc["shortNames"] = json!(["pdb"]),
-                Resource::Lease | Resource::Role | Resource::RoleBinding => {}
+                Resource::Lease
+                | Resource::Role
+                | Resource::RoleBinding
+                | Resource::ValidatingAdmissionPolicy
+                | Resource::ValidatingAdmissionPolicyBinding => {}
             }
             doc
         })

@@ -266,6 +266,7 @@ mod tests {
             keys,
             [
                 "api/v1",
+                "apis/admissionregistration.k8s.io/v1",
                 "apis/apps/v1",
                 "apis/coordination.k8s.io/v1",
                 "apis/events.k8s.io/v1",

@@ -203,7 +203,9 @@ fn schema_of(resource: Resource) -> Option<&'static Schema> {
         | Resource::Role
         | Resource::RoleBinding
         | Resource::Deployment
-        | Resource::PodDisruptionBudget => None,
+        | Resource::PodDisruptionBudget
+        | Resource::ValidatingAdmissionPolicy
+        | Resource::ValidatingAdmissionPolicyBinding => None,
     }
 }
 

@@ -28,11 +28,17 @@ pub enum Resource {
     Deployment,
     /// `policy/v1` PodDisruptionBudget: stored and validated; nothing evicts.
     PodDisruptionBudget,
+    /// `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy
+    /// (cluster-scoped): stored and validated.
+    ValidatingAdmissionPolicy,
+    /// `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicyBinding
+    /// (cluster-scoped): stored and validated.
+    ValidatingAdmissionPolicyBinding,
 }
 
 impl Resource {
     /// Every resource the emulator serves.
-    pub const ALL: [Resource; 11] = [
+    pub const ALL: [Resource; 13] = [
         Resource::Lease,
         Resource::ConfigMap,
         Resource::Event,
@@ -44,6 +50,8 @@ impl Resource {
         Resource::RoleBinding,
         Resource::Deployment,
         Resource::PodDisruptionBudget,
+        Resource::ValidatingAdmissionPolicy,
+        Resource::ValidatingAdmissionPolicyBinding,
     ];
 
     /// API group, `""` for the core group.
@@ -54,6 +62,9 @@ impl Resource {
             Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io",
             Resource::Deployment => "apps",
             Resource::PodDisruptionBudget => "policy",
+            Resource::ValidatingAdmissionPolicy | Resource::ValidatingAdmissionPolicyBinding => {
+                "admissionregistration.k8s.io"
+            }
             Resource::ConfigMap
             | Resource::Event
             | Resource::Namespace
@@ -75,6 +86,9 @@ impl Resource {
             Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io/v1",
             Resource::Deployment => "apps/v1",
             Resource::PodDisruptionBudget => "policy/v1",
+            Resource::ValidatingAdmissionPolicy | Resource::ValidatingAdmissionPolicyBinding => {
+                "admissionregistration.k8s.io/v1"
+            }
             Resource::ConfigMap
             | Resource::Event
             | Resource::Namespace
@@ -96,6 +110,8 @@ impl Resource {
             Resource::RoleBinding => "rolebindings",
             Resource::Deployment => "deployments",
             Resource::PodDisruptionBudget => "poddisruptionbudgets",
+            Resource::ValidatingAdmissionPolicy => "validatingadmissionpolicies",
+            Resource::ValidatingAdmissionPolicyBinding => "validatingadmissionpolicybindings",
         }
     }
 
@@ -112,12 +128,20 @@ impl Resource {
             Resource::RoleBinding => "RoleBinding",
             Resource::Deployment => "Deployment",
             Resource::PodDisruptionBudget => "PodDisruptionBudget",
+            Resource::ValidatingAdmissionPolicy => "ValidatingAdmissionPolicy",
+            Resource::ValidatingAdmissionPolicyBinding => "ValidatingAdmissionPolicyBinding",
         }
     }
 
     /// Whether objects live in a namespace.
     pub fn namespaced(self) -> bool {
-        !matches!(self, Resource::Namespace | Resource::Node)
+        !matches!(
+            self,
+            Resource::Namespace
+                | Resource::Node
+                | Resource::ValidatingAdmissionPolicy
+                | Resource::ValidatingAdmissionPolicyBinding
+        )
     }
 
     /// The group-qualified resource as the API server names it in messages:

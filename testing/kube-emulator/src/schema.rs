@@ -22,6 +22,7 @@
 
 use crate::resource::Resource;
 
+mod admission;
 pub(crate) mod pod;
 mod rbac;
 mod workloads;
@@ -308,6 +309,10 @@ pub(crate) fn of(resource: Resource) -> &'static Schema {
         Resource::RoleBinding => &rbac::ROLE_BINDING,
         Resource::Deployment => &workloads::DEPLOYMENT,
         Resource::PodDisruptionBudget => &workloads::POD_DISRUPTION_BUDGET,
+        Resource::ValidatingAdmissionPolicy => &admission::VALIDATING_ADMISSION_POLICY,
+        Resource::ValidatingAdmissionPolicyBinding => {
+            &admission::VALIDATING_ADMISSION_POLICY_BINDING
+        }
     }
 }
 

@@ -314,7 +314,9 @@ impl Store {
             | Resource::Role
             | Resource::RoleBinding
             | Resource::Deployment
-            | Resource::PodDisruptionBudget => {
+            | Resource::PodDisruptionBudget
+            | Resource::ValidatingAdmissionPolicy
+            | Resource::ValidatingAdmissionPolicyBinding => {
                 check_types(resource, obj)?;
                 errs.extend(validate_workload(resource, obj));
             }

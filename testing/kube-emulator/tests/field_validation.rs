@@ -289,6 +289,7 @@ async fn openapi_v3_documents_declare_field_validation() {
         paths.keys().collect::<Vec<_>>(),
         [
             "api/v1",
+            "apis/admissionregistration.k8s.io/v1",
             "apis/apps/v1",
             "apis/coordination.k8s.io/v1",
             "apis/events.k8s.io/v1",
@@ -335,6 +336,8 @@ async fn openapi_v3_documents_declare_field_validation() {
             "/Namespace",
             "/Node",
             "/ServiceAccount",
+            "admissionregistration.k8s.io/ValidatingAdmissionPolicy",
+            "admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding",
             "apps/Deployment",
             "coordination.k8s.io/Lease",
             "events.k8s.io/Event",
