@@ -15,7 +15,9 @@
 //! of (Deployments, PodDisruptionBudgets, ServiceAccounts, Roles and
 //! RoleBindings: stored, schema-checked and validated, so that `kubectl apply
 //! --dry-run=server -f <manifests>` refuses what a real API server refuses;
-//! nothing runs them and RBAC is not enforced), with the API server's rules: get, list, create, update (PUT), patch
+//! nothing runs them and RBAC is not enforced), and ValidatingAdmissionPolicies
+//! with their bindings (stored and schema-checked; not evaluated yet), with the
+//! API server's rules: get, list, create, update (PUT), patch
 //! (merge and JSON patch), delete and watch; one global, growing resourceVersion;
 //! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
 //! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
@@ -185,6 +187,8 @@
 //!   selector against its template's labels, a container's name and image, a
 //!   PodDisruptionBudget's two bounds, a Role's verbs, a RoleBinding's
 //!   reference), not the whole of the API server's.
+//! - ValidatingAdmissionPolicies and their bindings are stored, not evaluated:
+//!   no write is refused by them yet.
 //! - No authentication or RBAC: the bearer token only names the client;
 //!   403 and 401 come from injected faults ([`Fault::Forbidden`], [`Fault::Status`]).
 //! - Reads in a missing namespace answer as for a missing object (as the real
