@@ -108,26 +108,14 @@ fn bad_input_prints_no_manifest_and_one_line() {
 
 /// Runs kubectl against the emulator with `stdin`; its output, whatever its status.
 fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = kube_emulator::kubectl(kubeconfig)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| match e.kind() {
+    kube_emulator::kubectl_output(kubeconfig, args, Some(stdin)).unwrap_or_else(|e| {
+        match e.kind() {
             std::io::ErrorKind::NotFound => {
                 panic!("kubectl is not installed: this test uses it as the client")
             }
             _ => panic!("kubectl could not be run: {e}"),
-        });
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(stdin.as_bytes())
-        .expect("write kubectl's stdin");
-    child.wait_with_output().expect("kubectl ran")
+        }
+    })
 }
 
 /// The README's manifests go into a cluster with `kubectl apply -f -` (the

@@ -377,3 +377,29 @@ pub fn kubectl(kubeconfig: &std::path::Path) -> std::process::Command {
         .stdin(std::process::Stdio::null());
     cmd
 }
+
+/// Runs [`kubectl`] with `args`, feeding it `stdin` (none: its input closed), and
+/// waits for it: its output, whatever its exit status; an error only where kubectl
+/// cannot be run at all ([`std::io::ErrorKind::NotFound`]: not installed).
+pub fn kubectl_output(
+    kubeconfig: &std::path::Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> std::io::Result<std::process::Output> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = kubectl(kubeconfig)
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(input.as_bytes())?;
+    }
+    child.wait_with_output()
+}

@@ -238,6 +238,6 @@ mod time;
 mod validation;
 mod watch;
 
-pub use emulator::{Emulator, EmulatorBuilder, Error, kubectl};
+pub use emulator::{Emulator, EmulatorBuilder, Error, kubectl, kubectl_output};
 pub use faults::{Fault, Faults, Match, RequestCounts, WriteRecord};
 pub use resource::{Resource, Verb};

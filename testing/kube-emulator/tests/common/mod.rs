@@ -2,7 +2,7 @@
 
 #![allow(dead_code)] // each test file takes what it needs
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -94,31 +94,12 @@ pub fn kubectl_fails(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> S
 
 /// Runs kubectl as [`kubectl`] does, whatever its exit status.
 fn kubectl_run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
-    let mut cmd = kube_emulator::kubectl(kubeconfig);
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
-        Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    kube_emulator::kubectl_output(kubeconfig, args, stdin).unwrap_or_else(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
             panic!("kubectl is not installed: this test uses it as a client")
         }
-        Err(e) => panic!("kubectl could not be run: {e}"),
-    };
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(input.as_bytes())
-            .expect("write kubectl's stdin");
-    }
-    child.wait_with_output().expect("kubectl ran")
+        _ => panic!("kubectl could not be run: {e}"),
+    })
 }
 
 /// The Status of an API error; panics on any other error.
