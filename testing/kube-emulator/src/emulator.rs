@@ -248,6 +248,12 @@ impl Emulator {
         lock(&self.shared.store).resource_version()
     }
 
+    /// Requests with `token` are made as `user` (`request.userInfo` of admission
+    /// policies); any other token is a user of its own name with no extra.
+    pub fn set_user(&self, token: &str, user: crate::UserInfo) {
+        lock(&self.shared.users).insert(token.to_owned(), user);
+    }
+
     /// The stored object, as a client would get it.
     pub fn object(&self, resource: Resource, namespace: &str, name: &str) -> Option<Value> {
         let ns = if resource.namespaced() { namespace } else { "" };

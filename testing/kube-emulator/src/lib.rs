@@ -16,8 +16,8 @@
 //! RoleBindings: stored, schema-checked and validated, so that `kubectl apply
 //! --dry-run=server -f <manifests>` refuses what a real API server refuses;
 //! nothing runs them and RBAC is not enforced), and ValidatingAdmissionPolicies
-//! with their bindings (stored and schema-checked; not evaluated yet), with the
-//! API server's rules: get, list, create, update (PUT), patch
+//! with their bindings (evaluated on every write they match, with a real CEL
+//! interpreter), with the API server's rules: get, list, create, update (PUT), patch
 //! (merge and JSON patch), delete and watch; one global, growing resourceVersion;
 //! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
 //! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
@@ -187,8 +187,12 @@
 //!   selector against its template's labels, a container's name and image, a
 //!   PodDisruptionBudget's two bounds, a Role's verbs, a RoleBinding's
 //!   reference), not the whole of the API server's.
-//! - ValidatingAdmissionPolicies and their bindings are stored, not evaluated:
-//!   no write is refused by them yet.
+//! - ValidatingAdmissionPolicies are evaluated as the API server evaluates them,
+//!   for the parts its admission module names (resource rules, namespace
+//!   selectors by labels, match conditions, a Lease or other served kind as the
+//!   parameter, variables, validations, `Deny` and `Warn`); a token's user for
+//!   `request.userInfo` is set with [`Emulator::set_user`] (a Pod's service
+//!   account with [`UserInfo::pod`]), else it is the token's own name.
 //! - No authentication or RBAC: the bearer token only names the client;
 //!   403 and 401 come from injected faults ([`Fault::Forbidden`], [`Fault::Status`]).
 //! - Reads in a missing namespace answer as for a missing object (as the real
@@ -220,6 +224,7 @@
 // every dependency of the library (per feature) would have to be named there.
 use clap as _;
 
+mod admission;
 mod discovery;
 mod emulator;
 mod faults;
@@ -238,6 +243,7 @@ mod time;
 mod validation;
 mod watch;
 
+pub use admission::UserInfo;
 pub use emulator::{Emulator, EmulatorBuilder, Error, kubectl, kubectl_output};
 pub use faults::{Fault, Faults, Match, RequestCounts, WriteRecord};
 pub use resource::{Resource, Verb};

@@ -1,6 +1,7 @@
 //! The HTTP side: accepting connections, routing Kubernetes paths, applying
 //! faults around the store, and the discovery documents.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -47,6 +48,9 @@ pub(crate) struct Shared {
     pub(crate) bookmark_interval: Duration,
     pub(crate) default_watch_timeout: Duration,
     pub(crate) addr: Mutex<Option<SocketAddr>>,
+    /// The users of tokens the emulator was told about
+    /// ([`crate::Emulator::set_user`]); any other token is a user of its name.
+    pub(crate) users: Mutex<HashMap<String, crate::admission::UserInfo>>,
 }
 
 impl Shared {
@@ -67,12 +71,21 @@ impl Shared {
             bookmark_interval,
             default_watch_timeout,
             addr: Mutex::new(None),
+            users: Mutex::new(HashMap::new()),
         }
     }
 
     /// Tells watches about a new version.
     pub(crate) fn publish(&self, rv: u64) {
         self.rv_tx.send_replace(rv);
+    }
+
+    /// The user a request with `token` is made as.
+    pub(crate) fn user(&self, token: &str) -> crate::admission::UserInfo {
+        lock(&self.users)
+            .get(token)
+            .cloned()
+            .unwrap_or_else(|| crate::admission::UserInfo::named(token))
     }
 }
 
@@ -513,6 +526,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
 
     let outcome = execute(
         &shared,
+        &client,
         verb,
         resource,
         namespace,
@@ -587,6 +601,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
 #[allow(clippy::too_many_arguments)]
 fn execute(
     shared: &Arc<Shared>,
+    client: &str,
     verb: Verb,
     resource: Resource,
     namespace: Option<String>,
@@ -657,27 +672,16 @@ fn execute(
         Verb::Get => lock(&shared.store)
             .get(resource, &ns, name)
             .map(|r| (r, false)),
-        _ if param(pairs, "dryRun").is_some_and(|v| !v.is_empty()) => {
-            let write = Write {
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete => {
+            let w = Write {
                 verb,
                 resource,
                 name,
                 content_type,
                 fields,
             };
-            dry_run(shared, &write, &ns, body, now)
-        }
-        Verb::Create => write(shared, |s| s.create(resource, &ns, body, now, fields)),
-        Verb::Update => write(shared, |s| s.update(resource, &ns, name, body, now, fields)),
-        Verb::Patch => match patch_kind(content_type) {
-            Ok(kind) => write(shared, |s| {
-                s.patch(resource, &ns, name, kind, &body, fields)
-            }),
-            Err(e) => Err(e),
-        },
-        Verb::Delete => {
-            let opts = if body.is_null() { None } else { Some(&body) };
-            write(shared, |s| s.delete(resource, &ns, name, opts))
+            let dry = param(pairs, "dryRun").is_some_and(|v| !v.is_empty());
+            write(shared, &w, &ns, &body, now, client, dry)
         }
     };
     match result {
@@ -711,7 +715,7 @@ fn field_validation(
     FieldValidation::parse(param(pairs, "fieldValidation"), options).map(Some)
 }
 
-/// What a dry-run write is, besides its namespace and body.
+/// A write, besides its namespace and body.
 struct Write<'a> {
     verb: Verb,
     resource: Resource,
@@ -720,51 +724,84 @@ struct Write<'a> {
     fields: FieldValidation,
 }
 
-/// `dryRun=All`: the write runs against a copy of the store, which is then
-/// thrown away, so the answer is what the write would have been.
-fn dry_run(
+/// Runs `w` on `store`.
+fn apply(
+    store: &mut Store,
+    w: &Write<'_>,
+    ns: &str,
+    body: &Value,
+    now: Timestamp,
+) -> Result<Reply, ApiError> {
+    let (resource, name, fields) = (w.resource, w.name, w.fields);
+    match w.verb {
+        Verb::Create => store.create(resource, ns, body.clone(), now, fields),
+        Verb::Update => store.update(resource, ns, name, body.clone(), now, fields),
+        Verb::Patch => {
+            let kind = patch_kind(w.content_type)?;
+            store.patch(resource, ns, name, kind, body, fields)
+        }
+        Verb::Delete => store.delete(resource, ns, name, (!body.is_null()).then_some(body)),
+        Verb::Get | Verb::List | Verb::Watch => Err(ApiError::method_not_allowed("GET")),
+    }
+}
+
+/// Runs a write under the store lock, through admission (the
+/// ValidatingAdmissionPolicies bound, evaluated on the object the write would
+/// store), and tells watches when the version moved; the flag says whether it
+/// did (a no-op update does not). `dryRun=All` (`dry`) runs it on a copy of the
+/// store, which is then thrown away, so the answer is what the write would have
+/// been.
+fn write(
     shared: &Shared,
     w: &Write<'_>,
     ns: &str,
-    body: Value,
+    body: &Value,
     now: Timestamp,
+    client: &str,
+    dry: bool,
 ) -> Result<(Reply, bool), ApiError> {
-    let mut copy = lock(&shared.store).clone();
-    let (resource, name, fields) = (w.resource, w.name, w.fields);
-    let reply = match w.verb {
-        Verb::Create => copy.create(resource, ns, body, now, fields),
-        Verb::Update => copy.update(resource, ns, name, body, now, fields),
-        Verb::Patch => {
-            let kind = patch_kind(w.content_type)?;
-            copy.patch(resource, ns, name, kind, &body, fields)
+    let mut store = lock(&shared.store);
+    let admitting = crate::admission::any_binding(&store);
+    let mut warnings = Vec::new();
+    if dry || admitting {
+        let mut copy = store.clone();
+        let reply = apply(&mut copy, w, ns, body, now)?;
+        if admitting {
+            let stored_ns = if w.resource.namespaced() { ns } else { "" };
+            let name = match w.verb {
+                Verb::Create => reply.body.pointer("/metadata/name").and_then(Value::as_str),
+                _ => Some(w.name),
+            }
+            .unwrap_or_default();
+            let user = shared.user(client);
+            let attempt = crate::admission::Attempt {
+                verb: w.verb,
+                resource: w.resource,
+                namespace: stored_ns,
+                name,
+                object: (w.verb != Verb::Delete).then_some(&reply.body),
+                old: store.get_object(w.resource, stored_ns, name),
+                user: &user,
+            };
+            warnings = crate::admission::admit(&store, &attempt)?;
         }
-        Verb::Delete => copy.delete(
-            resource,
-            ns,
-            name,
-            if body.is_null() { None } else { Some(&body) },
-        ),
-        Verb::Get | Verb::List | Verb::Watch => return Err(ApiError::method_not_allowed("GET")),
-    }?;
-    Ok((reply, false))
-}
-
-/// Runs a write under the store lock and tells watches when the version
-/// moved; the flag says whether it did (a no-op update does not).
-fn write(
-    shared: &Shared,
-    op: impl FnOnce(&mut Store) -> Result<Reply, ApiError>,
-) -> Result<(Reply, bool), ApiError> {
-    let (result, before, after) = {
-        let mut store = lock(&shared.store);
-        let before = store.resource_version();
-        let result = op(&mut store);
-        (result, before, store.resource_version())
-    };
+        if dry {
+            let mut reply = reply;
+            reply.warnings.extend(warnings);
+            return Ok((reply, false));
+        }
+    }
+    let before = store.resource_version();
+    let result = apply(&mut store, w, ns, body, now);
+    let after = store.resource_version();
+    drop(store);
     if after != before {
         shared.publish(after);
     }
-    result.map(|r| (r, after != before))
+    result.map(|mut r| {
+        r.warnings.extend(warnings);
+        (r, after != before)
+    })
 }
 
 #[cfg(test)]

@@ -191,6 +191,14 @@ impl Store {
             .collect()
     }
 
+    /// Every object of `resource`, in every namespace.
+    pub(crate) fn objects_of(&self, resource: Resource) -> impl Iterator<Item = &Value> {
+        self.objects
+            .iter()
+            .filter(move |((r, _, _), _)| *r == resource)
+            .map(|(_, v)| v)
+    }
+
     pub(crate) fn get_object(
         &self,
         resource: Resource,

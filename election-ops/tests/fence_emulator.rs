@@ -1,0 +1,159 @@
+//! The fencing policy enforced: the emulator evaluates the generated
+//! ValidatingAdmissionPolicy on every write, as the API server does, and the real
+//! `kube` client sees the API server's refusal.
+
+use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, Protected, TERM_ANNOTATION, Writer};
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube_emulator::{Emulator, Resource, UserInfo};
+
+/// An emulator with the Lease `default/orders` held by `holder` at `transitions`,
+/// and the policy that fences ConfigMaps with it applied.
+async fn fenced(policy: FencePolicy) -> Emulator {
+    let emu = Emulator::start().await.expect("emulator");
+    let admin = emu.client("admin").expect("client");
+    let p = policy.policy().expect("policy");
+    let b = policy.binding().expect("binding");
+    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .create(&PostParams::default(), &serde_json::from_value(p).unwrap())
+        .await
+        .expect("policy created");
+    Api::<ValidatingAdmissionPolicyBinding>::all(admin)
+        .create(&PostParams::default(), &serde_json::from_value(b).unwrap())
+        .await
+        .expect("binding created");
+    for (token, pod) in [("app-0", "app-0"), ("app-1", "app-1")] {
+        emu.set_user(token, UserInfo::pod("default", "app", pod));
+    }
+    emu
+}
+
+fn policy() -> FencePolicy {
+    FencePolicy::new("default", "orders").protect(Protected::new("", "v1", "configmaps"))
+}
+
+/// The Lease as `holder` takes it: every write to it passes (it is not fenced).
+async fn hold(emu: &Emulator, holder: &str, transitions: i32) {
+    let api: Api<Lease> = Api::namespaced(emu.client(holder).unwrap(), "default");
+    let mut lease: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "orders" },
+        "spec": { "holderIdentity": holder, "leaseTransitions": transitions,
+                  "leaseDurationSeconds": 15 },
+    }))
+    .unwrap();
+    match api.get_opt("orders").await.expect("read") {
+        None => {
+            api.create(&PostParams::default(), &lease)
+                .await
+                .expect("the Lease is not fenced");
+        }
+        Some(current) => {
+            lease.metadata.resource_version = current.metadata.resource_version;
+            api.replace("orders", &PostParams::default(), &lease)
+                .await
+                .expect("the Lease is not fenced");
+        }
+    }
+}
+
+/// A ConfigMap `name` written as `token`, stamped for `holder` at `term` (no
+/// stamp when `None`).
+async fn write(
+    emu: &Emulator,
+    token: &str,
+    name: &str,
+    stamp: Option<(&str, &str)>,
+) -> Result<ConfigMap, kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(emu.client(token).unwrap(), "default");
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_owned());
+    if let Some((holder, term)) = stamp {
+        cm.metadata.annotations = Some(
+            [
+                (HOLDER_ANNOTATION.to_owned(), holder.to_owned()),
+                (TERM_ANNOTATION.to_owned(), term.to_owned()),
+            ]
+            .into(),
+        );
+    }
+    api.create(&PostParams::default(), &cm).await
+}
+
+fn refusal(result: Result<ConfigMap, kube::Error>) -> Box<kube::core::Status> {
+    match result {
+        Err(kube::Error::Api(status)) => status,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_server_refuses_writes_not_stamped_with_the_current_term() {
+    let emu = fenced(policy()).await;
+    // No Lease yet: every protected write is refused.
+    let s = refusal(write(&emu, "app-0", "early", Some(("app-0", "0@1"))).await);
+    assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"), "{s:?}");
+    assert!(s.message.contains("no params found"), "{}", s.message);
+
+    hold(&emu, "app-0", 3).await;
+    write(&emu, "app-0", "a", Some(("app-0", "3@17")))
+        .await
+        .expect("the holder's stamped write passes");
+    let s = refusal(write(&emu, "app-0", "bare", None).await);
+    assert_eq!(s.code, 403);
+    assert!(
+        s.message.starts_with(
+            "ValidatingAdmissionPolicy 'fence-orders' with binding 'fence-orders' denied request: fenced by fence-orders"
+        ),
+        "{}",
+        s.message
+    );
+
+    // Another takes over: the deposed holder's write, sent with its old stamp,
+    // is refused and stores nothing.
+    hold(&emu, "app-1", 4).await;
+    let s = refusal(write(&emu, "app-0", "late", Some(("app-0", "3@17"))).await);
+    assert!(
+        s.message.contains("held by \"app-1\" at transitions 4"),
+        "{}",
+        s.message
+    );
+    assert_eq!(emu.object(Resource::ConfigMap, "default", "late"), None);
+    write(&emu, "app-1", "b", Some(("app-1", "4@30")))
+        .await
+        .expect("the new holder's write passes");
+
+    // A release (no holder) fences everyone off.
+    hold(&emu, "", 4).await;
+    let s = refusal(write(&emu, "app-1", "c", Some(("app-1", "4@30"))).await);
+    assert!(s.message.contains("has no holder"), "{}", s.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_writer_check_admits_the_holders_pod_only_and_fences_deletes() {
+    let emu = fenced(policy().writer(Writer::PodName)).await;
+    hold(&emu, "app-0", 1).await;
+    write(&emu, "app-0", "a", Some(("app-0", "1@5")))
+        .await
+        .expect("the holder's Pod");
+    let s = refusal(write(&emu, "app-1", "b", Some(("app-0", "1@5"))).await);
+    assert!(s.message.contains("not the holder Pod"), "{}", s.message);
+
+    let as_app = |token| Api::<ConfigMap>::namespaced(emu.client(token).unwrap(), "default");
+    let refused = as_app("app-1")
+        .delete("a", &DeleteParams::default())
+        .await
+        .expect_err("a delete by another Pod is fenced");
+    assert!(
+        matches!(refused, kube::Error::Api(ref s) if s.code == 403),
+        "{refused:?}"
+    );
+    assert!(emu.object(Resource::ConfigMap, "default", "a").is_some());
+    as_app("app-0")
+        .delete("a", &DeleteParams::default())
+        .await
+        .expect("the holder's Pod deletes");
+}

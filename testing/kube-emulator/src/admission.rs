@@ -1,0 +1,356 @@
+//! ValidatingAdmissionPolicy, evaluated as the API server evaluates it
+//! (`k8s.io/apiserver/pkg/admission/plugin/policy/validating`): every binding
+//! whose policy matches a write runs the policy's CEL (the `cel` crate) with the
+//! variables the API server binds (`object`, `oldObject`, `params`, `request`,
+//! `namespaceObject`, `variables`), and a failed validation refuses the write
+//! with the policy's reason and message, worded as the API server words it.
+//!
+//! What is served: `matchConstraints.resourceRules` (groups, versions,
+//! resources, operations, `*`), a binding's `matchResources.namespaceSelector`
+//! by `matchLabels` (every namespace carries `kubernetes.io/metadata.name`),
+//! `matchConditions`, `paramKind` with `paramRef.name` and `namespace` (and
+//! `parameterNotFoundAction`), `variables`, `validations` with `message`,
+//! `messageExpression` and `reason`, `failurePolicy`, and `validationActions`
+//! (`Deny`; `Warn` answers with a warning). Not served: object selectors,
+//! `excludeResourceRules`, parameter selectors, audit annotations, and the
+//! type checking the API server does when a policy is written.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Value, json};
+
+use crate::resource::{Resource, Verb};
+use crate::status::ApiError;
+use crate::store::Store;
+
+/// Who writes: the user the API server would have authenticated.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    /// `request.userInfo.username`.
+    pub username: String,
+    /// `request.userInfo.extra`.
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// The service account `namespace/name` in a Pod, as a pod-bound token
+    /// names it: `system:serviceaccount:<namespace>:<name>`, with the Pod's name
+    /// in `authentication.kubernetes.io/pod-name`.
+    pub fn pod(namespace: &str, service_account: &str, pod: &str) -> Self {
+        UserInfo {
+            username: format!("system:serviceaccount:{namespace}:{service_account}"),
+            extra: BTreeMap::from([(
+                "authentication.kubernetes.io/pod-name".to_owned(),
+                vec![pod.to_owned()],
+            )]),
+        }
+    }
+
+    /// The user of a token the emulator was told nothing about: the token itself.
+    pub(crate) fn named(token: &str) -> Self {
+        UserInfo {
+            username: token.to_owned(),
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// One write, as admission sees it.
+pub(crate) struct Attempt<'a> {
+    pub(crate) verb: Verb,
+    pub(crate) resource: Resource,
+    pub(crate) namespace: &'a str,
+    pub(crate) name: &'a str,
+    /// The object as it would be stored (`None` for a delete).
+    pub(crate) object: Option<&'a Value>,
+    /// The object as stored now (`None` for a create).
+    pub(crate) old: Option<&'a Value>,
+    pub(crate) user: &'a UserInfo,
+}
+
+/// Whether any binding exists (admission has nothing to do otherwise).
+pub(crate) fn any_binding(store: &Store) -> bool {
+    store
+        .objects_of(Resource::ValidatingAdmissionPolicyBinding)
+        .next()
+        .is_some()
+}
+
+/// Runs every matching binding on `a`: `Ok` with the warnings of `Warn`
+/// bindings, or the refusal of the first `Deny` binding that fails.
+pub(crate) fn admit(store: &Store, a: &Attempt<'_>) -> Result<Vec<String>, ApiError> {
+    let Some(operation) = operation(a.verb) else {
+        return Ok(Vec::new());
+    };
+    let mut warnings = Vec::new();
+    for binding in store.objects_of(Resource::ValidatingAdmissionPolicyBinding) {
+        let bname = str_at(binding, "/metadata/name");
+        let Some(policy) = store.get_object(
+            Resource::ValidatingAdmissionPolicy,
+            "",
+            str_at(binding, "/spec/policyName"),
+        ) else {
+            continue; // a binding of a missing policy does nothing
+        };
+        if !rules_match(policy, a, operation) || !namespace_matches(store, binding, a) {
+            continue;
+        }
+        let pname = str_at(policy, "/metadata/name");
+        let refusal = evaluate(store, policy, binding, a, operation);
+        let Err((reason, message)) = refusal else {
+            continue;
+        };
+        let message = format!(
+            "ValidatingAdmissionPolicy '{pname}' with binding '{bname}' denied request: {message}"
+        );
+        let actions = binding.pointer("/spec/validationActions");
+        let has = |action: &str| {
+            actions
+                .and_then(Value::as_array)
+                .is_some_and(|l| l.iter().any(|x| x == action))
+        };
+        if has("Deny") {
+            return Err(refused(&reason, message));
+        }
+        if has("Warn") {
+            warnings.push(message);
+        }
+    }
+    Ok(warnings)
+}
+
+fn operation(verb: Verb) -> Option<&'static str> {
+    match verb {
+        Verb::Create => Some("CREATE"),
+        Verb::Update | Verb::Patch => Some("UPDATE"),
+        Verb::Delete => Some("DELETE"),
+        Verb::Get | Verb::List | Verb::Watch => None,
+    }
+}
+
+fn str_at<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn refused(reason: &str, message: String) -> ApiError {
+    let (code, reason) = match reason {
+        "Forbidden" => (403, "Forbidden"),
+        "Unauthorized" => (401, "Unauthorized"),
+        "RequestEntityTooLarge" => (413, "RequestEntityTooLarge"),
+        _ => (422, "Invalid"),
+    };
+    ApiError {
+        code,
+        reason,
+        message,
+        details: None,
+        retry_after: None,
+    }
+}
+
+/// Whether the policy's `matchConstraints.resourceRules` cover the write.
+fn rules_match(policy: &Value, a: &Attempt<'_>, operation: &str) -> bool {
+    let rules = policy
+        .pointer("/spec/matchConstraints/resourceRules")
+        .and_then(Value::as_array);
+    let covers = |rule: &Value, field: &str, want: &str| {
+        rule.get(field)
+            .and_then(Value::as_array)
+            .is_some_and(|l| l.iter().any(|x| x == want || x == "*"))
+    };
+    rules.is_some_and(|rules| {
+        rules.iter().any(|rule| {
+            covers(rule, "apiGroups", a.resource.group())
+                && covers(rule, "apiVersions", a.resource.version())
+                && covers(rule, "resources", a.resource.plural())
+                && covers(rule, "operations", operation)
+        })
+    })
+}
+
+/// Whether the binding's namespace selector (`matchLabels`) takes the write's
+/// namespace; cluster-scoped objects are always taken.
+fn namespace_matches(store: &Store, binding: &Value, a: &Attempt<'_>) -> bool {
+    let Some(labels) = binding
+        .pointer("/spec/matchResources/namespaceSelector/matchLabels")
+        .and_then(Value::as_object)
+    else {
+        return true;
+    };
+    if !a.resource.namespaced() {
+        return true;
+    }
+    let ns = store.get_object(Resource::Namespace, "", a.namespace);
+    labels.iter().all(|(k, v)| {
+        let have = if k == "kubernetes.io/metadata.name" {
+            Some(a.namespace)
+        } else {
+            ns.and_then(|n| n.pointer("/metadata/labels"))
+                .and_then(|l| l.get(k))
+                .and_then(Value::as_str)
+        };
+        have == v.as_str()
+    })
+}
+
+/// Runs the policy for one binding: `Err((reason, message))` when the write is
+/// refused (a failed validation, or an error under `failurePolicy: Fail`).
+fn evaluate(
+    store: &Store,
+    policy: &Value,
+    binding: &Value,
+    a: &Attempt<'_>,
+    operation: &str,
+) -> Result<(), (String, String)> {
+    let spec = &policy["spec"];
+    let fail_closed = spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore");
+    let error = |message: String| {
+        if fail_closed {
+            Err(("Invalid".to_owned(), message))
+        } else {
+            Ok(())
+        }
+    };
+    let params = match params(store, spec, binding, a) {
+        Ok(Some(p)) => p,
+        Ok(None) => return Ok(()), // missing, and `Allow`: the binding does nothing
+        Err(message) => return Err(("Forbidden".to_owned(), message)),
+    };
+    let mut ctx = cel::Context::default();
+    let request = json!({
+        "operation": operation,
+        "namespace": a.namespace,
+        "name": a.name,
+        "resource": {
+            "group": a.resource.group(),
+            "version": a.resource.version(),
+            "resource": a.resource.plural(),
+        },
+        "kind": {
+            "group": a.resource.group(),
+            "version": a.resource.version(),
+            "kind": a.resource.kind(),
+        },
+        "userInfo": { "username": a.user.username, "extra": a.user.extra },
+        "dryRun": false,
+    });
+    let namespace_object = store
+        .get_object(Resource::Namespace, "", a.namespace)
+        .cloned()
+        .unwrap_or(Value::Null);
+    for (name, value) in [
+        ("object", a.object.cloned().unwrap_or(Value::Null)),
+        ("oldObject", a.old.cloned().unwrap_or(Value::Null)),
+        ("params", params),
+        ("request", request),
+        ("namespaceObject", namespace_object),
+    ] {
+        ctx.add_variable_from_value(name, cel_of(&value));
+    }
+    let eval = |ctx: &cel::Context, src: &str| -> Result<cel::Value, String> {
+        let program = cel::Program::compile(src).map_err(|e| format!("compilation failed: {e}"))?;
+        program
+            .execute(ctx)
+            .map_err(|e| format!("expression '{src}' resulted in error: {e}"))
+    };
+    let items = |key: &str| {
+        spec.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for condition in items("matchConditions") {
+        match eval(&ctx, str_at(&condition, "/expression")) {
+            Ok(cel::Value::Bool(true)) => {}
+            Ok(_) => return Ok(()), // not matched: the policy does not apply
+            Err(e) => return error(e),
+        }
+    }
+    let mut variables: HashMap<String, cel::Value> = HashMap::new();
+    for v in items("variables") {
+        ctx.add_variable_from_value("variables", variables.clone());
+        match eval(&ctx, str_at(&v, "/expression")) {
+            Ok(value) => {
+                variables.insert(str_at(&v, "/name").to_owned(), value);
+            }
+            Err(e) => return error(e),
+        }
+    }
+    ctx.add_variable_from_value("variables", variables);
+    for v in items("validations") {
+        let expression = str_at(&v, "/expression");
+        match eval(&ctx, expression) {
+            Ok(cel::Value::Bool(true)) => continue,
+            Ok(_) => {}
+            Err(e) => return error(e),
+        }
+        let message = match v.get("messageExpression").and_then(Value::as_str) {
+            Some(src) => match eval(&ctx, src) {
+                Ok(cel::Value::String(s)) => s.to_string(),
+                _ => format!("failed expression: {expression}"),
+            },
+            None => match v.get("message").and_then(Value::as_str) {
+                Some(m) => m.to_owned(),
+                None => format!("failed expression: {expression}"),
+            },
+        };
+        let reason = v.get("reason").and_then(Value::as_str).unwrap_or("Invalid");
+        return Err((reason.to_owned(), message));
+    }
+    Ok(())
+}
+
+/// The binding's parameter object (`null` for a policy without `paramKind`);
+/// `None` when it is missing and `parameterNotFoundAction` is `Allow`, the
+/// refusal when it is missing otherwise.
+fn params(
+    store: &Store,
+    spec: &Value,
+    binding: &Value,
+    a: &Attempt<'_>,
+) -> Result<Option<Value>, String> {
+    let Some(kind) = spec.get("paramKind") else {
+        return Ok(Some(Value::Null));
+    };
+    let resource = Resource::ALL.into_iter().find(|r| {
+        r.api_version() == str_at(kind, "/apiVersion") && r.kind() == str_at(kind, "/kind")
+    });
+    let reference = &binding["spec"]["paramRef"];
+    let namespace = match str_at(reference, "/namespace") {
+        "" => a.namespace,
+        ns => ns,
+    };
+    let found = resource.and_then(|r| {
+        let ns = if r.namespaced() { namespace } else { "" };
+        store.get_object(r, ns, str_at(reference, "/name")).cloned()
+    });
+    match found {
+        Some(p) => Ok(Some(p)),
+        None if str_at(reference, "/parameterNotFoundAction") == "Allow" => Ok(None),
+        None => Err(
+            "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+                .to_owned(),
+        ),
+    }
+}
+
+/// A JSON value as CEL sees it (integers as `int`, as Kubernetes' CEL types
+/// them).
+fn cel_of(v: &Value) -> cel::Value {
+    match v {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => cel::Value::Int(i),
+            (None, Some(u)) => cel::Value::UInt(u),
+            (None, None) => cel::Value::Float(n.as_f64().unwrap_or_default()),
+        },
+        Value::String(s) => s.as_str().into(),
+        Value::Array(items) => items.iter().map(cel_of).collect::<Vec<_>>().into(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| (k.clone(), cel_of(v)))
+            .collect::<HashMap<String, cel::Value>>()
+            .into(),
+    }
+}
