@@ -2,7 +2,15 @@
 //! ValidatingAdmissionPolicy on every write, as the API server does, and the real
 //! `kube` client sees the API server's refusal.
 
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{LEASE, candidate, wait_until};
+use election_ops::LeadershipView;
 use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, Protected, TERM_ANNOTATION, Writer};
+use election_ops::guard::TermAnnotationLayer;
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
@@ -156,4 +164,55 @@ async fn the_writer_check_admits_the_holders_pod_only_and_fences_deletes() {
         .delete("a", &DeleteParams::default())
         .await
         .expect("the holder's Pod deletes");
+}
+
+/// A leader whose process stops (its lock calls hang, as under SIGSTOP) with a
+/// write in flight that reaches the API server only after another candidate took
+/// over: the server refuses it, naming the policy, and stores nothing. The same
+/// leader's writes passed the same policy before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n16_a_paused_leaders_write_that_lands_after_a_takeover_is_refused() {
+    let emu =
+        fenced(FencePolicy::new("default", LEASE).protect(Protected::new("", "v1", "configmaps")))
+            .await;
+    let (a, _) = candidate(&emu, "node-a");
+    assert!(wait_until(Duration::from_secs(10), || a.is_leader()).await);
+    let client = kube::client::ClientBuilder::try_from(emu.kube_config("app-a"))
+        .expect("config")
+        .with_layer(&TermAnnotationLayer::new(Arc::clone(&a)))
+        .build();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let configmap = |name: &str| {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.to_owned());
+        cm
+    };
+    api.create(&PostParams::default(), &configmap("steady"))
+        .await
+        .expect("the leader's writes pass in steady state");
+
+    // The leader stops: its renewals hang, and the write it sends now (while it
+    // still leads, so it is stamped with its term) is held 8 s on the way, four
+    // lease durations: node-b takes over well before it lands.
+    emu.faults("node-a").hang();
+    let held = Duration::from_secs(8);
+    emu.faults("app-a").latency(held);
+    let sent = std::time::Instant::now();
+    assert!(a.term().is_some(), "still leading when the write is sent");
+    let late =
+        tokio::spawn(async move { api.create(&PostParams::default(), &configmap("late")).await });
+    let (b, _) = candidate(&emu, "node-b");
+    assert!(
+        wait_until(held, || b.is_leader()).await && sent.elapsed() < held,
+        "node-b takes over before the write lands"
+    );
+    let s = refusal(late.await.expect("joined"));
+    assert_eq!(s.code, 403, "{s:?}");
+    assert!(
+        s.message.contains("'fence-ops-lease'") && s.message.contains("held by \"node-b\""),
+        "{}",
+        s.message
+    );
+    assert_eq!(emu.object(Resource::ConfigMap, "default", "late"), None);
+    b.shutdown().await;
 }
