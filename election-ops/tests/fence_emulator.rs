@@ -216,3 +216,71 @@ async fn n16_a_paused_leaders_write_that_lands_after_a_takeover_is_refused() {
     assert_eq!(emu.object(Resource::ConfigMap, "default", "late"), None);
     b.shutdown().await;
 }
+
+/// docs/faults.md A4 in a mixed fleet, fenced: the Lease is deleted under this
+/// library's leader, and a candidate that creates and leads at once (client-go's
+/// way, `LockDelay::Immediate`) takes it. Whatever the old leader's watch tells
+/// it and when, a write stamped with its term (as it writes while it believes it
+/// leads) is refused by the API server once the other holds the Lease; the new
+/// holder's own stamped writes pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a4_a_deposed_leaders_writes_in_a_mixed_fleet_are_refused_by_the_server() {
+    use adapter_tokio::TokioRuntime;
+    use election_core::{Config, LockDelay};
+    use election_driver::Builder;
+    use lock_lease::LeaseLock;
+
+    let emu =
+        fenced(FencePolicy::new("default", LEASE).protect(Protected::new("", "v1", "configmaps")))
+            .await;
+    let (a, _) = candidate(&emu, "node-a");
+    assert!(wait_until(Duration::from_secs(10), || a.is_leader()).await);
+    let term = a.term().expect("leading").to_string();
+    // What the leader writes while it believes it leads: its stamp.
+    let stamp = ("node-a", term.as_str());
+    write(&emu, "app-a", "before", Some(stamp))
+        .await
+        .expect("the leader's write passes while it holds the Lease");
+
+    let mut eager = Config::fast("eager").seed(5);
+    eager.lock_delay = LockDelay::Immediate;
+    let client = kube_support::lock_client(emu.kube_config("eager")).expect("client");
+    let lock = LeaseLock::builder(client, "default", LEASE)
+        .build()
+        .expect("valid names");
+    let b = Builder::new(lock, eager)
+        .spawn(TokioRuntime::current().expect("inside tokio"))
+        .expect("valid config");
+    // The leader's lock calls are refused (429) from here, as in the A4 test, so
+    // that the eager candidate's create wins the Lease.
+    emu.faults("node-a")
+        .on(kube_emulator::Match::verbs(&[
+            kube_emulator::Verb::Get,
+            kube_emulator::Verb::Create,
+            kube_emulator::Verb::Update,
+        ]))
+        .too_many_requests(1);
+    Api::<Lease>::namespaced(emu.client("admin").unwrap(), "default")
+        .delete(LEASE, &DeleteParams::default())
+        .await
+        .expect("the admin deletes the Lease");
+    assert!(
+        wait_until(Duration::from_secs(10), || b.is_leader()).await,
+        "the eager candidate leads on its create"
+    );
+    let s = refusal(write(&emu, "app-a", "after", Some(stamp)).await);
+    assert_eq!(s.code, 403, "{s:?}");
+    assert!(s.message.contains("held by \"eager\""), "{}", s.message);
+    assert_eq!(emu.object(Resource::ConfigMap, "default", "after"), None);
+    let eager_term = b.term().expect("leading").to_string();
+    write(
+        &emu,
+        "app-b",
+        "theirs",
+        Some(("eager", eager_term.as_str())),
+    )
+    .await
+    .expect("the new holder's stamped write passes");
+    b.shutdown().await;
+    a.shutdown().await;
+}
