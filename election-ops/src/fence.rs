@@ -155,6 +155,8 @@ pub enum FenceError {
 pub struct FencePolicy {
     namespace: String,
     lease: String,
+    /// Where protected writes are fenced; empty: the Lease's namespace.
+    namespaces: Vec<String>,
     name: Option<String>,
     protected: Vec<Protected>,
     writer: Writer,
@@ -169,6 +171,7 @@ impl FencePolicy {
         FencePolicy {
             namespace: namespace.to_owned(),
             lease: lease.to_owned(),
+            namespaces: Vec::new(),
             name: None,
             protected: Vec::new(),
             writer: Writer::Any,
@@ -181,6 +184,14 @@ impl FencePolicy {
     #[must_use]
     pub fn protect(mut self, resource: Protected) -> Self {
         self.protected.push(resource);
+        self
+    }
+
+    /// Fences the protected writes in these namespaces (the Lease's own or not)
+    /// instead of the Lease's namespace alone.
+    #[must_use]
+    pub fn namespaces<S: Into<String>>(mut self, namespaces: impl IntoIterator<Item = S>) -> Self {
+        self.namespaces = namespaces.into_iter().map(Into::into).collect();
         self
     }
 
@@ -238,6 +249,9 @@ impl FencePolicy {
             }
         };
         name("namespace", &self.namespace)?;
+        for ns in &self.namespaces {
+            name("namespace", ns)?;
+        }
         name("Lease name", &self.lease)?;
         name("policy name", &self.policy_name())?;
         if self.protected.is_empty() {
@@ -354,7 +368,7 @@ impl FencePolicy {
 
     /// The ValidatingAdmissionPolicyBinding: the policy, with the Lease as its
     /// parameter (refusing everything when the Lease does not exist), on objects
-    /// in the Lease's namespace.
+    /// in the Lease's namespace (or those of [`FencePolicy::namespaces`]).
     pub fn binding(&self) -> Result<Value, FenceError> {
         self.check()?;
         let actions = match self.enforcement {
@@ -372,14 +386,22 @@ impl FencePolicy {
                     "namespace": self.namespace,
                     "parameterNotFoundAction": "Deny",
                 },
-                "matchResources": {
-                    "namespaceSelector": {
-                        "matchLabels": { "kubernetes.io/metadata.name": self.namespace },
-                    },
-                },
+                "matchResources": { "namespaceSelector": self.namespace_selector() },
                 "validationActions": actions,
             },
         }))
+    }
+
+    /// The namespaces fenced, by the label every namespace carries.
+    fn namespace_selector(&self) -> Value {
+        const KEY: &str = "kubernetes.io/metadata.name";
+        match self.namespaces.as_slice() {
+            [] => json!({ "matchLabels": { KEY: self.namespace } }),
+            [one] => json!({ "matchLabels": { KEY: one } }),
+            many => json!({
+                "matchExpressions": [{ "key": KEY, "operator": "In", "values": many }],
+            }),
+        }
     }
 
     /// The policy and its binding as two YAML documents, for `kubectl apply -f`.

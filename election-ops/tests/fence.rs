@@ -51,6 +51,17 @@ fn every_field_is_one_kubernetes_knows() {
         json!(["CREATE", "UPDATE", "DELETE"]),
         "the writer check fences deletes"
     );
+    let many = self::policy()
+        .namespaces(["shop", "shop-2"])
+        .binding()
+        .unwrap();
+    assert_eq!(
+        many["spec"]["matchResources"]["namespaceSelector"],
+        json!({ "matchExpressions": [{ "key": "kubernetes.io/metadata.name",
+                                       "operator": "In", "values": ["shop", "shop-2"] }] })
+    );
+    let typed: ValidatingAdmissionPolicyBinding = serde_json::from_value(many.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap(), many);
     let any = policy_json(&self::policy());
     assert_eq!(
         any["spec"]["matchConstraints"]["resourceRules"][1]["operations"],

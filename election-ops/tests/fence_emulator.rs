@@ -284,3 +284,34 @@ async fn a4_a_deposed_leaders_writes_in_a_mixed_fleet_are_refused_by_the_server(
     b.shutdown().await;
     a.shutdown().await;
 }
+
+/// Several namespaces fenced with one Lease (`matchExpressions … In`): writes in
+/// each are checked, writes elsewhere are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_namespaces_listed_are_fenced_and_no_other() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let emu = fenced(policy().namespaces(["default", "extra"])).await;
+    let admin = emu.client("admin").unwrap();
+    for ns in ["extra", "free"] {
+        let mut n = Namespace::default();
+        n.metadata.name = Some(ns.to_owned());
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &n)
+            .await
+            .expect("namespace");
+    }
+    hold(&emu, "app-0", 1).await;
+    let bare = |ns: &str| {
+        let api: Api<ConfigMap> = Api::namespaced(emu.client("app-0").unwrap(), ns);
+        async move {
+            let mut cm = ConfigMap::default();
+            cm.metadata.name = Some("bare".to_owned());
+            api.create(&PostParams::default(), &cm).await
+        }
+    };
+    assert_eq!(refusal(bare("default").await).code, 403);
+    assert_eq!(refusal(bare("extra").await).code, 403);
+    bare("free")
+        .await
+        .expect("a namespace not listed is not fenced");
+}

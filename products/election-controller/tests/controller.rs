@@ -145,6 +145,111 @@ async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_
     }
 }
 
+/// With the server-side fencing policy applied to the copies' namespace
+/// (docs/design.md §7 "Server-side fencing"), the controller's fenced client
+/// (`TermContext::client`: the guard and the term stamp) keeps writing through
+/// a graceful handover and a crash: every leader's writes pass the policy, each
+/// copy stamped with the holder that wrote it; a write stamped for an earlier
+/// term is refused by the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fenced_client_passes_the_server_side_fence_through_handover_and_crash() {
+    use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, Protected};
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+
+    let (emu, sources) = setup(5).await;
+    let fence = FencePolicy::new("default", mirror::LEASE)
+        .namespaces([mirror::TARGET])
+        .protect(Protected::new("", "v1", "configmaps"));
+    let admin = emu.client("admin").expect("client");
+    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(fence.policy().unwrap()).unwrap(),
+        )
+        .await
+        .expect("policy");
+    Api::<ValidatingAdmissionPolicyBinding>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(fence.binding().unwrap()).unwrap(),
+        )
+        .await
+        .expect("binding");
+    let copies: Api<ConfigMap> = Api::namespaced(admin, mirror::TARGET);
+    let stamped_by = |cm: &ConfigMap| {
+        cm.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(HOLDER_ANNOTATION))
+            .cloned()
+    };
+
+    let log = Log::default();
+    let (mut replicas, first) = start_and_elect(&emu, &["a", "b", "c"], &log).await;
+    let t = Instant::now() - Duration::from_secs(10);
+    reconciled(&log, &first, "s4", Outcome::Wrote, t).await;
+    let old = copies.get("s4").await.expect("copied through the fence");
+    assert_eq!(stamped_by(&old), Some(first.clone()));
+
+    let gone = mirror::take_leader(&mut replicas).expect("a leader");
+    let start = Instant::now();
+    gone.handle.shutdown().await;
+    until("a second leader", Duration::from_secs(5), || {
+        leader(&replicas).is_some()
+    })
+    .await;
+    let second = leader(&replicas).expect("leader");
+    set_value(&sources, "s3", "v2").await;
+    reconciled(&log, &second, "s3", Outcome::Wrote, start).await;
+    assert_eq!(
+        stamped_by(&copies.get("s3").await.unwrap()),
+        Some(second.clone())
+    );
+
+    let crashed = mirror::take_leader(&mut replicas).expect("a leader");
+    let start = Instant::now();
+    crashed.handle.abort();
+    drop(crashed);
+    until("a third leader", Duration::from_secs(5), || {
+        leader(&replicas).is_some()
+    })
+    .await;
+    let third = leader(&replicas).expect("leader");
+    set_value(&sources, "s2", "v2").await;
+    reconciled(&log, &third, "s2", Outcome::Wrote, start).await;
+    assert_eq!(
+        stamped_by(&copies.get("s2").await.unwrap()),
+        Some(third.clone())
+    );
+    assert!(
+        !log.entries()
+            .iter()
+            .any(|r| matches!(r.outcome, Outcome::Failed(_))),
+        "no reconcile failed: {:?}",
+        log.entries()
+    );
+
+    // The first leader's stamp, written again now: refused by the server.
+    let mut replay = old.clone();
+    replay.metadata.name = Some("replayed".to_owned());
+    replay.metadata.resource_version = None;
+    replay.metadata.uid = None;
+    let refused = copies
+        .create(&PostParams::default(), &replay)
+        .await
+        .expect_err("an earlier term's stamp is refused");
+    assert!(
+        matches!(&refused, kube::Error::Api(s)
+            if s.code == 403 && s.message.contains("fenced by fence-mirror-controller")),
+        "{refused:?}"
+    );
+    for r in &replicas {
+        r.handle.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn n7_a_reconcile_that_outlives_its_term_gets_not_leader_and_the_object_is_untouched() {
     let (emu, sources) = setup(2).await;

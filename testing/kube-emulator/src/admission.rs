@@ -168,29 +168,51 @@ fn rules_match(policy: &Value, a: &Attempt<'_>, operation: &str) -> bool {
     })
 }
 
-/// Whether the binding's namespace selector (`matchLabels`) takes the write's
-/// namespace; cluster-scoped objects are always taken.
+/// Whether the binding's namespace selector (`matchLabels` and
+/// `matchExpressions`) takes the write's namespace; cluster-scoped objects are
+/// always taken.
 fn namespace_matches(store: &Store, binding: &Value, a: &Attempt<'_>) -> bool {
-    let Some(labels) = binding
-        .pointer("/spec/matchResources/namespaceSelector/matchLabels")
-        .and_then(Value::as_object)
-    else {
+    let Some(selector) = binding.pointer("/spec/matchResources/namespaceSelector") else {
         return true;
     };
     if !a.resource.namespaced() {
         return true;
     }
     let ns = store.get_object(Resource::Namespace, "", a.namespace);
-    labels.iter().all(|(k, v)| {
-        let have = if k == "kubernetes.io/metadata.name" {
+    let label = |k: &str| {
+        if k == "kubernetes.io/metadata.name" {
             Some(a.namespace)
         } else {
             ns.and_then(|n| n.pointer("/metadata/labels"))
                 .and_then(|l| l.get(k))
                 .and_then(Value::as_str)
-        };
-        have == v.as_str()
-    })
+        }
+    };
+    let labels_match = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
+    let expressions_match = selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .is_none_or(|exprs| {
+            exprs.iter().all(|e| {
+                let have = label(str_at(e, "/key"));
+                let listed = |v: &str| {
+                    e.get("values")
+                        .and_then(Value::as_array)
+                        .is_some_and(|l| l.iter().any(|x| x == v))
+                };
+                match str_at(e, "/operator") {
+                    "In" => have.is_some_and(listed),
+                    "NotIn" => !have.is_some_and(listed),
+                    "Exists" => have.is_some(),
+                    "DoesNotExist" => have.is_none(),
+                    _ => false,
+                }
+            })
+        });
+    labels_match && expressions_match
 }
 
 /// Runs the policy for one binding: `Err((reason, message))` when the write is
