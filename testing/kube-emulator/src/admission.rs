@@ -270,8 +270,7 @@ fn evaluate(
         ctx.add_variable_from_value(name, cel_of(&value));
     }
     let eval = |ctx: &cel::Context, src: &str| -> Result<cel::Value, String> {
-        let program = cel::Program::compile(src).map_err(|e| format!("compilation failed: {e}"))?;
-        program
+        compiled(src)?
             .execute(ctx)
             .map_err(|e| format!("expression '{src}' resulted in error: {e}"))
     };
@@ -354,6 +353,30 @@ fn params(
                 .to_owned(),
         ),
     }
+}
+
+/// `src` compiled, from a per-thread cache: a policy's expressions are compiled
+/// once, not on every write (the API server compiles them when the policy is
+/// written).
+fn compiled(src: &str) -> Result<std::rc::Rc<cel::Program>, String> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    thread_local! {
+        static PROGRAMS: RefCell<HashMap<String, Rc<cel::Program>>> = RefCell::new(HashMap::new());
+    }
+    PROGRAMS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(p) = cache.get(src) {
+            return Ok(Rc::clone(p));
+        }
+        let program =
+            Rc::new(cel::Program::compile(src).map_err(|e| format!("compilation failed: {e}"))?);
+        if cache.len() >= 1024 {
+            cache.clear(); // many policies come and go: keep the cache bounded
+        }
+        cache.insert(src.to_owned(), Rc::clone(&program));
+        Ok(program)
+    })
 }
 
 /// A JSON value as CEL sees it (integers as `int`, as Kubernetes' CEL types
