@@ -764,7 +764,7 @@ fn write(
     let admitting = crate::admission::any_binding(&store);
     let mut warnings = Vec::new();
     if dry || admitting {
-        let mut copy = store.clone();
+        let mut copy = store.scratch();
         let reply = apply(&mut copy, w, ns, body, now)?;
         if admitting {
             let stored_ns = if w.resource.namespaced() { ns } else { "" };

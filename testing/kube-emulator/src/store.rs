@@ -191,6 +191,22 @@ impl Store {
             .collect()
     }
 
+    /// A copy to run a write on and throw away (a dry run, or admission's look at
+    /// the object a write would store): the objects, without the watch history,
+    /// which a write does not read and which would make the copy cost as much as
+    /// the history is long.
+    pub(crate) fn scratch(&self) -> Store {
+        Store {
+            objects: self.objects.clone(),
+            rv: self.rv,
+            history: VecDeque::new(),
+            history_limit: self.history_limit,
+            compacted: self.rv,
+            uid_counter: self.uid_counter,
+            uid_seed: self.uid_seed,
+        }
+    }
+
     /// Every object of `resource`, in every namespace.
     pub(crate) fn objects_of(&self, resource: Resource) -> impl Iterator<Item = &Value> {
         self.objects
