@@ -99,14 +99,15 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
+pub mod fence;
 pub mod record;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod watch;
 mod wire;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use election_core::{
@@ -177,6 +178,8 @@ impl EtcdLockBuilder {
                 key: self.key,
                 request_timeout: AtomicU64::new(nanos(DEFAULT_REQUEST_TIMEOUT)),
                 progress_notify_interval: self.progress_notify_interval,
+                identity: Mutex::new(None),
+                last_write: Mutex::new(None),
             }),
         })
     }
@@ -225,6 +228,11 @@ pub(crate) struct Inner {
     /// Nanoseconds; set by [`Lock::configure`].
     request_timeout: AtomicU64,
     progress_notify_interval: Duration,
+    /// This node's identity, set by [`Lock::configure`].
+    identity: Mutex<Option<Arc<str>>>,
+    /// The revision of this lock's last successful write and whether it named
+    /// this node: what a fenced transaction compares.
+    last_write: Mutex<Option<(i64, bool)>>,
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -267,6 +275,28 @@ impl EtcdLock {
 }
 
 impl Inner {
+    /// The revision of this lock's last write, if it named this node.
+    pub(crate) fn holding_revision(&self) -> Option<i64> {
+        match *self
+            .last_write
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Some((revision, true)) => Some(revision),
+            _ => None,
+        }
+    }
+
+    /// Remembers a write of this lock's that stored `record` at `revision`.
+    fn wrote(&self, revision: i64, record: &LockRecord) {
+        let me = self.identity.lock().unwrap_or_else(PoisonError::into_inner);
+        let names_me = me.as_deref().is_some_and(|id| *record.holder == *id);
+        *self
+            .last_write
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((revision, names_me));
+    }
+
     pub(crate) fn request_timeout(&self) -> Duration {
         Duration::from_nanos(self.request_timeout.load(Ordering::Relaxed))
     }
@@ -347,6 +377,7 @@ impl Inner {
             // What a read returns: the record as stored, stamps resolved.
             let stored =
                 record::record_or_malformed(&format!("etcd key {}", self.key), value.as_bytes());
+            self.wrote(r.header.revision, &stored);
             return Ok(Ok(Observation::new(r.header.revision.to_string(), stored)));
         }
         let current = r
@@ -422,6 +453,11 @@ impl Lock for EtcdLock {
         self.inner
             .request_timeout
             .store(nanos(config.request_timeout), Ordering::Relaxed);
+        *self
+            .inner
+            .identity
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&config.identity));
     }
 }
 

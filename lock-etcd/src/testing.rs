@@ -209,6 +209,21 @@ impl EtcdServer {
         Ok(r.header.revision)
     }
 
+    /// The value of `key` now (`None`: absent), as `etcdctl get` reads it.
+    pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, LockError> {
+        let mut r: RangeResponse = self
+            .call("/v3/kv/range", json!({ "key": b64(key.as_bytes()) }))
+            .await?;
+        match r.kvs.pop() {
+            None => Ok(None),
+            Some(kv) => unb64(kv.value.as_deref().unwrap_or(""))
+                .map(Some)
+                .map_err(|e| LockError::Invalid {
+                    message: format!("etcd key {key:?}: a value that is not base64 ({e})"),
+                }),
+        }
+    }
+
     /// Deletes `key`, as `etcdctl del` would; returns the store's revision after.
     pub async fn delete(&self, key: &str) -> Result<i64, LockError> {
         #[derive(serde::Deserialize)]
