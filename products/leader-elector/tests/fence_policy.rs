@@ -190,3 +190,100 @@ async fn kubectl_applies_the_manifests_and_lists_them() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The sidecar's documented way to fence an application: in `run` mode the child
+/// gets `LEADER_ELECTOR_IDENTITY` and `LEADER_ELECTOR_TERM`, and stamps its writes
+/// with them (`election.rs/holder`, `election.rs/term`). With the policy applied,
+/// the child's stamped write passes and an unstamped one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence() {
+    let emu = kube_emulator::Emulator::start().await.expect("emulator");
+    let dir = common::temp("fence-run");
+    let admin = dir.join("admin.kubeconfig");
+    emu.write_kubeconfig(&admin, "admin").expect("kubeconfig");
+    let printed = run(&[
+        "--namespace",
+        "default",
+        "fence-policy",
+        "--lease",
+        "fenced",
+        "--protect",
+        "v1/configmaps",
+    ]);
+    let yaml = String::from_utf8(printed.stdout).expect("UTF-8");
+    let out = kubectl(&admin, &["apply", "-f", "-"], &yaml);
+    assert!(out.status.success(), "{out:?}");
+
+    let kubeconfig = dir.join("app-0.kubeconfig");
+    emu.write_kubeconfig(&kubeconfig, "app-0")
+        .expect("kubeconfig");
+    let kc = kubeconfig.to_str().expect("UTF-8 path");
+    // The child: one stamped create, one unstamped, each reported in a file.
+    let script = format!(
+        r#"stamped='{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"stamped","annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'"}}}}}}'
+echo "$stamped" | kubectl --kubeconfig {kc} create -f - > {dir}/stamped.out 2>&1; echo $? >> {dir}/stamped.out
+kubectl --kubeconfig {kc} create configmap bare > {dir}/bare.out 2>&1; echo $? >> {dir}/bare.out
+sleep 60"#,
+        dir = dir.display()
+    );
+    let mut sidecar = tokio::process::Command::new(common::BIN)
+        .args([
+            "--lease-duration",
+            "2s",
+            "--renew-deadline",
+            "1500ms",
+            "--retry-period",
+            "250ms",
+        ])
+        .args([
+            "--namespace",
+            "default",
+            "run",
+            "--lease",
+            "fenced",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("ELECTION_IDENTITY", "app-0")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the sidecar");
+    let done = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .ok()
+            .filter(|s| s.lines().count() >= 2)
+    };
+    let start = std::time::Instant::now();
+    while done("stamped.out").is_none() || done("bare.out").is_none() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the child did not write"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let stamped = done("stamped.out").unwrap();
+    assert!(
+        stamped.trim_end().ends_with('0'),
+        "the stamped write: {stamped}"
+    );
+    assert!(
+        emu.object(kube_emulator::Resource::ConfigMap, "default", "stamped")
+            .is_some()
+    );
+    let bare = done("bare.out").unwrap();
+    assert!(
+        bare.contains("denied request: fenced by fence-fenced"),
+        "the unstamped write: {bare}"
+    );
+    assert!(
+        emu.object(kube_emulator::Resource::ConfigMap, "default", "bare")
+            .is_none()
+    );
+    common::sigterm(&sidecar);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), sidecar.wait()).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
