@@ -287,3 +287,138 @@ sleep 60"#,
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), sidecar.wait()).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// docs/faults.md N16 with real processes: the leading sidecar is stopped
+/// (SIGSTOP) while its child keeps writing with the term it was started with;
+/// another sidecar takes over, and from its acquisition on the API server refuses
+/// every write of the stopped leader's child (none is committed after the new
+/// holder's Lease write), until the sidecar, continued (SIGCONT), stops its child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n16_a_stopped_sidecars_child_is_fenced_off_by_the_server_after_a_takeover() {
+    use kube_emulator::{Resource, Verb};
+    let emu = kube_emulator::Emulator::start().await.expect("emulator");
+    let dir = common::temp("fence-sigstop");
+    let admin = dir.join("admin.kubeconfig");
+    emu.write_kubeconfig(&admin, "admin").expect("kubeconfig");
+    let yaml = String::from_utf8(
+        run(&[
+            "--namespace",
+            "default",
+            "fence-policy",
+            "--lease",
+            "stop",
+            "--protect",
+            "v1/configmaps",
+        ])
+        .stdout,
+    )
+    .expect("UTF-8");
+    assert!(
+        kubectl(&admin, &["apply", "-f", "-"], &yaml)
+            .status
+            .success()
+    );
+
+    // A child that writes a stamped ConfigMap every 50 ms, each under a new name.
+    let sidecar = |id: &str| {
+        let kubeconfig = dir.join(format!("{id}.kubeconfig"));
+        emu.write_kubeconfig(&kubeconfig, id).expect("kubeconfig");
+        let script = format!(
+            r#"i=0; while true; do i=$((i+1))
+printf '{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{id}-%s","annotations":{{"election.rs/holder":"%s","election.rs/term":"%s"}}}}}}' $i "$LEADER_ELECTOR_IDENTITY" "$LEADER_ELECTOR_TERM" | kubectl --kubeconfig {kc} create -f - >/dev/null 2>&1
+sleep 0.05; done"#,
+            kc = kubeconfig.display()
+        );
+        tokio::process::Command::new(common::BIN)
+            .args([
+                "--lease-duration",
+                "2s",
+                "--renew-deadline",
+                "1500ms",
+                "--retry-period",
+                "250ms",
+            ])
+            .args([
+                "--namespace",
+                "default",
+                "run",
+                "--lease",
+                "stop",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("ELECTION_IDENTITY", id)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn the sidecar")
+    };
+    // kubectl sends no bearer token over plain HTTP: a child's writes are told
+    // apart by their names (`<sidecar>-<n>`).
+    let by = |w: &kube_emulator::WriteRecord, id: &str| {
+        w.resource == Resource::ConfigMap && w.name.starts_with(&format!("{id}-"))
+    };
+    let writes_by = |id: &str| emu.committed_writes().iter().filter(|w| by(w, id)).count();
+    let a = sidecar("app-a");
+    let start = std::time::Instant::now();
+    while writes_by("app-a") < 3 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "app-a's child writes"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let b = sidecar("app-b");
+    let pid = common::pid_of(&a);
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).expect("SIGSTOP");
+    while writes_by("app-b") < 3 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "app-b's child writes"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // app-a's child went on writing meanwhile (its sidecar is stopped): refused.
+    let refused = emu
+        .write_history()
+        .into_iter()
+        .filter(|w| by(w, "app-a") && w.code == 403)
+        .count();
+    assert!(
+        refused > 0,
+        "the stopped leader's child kept writing and was refused"
+    );
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).expect("SIGCONT");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+
+    // Committed history: no write of app-a's child after app-b's Lease write.
+    let history = emu.committed_writes();
+    let taken = history
+        .iter()
+        .find(|w| {
+            w.resource == Resource::Lease
+                && w.verb != Verb::Delete
+                && w.object
+                    .as_ref()
+                    .and_then(|o| o["spec"]["holderIdentity"].as_str())
+                    == Some("app-b")
+        })
+        .and_then(|w| w.version())
+        .expect("app-b took the Lease");
+    let late: Vec<_> = history
+        .iter()
+        .filter(|w| by(w, "app-a"))
+        .filter(|w| w.version().is_some_and(|v| v > taken))
+        .map(|w| w.name.clone())
+        .collect();
+    assert!(late.is_empty(), "committed after the takeover: {late:?}");
+    for child in [a, b] {
+        common::sigterm(&child);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait_with_output())
+            .await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -62,7 +62,7 @@ pub async fn wait_leading(addr: &str, within: Duration) -> serde_json::Value {
     }
 }
 
-fn pid_of(child: &Child) -> rustix::process::Pid {
+pub fn pid_of(child: &Child) -> rustix::process::Pid {
     rustix::process::Pid::from_raw(child.id().expect("running") as i32).expect("pid")
 }
 
