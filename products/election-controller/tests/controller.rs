@@ -80,6 +80,33 @@ async fn reconciled(log: &Log, replica: &str, name: &str, outcome: Outcome, sinc
     .await;
 }
 
+/// Shuts the leader down (a graceful handover) and waits for the next; the new
+/// leader and when the handover began.
+async fn hand_over(replicas: &mut Vec<Replica>) -> (String, Instant) {
+    let gone = mirror::take_leader(replicas).expect("a leader");
+    let start = Instant::now();
+    gone.handle.shutdown().await;
+    until("a new leader", Duration::from_secs(5), || {
+        leader(replicas).is_some()
+    })
+    .await;
+    (leader(replicas).expect("leader"), start)
+}
+
+/// Crashes the leader (no release) and waits for the next, a lease later; the
+/// new leader and when the crash happened.
+async fn crash(replicas: &mut Vec<Replica>) -> (String, Instant) {
+    let crashed = mirror::take_leader(replicas).expect("a leader");
+    let start = Instant::now();
+    crashed.handle.abort();
+    drop(crashed);
+    until("a new leader", Duration::from_secs(5), || {
+        leader(replicas).is_some()
+    })
+    .await;
+    (leader(replicas).expect("leader"), start)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_list_nothing() {
     let (emu, sources) = setup(20).await;
@@ -100,14 +127,7 @@ async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_
         .iter()
         .map(|r| (r.id.clone(), lists(&emu, &r.id)))
         .collect();
-    let gone = mirror::take_leader(&mut replicas).expect("a leader");
-    let start = Instant::now();
-    gone.handle.shutdown().await;
-    until("a second leader", Duration::from_secs(5), || {
-        leader(&replicas).is_some()
-    })
-    .await;
-    let second = leader(&replicas).expect("leader");
+    let (second, start) = hand_over(&mut replicas).await;
     // Its first reconcile: from the warm cache, the copies unchanged.
     until("its first reconcile", Duration::from_secs(5), || {
         log.first_by(&second, start).is_some()
@@ -121,15 +141,7 @@ async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_
     reconciled(&log, &second, "s3", Outcome::Wrote, start).await;
 
     // Crash: no release; the next leader waits out the lease.
-    let crashed = mirror::take_leader(&mut replicas).expect("a leader");
-    let start = Instant::now();
-    crashed.handle.abort();
-    drop(crashed);
-    until("a third leader", Duration::from_secs(5), || {
-        leader(&replicas).is_some()
-    })
-    .await;
-    let third = leader(&replicas).expect("leader");
+    let (third, start) = crash(&mut replicas).await;
     set_value(&sources, "s4", "v2").await;
     reconciled(&log, &third, "s4", Outcome::Wrote, start).await;
 
@@ -193,14 +205,7 @@ async fn the_fenced_client_passes_the_server_side_fence_through_handover_and_cra
     let old = copies.get("s4").await.expect("copied through the fence");
     assert_eq!(stamped_by(&old), Some(first.clone()));
 
-    let gone = mirror::take_leader(&mut replicas).expect("a leader");
-    let start = Instant::now();
-    gone.handle.shutdown().await;
-    until("a second leader", Duration::from_secs(5), || {
-        leader(&replicas).is_some()
-    })
-    .await;
-    let second = leader(&replicas).expect("leader");
+    let (second, start) = hand_over(&mut replicas).await;
     set_value(&sources, "s3", "v2").await;
     reconciled(&log, &second, "s3", Outcome::Wrote, start).await;
     assert_eq!(
@@ -208,15 +213,7 @@ async fn the_fenced_client_passes_the_server_side_fence_through_handover_and_cra
         Some(second.clone())
     );
 
-    let crashed = mirror::take_leader(&mut replicas).expect("a leader");
-    let start = Instant::now();
-    crashed.handle.abort();
-    drop(crashed);
-    until("a third leader", Duration::from_secs(5), || {
-        leader(&replicas).is_some()
-    })
-    .await;
-    let third = leader(&replicas).expect("leader");
+    let (third, start) = crash(&mut replicas).await;
     set_value(&sources, "s2", "v2").await;
     reconciled(&log, &third, "s2", Outcome::Wrote, start).await;
     assert_eq!(

@@ -191,14 +191,12 @@ async fn kubectl_applies_the_manifests_and_lists_them() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The sidecar's documented way to fence an application: in `run` mode the child
-/// gets `LEADER_ELECTOR_IDENTITY` and `LEADER_ELECTOR_TERM`, and stamps its writes
-/// with them (`election.rs/holder`, `election.rs/term`). With the policy applied,
-/// the child's stamped write passes and an unstamped one is refused.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence() {
+/// An emulator with the fencing policy of the Lease `default/<lease>` over
+/// ConfigMaps applied with kubectl, as `fence-policy` prints it; and a directory
+/// for kubeconfigs.
+async fn fenced(lease: &str) -> (kube_emulator::Emulator, std::path::PathBuf) {
     let emu = kube_emulator::Emulator::start().await.expect("emulator");
-    let dir = common::temp("fence-run");
+    let dir = common::temp(&format!("fence-{lease}"));
     let admin = dir.join("admin.kubeconfig");
     emu.write_kubeconfig(&admin, "admin").expect("kubeconfig");
     let printed = run(&[
@@ -206,52 +204,56 @@ async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence() {
         "default",
         "fence-policy",
         "--lease",
-        "fenced",
+        lease,
         "--protect",
         "v1/configmaps",
     ]);
     let yaml = String::from_utf8(printed.stdout).expect("UTF-8");
     let out = kubectl(&admin, &["apply", "-f", "-"], &yaml);
     assert!(out.status.success(), "{out:?}");
+    (emu, dir)
+}
 
-    let kubeconfig = dir.join("app-0.kubeconfig");
-    emu.write_kubeconfig(&kubeconfig, "app-0")
-        .expect("kubeconfig");
-    let kc = kubeconfig.to_str().expect("UTF-8 path");
-    // The child: one stamped create, one unstamped, each reported in a file.
-    let script = format!(
-        r#"stamped='{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"stamped","annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'"}}}}}}'
-echo "$stamped" | kubectl --kubeconfig {kc} create -f - > {dir}/stamped.out 2>&1; echo $? >> {dir}/stamped.out
-kubectl --kubeconfig {kc} create configmap bare > {dir}/bare.out 2>&1; echo $? >> {dir}/bare.out
-sleep 60"#,
-        dir = dir.display()
-    );
-    let mut sidecar = tokio::process::Command::new(common::BIN)
-        .args([
-            "--lease-duration",
-            "2s",
-            "--renew-deadline",
-            "1500ms",
-            "--retry-period",
-            "250ms",
-        ])
-        .args([
-            "--namespace",
-            "default",
-            "run",
-            "--lease",
-            "fenced",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
+/// A sidecar `id` in `run` mode on the Lease `default/<lease>` (2 s lease), its
+/// child `sh -c <script>`, where `{kc}` in the script is the child's kubeconfig.
+fn run_mode(
+    emu: &kube_emulator::Emulator,
+    dir: &std::path::Path,
+    id: &str,
+    lease: &str,
+    script: &str,
+) -> tokio::process::Child {
+    let kubeconfig = dir.join(format!("{id}.kubeconfig"));
+    emu.write_kubeconfig(&kubeconfig, id).expect("kubeconfig");
+    let script = script.replace("{kc}", kubeconfig.to_str().expect("UTF-8 path"));
+    tokio::process::Command::new(common::BIN)
+        .args(["--lease-duration", "2s", "--renew-deadline", "1500ms"])
+        .args(["--retry-period", "250ms", "--namespace", "default", "run"])
+        .args(["--lease", lease, "--", "sh", "-c", &script])
         .env("KUBECONFIG", &kubeconfig)
-        .env("ELECTION_IDENTITY", "app-0")
+        .env("ELECTION_IDENTITY", id)
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .expect("spawn the sidecar");
+        .expect("spawn the sidecar")
+}
+
+/// The sidecar's documented way to fence an application: in `run` mode the child
+/// gets `LEADER_ELECTOR_IDENTITY` and `LEADER_ELECTOR_TERM`, and stamps its writes
+/// with them (`election.rs/holder`, `election.rs/term`). With the policy applied,
+/// the child's stamped write passes and an unstamped one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence() {
+    let (emu, dir) = fenced("fenced").await;
+    // The child: one stamped create, one unstamped, each reported in a file.
+    let script = format!(
+        r#"stamped='{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"stamped","annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'"}}}}}}'
+echo "$stamped" | kubectl --kubeconfig {{kc}} create -f - > {dir}/stamped.out 2>&1; echo $? >> {dir}/stamped.out
+kubectl --kubeconfig {{kc}} create configmap bare > {dir}/bare.out 2>&1; echo $? >> {dir}/bare.out
+sleep 60"#,
+        dir = dir.display()
+    );
+    let mut sidecar = run_mode(&emu, &dir, "app-0", "fenced", &script);
     let done = |name: &str| {
         std::fs::read_to_string(dir.join(name))
             .ok()
@@ -296,65 +298,15 @@ sleep 60"#,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn n16_a_stopped_sidecars_child_is_fenced_off_by_the_server_after_a_takeover() {
     use kube_emulator::{Resource, Verb};
-    let emu = kube_emulator::Emulator::start().await.expect("emulator");
-    let dir = common::temp("fence-sigstop");
-    let admin = dir.join("admin.kubeconfig");
-    emu.write_kubeconfig(&admin, "admin").expect("kubeconfig");
-    let yaml = String::from_utf8(
-        run(&[
-            "--namespace",
-            "default",
-            "fence-policy",
-            "--lease",
-            "stop",
-            "--protect",
-            "v1/configmaps",
-        ])
-        .stdout,
-    )
-    .expect("UTF-8");
-    assert!(
-        kubectl(&admin, &["apply", "-f", "-"], &yaml)
-            .status
-            .success()
-    );
-
+    let (emu, dir) = fenced("stop").await;
     // A child that writes a stamped ConfigMap every 50 ms, each under a new name.
     let sidecar = |id: &str| {
-        let kubeconfig = dir.join(format!("{id}.kubeconfig"));
-        emu.write_kubeconfig(&kubeconfig, id).expect("kubeconfig");
         let script = format!(
             r#"i=0; while true; do i=$((i+1))
-printf '{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{id}-%s","annotations":{{"election.rs/holder":"%s","election.rs/term":"%s"}}}}}}' $i "$LEADER_ELECTOR_IDENTITY" "$LEADER_ELECTOR_TERM" | kubectl --kubeconfig {kc} create -f - >/dev/null 2>&1
-sleep 0.05; done"#,
-            kc = kubeconfig.display()
+printf '{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{id}-%s","annotations":{{"election.rs/holder":"%s","election.rs/term":"%s"}}}}}}' $i "$LEADER_ELECTOR_IDENTITY" "$LEADER_ELECTOR_TERM" | kubectl --kubeconfig {{kc}} create -f - >/dev/null 2>&1
+sleep 0.05; done"#
         );
-        tokio::process::Command::new(common::BIN)
-            .args([
-                "--lease-duration",
-                "2s",
-                "--renew-deadline",
-                "1500ms",
-                "--retry-period",
-                "250ms",
-            ])
-            .args([
-                "--namespace",
-                "default",
-                "run",
-                "--lease",
-                "stop",
-                "--",
-                "sh",
-                "-c",
-                &script,
-            ])
-            .env("KUBECONFIG", &kubeconfig)
-            .env("ELECTION_IDENTITY", id)
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn the sidecar")
+        run_mode(&emu, &dir, id, "stop", &script)
     };
     // kubectl sends no bearer token over plain HTTP: a child's writes are told
     // apart by their names (`<sidecar>-<n>`).
