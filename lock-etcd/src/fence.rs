@@ -16,8 +16,7 @@
 
 use serde_json::json;
 
-use crate::client::{Kind, b64};
-use crate::wire::TxnResponse;
+use crate::client::b64;
 use election_core::LockError;
 
 /// One write of a fenced transaction.
@@ -89,34 +88,13 @@ impl crate::EtcdLock {
                 }
             })
             .collect();
-        let body = json!({
-            "compare": [{
-                "target": "MOD",
-                "result": "EQUAL",
-                "key": inner.key_b64,
-                "mod_revision": written.to_string(),
-            }],
-            "success": success,
-            "failure": [{ "request_range": { "key": inner.key_b64 } }],
-        })
-        .to_string();
-        let mut r: TxnResponse = inner
-            .http
-            .call("/v3/kv/txn", body, Kind::Write, None)
-            .await?;
-        if r.succeeded {
-            return Ok(r.header.revision);
+        match inner.txn(inner.unchanged_since(written), success).await? {
+            Ok(revision) => Ok(revision),
+            Err(current) => Err(Fenced::Deposed {
+                key: inner.key.clone(),
+                written,
+                current: current.map(|kv| kv.mod_revision),
+            }),
         }
-        let current = r
-            .responses
-            .pop()
-            .and_then(|op| op.response_range)
-            .and_then(|mut range| range.kvs.pop())
-            .map(|kv| kv.mod_revision);
-        Err(Fenced::Deposed {
-            key: inner.key.clone(),
-            written,
-            current,
-        })
     }
 }

@@ -348,18 +348,27 @@ impl Inner {
         Ok(Observation::new(kv.mod_revision.to_string(), record))
     }
 
-    /// A transaction: `compare ? put(record) : range`. `Ok(Ok(observation))` when
-    /// the compare held; `Ok(Err(current))` with the key as it is (or `None`) when
-    /// it did not.
-    async fn put_if(
+    /// The compare that the lock's key was last written at `revision`.
+    pub(crate) fn unchanged_since(&self, revision: i64) -> serde_json::Value {
+        json!({
+            "target": "MOD",
+            "result": "EQUAL",
+            "key": self.key_b64,
+            "mod_revision": revision.to_string(),
+        })
+    }
+
+    /// A transaction: `compare ? success : range of the lock's key`. `Ok(Ok(revision))`
+    /// when the compare held; `Ok(Err(current))` with the key as it is (or `None`)
+    /// when it did not.
+    pub(crate) async fn txn(
         &self,
         compare: serde_json::Value,
-        record: &LockRecord,
-    ) -> Result<Result<Observation, Option<KeyValue>>, LockError> {
-        let value = record::encode_record(record, WallTime::now());
+        success: Vec<serde_json::Value>,
+    ) -> Result<Result<i64, Option<KeyValue>>, LockError> {
         let body = json!({
             "compare": [compare],
-            "success": [{ "request_put": { "key": self.key_b64, "value": b64(value.as_bytes()) } }],
+            "success": success,
             "failure": [{ "request_range": { "key": self.key_b64 } }],
         })
         .to_string();
@@ -367,25 +376,39 @@ impl Inner {
             .http
             .call("/v3/kv/txn", body, Kind::Write, None)
             .await?;
-        if r.succeeded {
-            if r.header.revision <= 0 {
-                return Err(LockError::unknown(format!(
-                    "etcd key {:?}: a transaction answer without a revision, not etcd's; the write may have happened",
-                    self.key
-                )));
-            }
+        if !r.succeeded {
+            let current = r
+                .responses
+                .pop()
+                .and_then(|op| op.response_range)
+                .and_then(|mut range| range.kvs.pop());
+            return Ok(Err(current));
+        }
+        if r.header.revision <= 0 {
+            return Err(LockError::unknown(format!(
+                "etcd key {:?}: a transaction answer without a revision, not etcd's; the write may have happened",
+                self.key
+            )));
+        }
+        Ok(Ok(r.header.revision))
+    }
+
+    /// [`Inner::txn`] that puts `record` in the lock's key: the observation of
+    /// the write when the compare held.
+    async fn put_if(
+        &self,
+        compare: serde_json::Value,
+        record: &LockRecord,
+    ) -> Result<Result<Observation, Option<KeyValue>>, LockError> {
+        let value = record::encode_record(record, WallTime::now());
+        let put = json!({ "request_put": { "key": self.key_b64, "value": b64(value.as_bytes()) } });
+        Ok(self.txn(compare, vec![put]).await?.map(|revision| {
             // What a read returns: the record as stored, stamps resolved.
             let stored =
                 record::record_or_malformed(&format!("etcd key {}", self.key), value.as_bytes());
-            self.wrote(r.header.revision, &stored);
-            return Ok(Ok(Observation::new(r.header.revision.to_string(), stored)));
-        }
-        let current = r
-            .responses
-            .pop()
-            .and_then(|op| op.response_range)
-            .and_then(|mut range| range.kvs.pop());
-        Ok(Err(current))
+            self.wrote(revision, &stored);
+            Observation::new(revision.to_string(), stored)
+        }))
     }
 }
 
@@ -421,12 +444,7 @@ impl Lock for EtcdLock {
             Ok(r) if r > 0 => r,
             _ => return Err(LockError::Conflict),
         };
-        let compare = json!({
-            "target": "MOD",
-            "result": "EQUAL",
-            "key": self.inner.key_b64,
-            "mod_revision": revision.to_string(),
-        });
+        let compare = self.inner.unchanged_since(revision);
         match self.inner.put_if(compare, record).await? {
             Ok(stored) => Ok(stored),
             Err(Some(_)) => Err(LockError::Conflict),
