@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::resource::{Resource, Verb};
 use crate::status::ApiError;
 use crate::store::Store;
+use crate::validation::str_at;
 
 /// Who writes: the user the API server would have authenticated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -126,10 +127,6 @@ fn operation(verb: Verb) -> Option<&'static str> {
         Verb::Delete => Some("DELETE"),
         Verb::Get | Verb::List | Verb::Watch => None,
     }
-}
-
-fn str_at<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 fn refused(reason: &str, message: String) -> ApiError {

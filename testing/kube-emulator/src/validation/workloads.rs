@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value};
 
-use super::is_dns_label;
+use super::{is_dns_label, str_at};
 use crate::resource::Resource;
 use crate::status::FieldError;
 
@@ -35,10 +35,6 @@ pub(crate) fn validate(resource: Resource, obj: &Value) -> Vec<FieldError> {
         _ => {}
     }
     errs
-}
-
-fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 fn deployment(obj: &Value, errs: &mut Vec<FieldError>) {
