@@ -330,9 +330,7 @@ fn params(
     let Some(kind) = spec.get("paramKind") else {
         return Ok(Some(Value::Null));
     };
-    let resource = Resource::ALL.into_iter().find(|r| {
-        r.api_version() == str_at(kind, "/apiVersion") && r.kind() == str_at(kind, "/kind")
-    });
+    let resource = Resource::of_kind(str_at(kind, "/apiVersion"), str_at(kind, "/kind"));
     let reference = &binding["spec"]["paramRef"];
     let namespace = match str_at(reference, "/namespace") {
         "" => a.namespace,

@@ -379,9 +379,7 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
             env.content_type
         )));
     }
-    let schema = Resource::ALL
-        .into_iter()
-        .find(|r| r.api_version() == api_version && r.kind() == kind)
+    let schema = Resource::of_kind(&api_version, &kind)
         .and_then(schema_of)
         .ok_or_else(|| {
             ApiError::unsupported_body(format!(

@@ -163,6 +163,13 @@ impl Resource {
         }
     }
 
+    /// Finds the resource whose objects say `apiVersion` and `kind`.
+    pub(crate) fn of_kind(api_version: &str, kind: &str) -> Option<Resource> {
+        Resource::ALL
+            .into_iter()
+            .find(|r| r.api_version() == api_version && r.kind() == kind)
+    }
+
     /// Finds the resource served at `group/version` under `plural`.
     pub(crate) fn lookup(group: &str, version: &str, plural: &str) -> Option<Resource> {
         Resource::ALL
