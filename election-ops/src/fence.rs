@@ -129,7 +129,8 @@ pub enum Enforcement {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FenceError {
-    /// A name that is empty or not a DNS label.
+    /// A namespace that is not a DNS-1123 label, or a name that is not a DNS-1123
+    /// subdomain (as `kube_support::names` checks them for the locks).
     #[error(
         "invalid {what} {value:?}: a Kubernetes name is lower-case letters, digits, '-' and '.'"
     )]
@@ -231,29 +232,17 @@ impl FencePolicy {
     }
 
     fn check(&self) -> Result<(), FenceError> {
-        let name = |what, value: &str| {
-            let ok = !value.is_empty()
-                && value.len() <= 253
-                && value
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-                && !value.starts_with(['-', '.'])
-                && !value.ends_with(['-', '.']);
-            if ok {
-                Ok(())
-            } else {
-                Err(FenceError::Name {
-                    what,
-                    value: value.to_owned(),
-                })
-            }
+        use kube_support::names::{validate_name, validate_namespace};
+        let bad = |what, value: &str| FenceError::Name {
+            what,
+            value: value.to_owned(),
         };
-        name("namespace", &self.namespace)?;
-        for ns in &self.namespaces {
-            name("namespace", ns)?;
+        for ns in std::iter::once(&self.namespace).chain(&self.namespaces) {
+            validate_namespace(ns).map_err(|_| bad("namespace", ns))?;
         }
-        name("Lease name", &self.lease)?;
-        name("policy name", &self.policy_name())?;
+        validate_name(&self.lease).map_err(|_| bad("Lease name", &self.lease))?;
+        let policy = self.policy_name();
+        validate_name(&policy).map_err(|_| bad("policy name", &policy))?;
         if self.protected.is_empty() {
             return Err(FenceError::NothingProtected);
         }

@@ -85,6 +85,24 @@ fn bad_inputs_are_typed_errors() {
             ..
         })
     ));
+    // As the locks check names (kube_support::names): a namespace is a DNS
+    // label, so no dots; an object name is a subdomain of such labels.
+    assert!(matches!(
+        policy().namespaces(["a.b"]).binding(),
+        Err(FenceError::Name {
+            what: "namespace",
+            ..
+        })
+    ));
+    assert!(matches!(
+        FencePolicy::new("shop", "a..b")
+            .protect(Protected::new("", "v1", "configmaps"))
+            .policy(),
+        Err(FenceError::Name {
+            what: "Lease name",
+            ..
+        })
+    ));
     for bad in [
         "deployments",
         "apps/deployments",
