@@ -18,6 +18,24 @@ pub enum Preemption {
     Steal,
 }
 
+/// How leadership is decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Mode {
+    /// Candidates race for the lock: create it, take a release or an expired
+    /// lease, ask for a handover (client-go's classic leader election).
+    #[default]
+    Classic,
+    /// Kubernetes' coordinated leader election (KEP-4355): a coordinator (the
+    /// API server's leader-election controller) writes the holder. This node
+    /// never creates the lock, never takes one it was not given, and never asks
+    /// for a handover; it leads once the coordinator names it, by renewing that
+    /// record, and gives the lock back (drain, then release) when the record
+    /// names a `preferredHolder`. It publishes its candidacy elsewhere (a
+    /// `LeaseCandidate`, see the Kubernetes locks).
+    Coordinated,
+}
+
 /// What a node does when it finds the lock absent after having seen it held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -68,6 +86,8 @@ pub struct Config {
     pub preemption: Preemption,
     /// What to do about an absent lock that was seen held.
     pub lock_delay: LockDelay,
+    /// Whether candidates race for the lock or a coordinator assigns it.
+    pub mode: Mode,
     /// The largest lease duration honoured from a record; longer ones are capped
     /// and reported.
     pub max_lease_duration: Duration,
@@ -145,6 +165,12 @@ pub enum ConfigError {
     /// `max_lease_duration < lease_duration`.
     #[error("max_lease_duration must be at least lease_duration")]
     MaxLeaseBelowLease,
+    /// [`Mode::Coordinated`] with a priority or [`Preemption::Steal`]: the
+    /// coordinator picks the leader, so neither would have any effect.
+    #[error(
+        "a priority or Preemption::Steal has no effect in coordinated mode: the coordinator picks the leader"
+    )]
+    PreemptionInCoordinatedMode,
     /// `lease_duration` does not fit the record's `leaseDurationSeconds`, an
     /// `int32` (at most 2147483647 s): the API would refuse every write.
     #[error("lease_duration must be at most {max} s (leaseDurationSeconds is an int32; got {0:?})", max = i32::MAX)]
@@ -187,6 +213,7 @@ impl Config {
             priority: None,
             preemption: Preemption::Handover,
             lock_delay: LockDelay::Strict,
+            mode: Mode::Classic,
             max_lease_duration: Duration::from_secs(3_600),
             seed: None,
         }
@@ -237,6 +264,14 @@ impl Config {
     #[must_use]
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Coordinated leader election ([`Mode::Coordinated`]): the coordinator
+    /// assigns the lock; this node never races for it.
+    #[must_use]
+    pub fn coordinated(mut self) -> Self {
+        self.mode = Mode::Coordinated;
         self
     }
 
@@ -305,6 +340,11 @@ impl Config {
                     renew: self.renew_deadline,
                 });
             }
+        }
+        if self.mode == Mode::Coordinated
+            && (self.priority.is_some() || self.preemption == Preemption::Steal)
+        {
+            return Err(ConfigError::PreemptionInCoordinatedMode);
         }
         if self.max_lease_duration < self.lease_duration {
             return Err(ConfigError::MaxLeaseBelowLease);

@@ -78,6 +78,11 @@ pub enum StopReason {
     ShutDown,
     /// Another process uses our identity: a version we did not write names us.
     IdentityCollision,
+    /// Coordinated mode: the coordinator wrote a new assignment over the record
+    /// this node held (it re-created a deleted lock, or gave an expired one away
+    /// and back). The held term is over; the node claims the assignment as a new
+    /// term.
+    Reassigned,
 }
 
 impl StopReason {
@@ -98,6 +103,7 @@ impl StopReason {
             StopReason::SteppedDown => "stepped_down",
             StopReason::ShutDown => "shut_down",
             StopReason::IdentityCollision => "identity_collision",
+            StopReason::Reassigned => "reassigned",
         }
     }
 }
@@ -117,6 +123,7 @@ impl fmt::Display for StopReason {
             StopReason::SteppedDown => f.write_str("stepped down"),
             StopReason::ShutDown => f.write_str("shut down"),
             StopReason::IdentityCollision => f.write_str("identity collision"),
+            StopReason::Reassigned => f.write_str("reassigned by the coordinator"),
         }
     }
 }

@@ -94,7 +94,7 @@ mod time;
 mod timer;
 
 pub use action::{Action, OpId, OpKind, ReadId, WriteId};
-pub use config::{Config, ConfigError, LockDelay, Preemption};
+pub use config::{Config, ConfigError, LockDelay, Mode, Preemption};
 pub use elector::{Elector, Role, Stats};
 pub use event::{BrokenAnswer, Event, StopReason, Term, Warning};
 pub use input::Input;

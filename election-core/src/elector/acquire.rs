@@ -14,9 +14,9 @@
 //! - on standby ([`Elector::set_standby`]): none of these; follow and time only.
 
 use super::priority::outranks;
-use super::{Campaign, Elector, Follow, Holding, Lead, LockView, Phase, Purpose, ReadDue};
+use super::{Campaign, Elector, Follow, Holding, Lead, LockView, Phase, Purpose, ReadDue, Seen};
 use crate::action::{Action, WriteId};
-use crate::config::{LockDelay, Preemption};
+use crate::config::{LockDelay, Mode, Preemption};
 use crate::event::{Event, Term, Warning};
 use crate::lock::LockError;
 use crate::record::{LockRecord, MAX_TRANSITIONS, Observation, Stamp, Version};
@@ -24,7 +24,7 @@ use crate::time::Instant;
 use crate::timer::Timer;
 
 /// A campaigning follower's next step.
-enum Move {
+pub(super) enum Move {
     /// Create the absent lock.
     Create,
     /// Write this record over the version seen, for this purpose.
@@ -33,6 +33,8 @@ enum Move {
     Read,
     /// Nothing to do before this instant.
     WaitUntil(Instant),
+    /// Nothing to do before an input (a watch event) comes.
+    Idle,
 }
 
 impl Elector {
@@ -69,11 +71,15 @@ impl Elector {
             }
             Move::Read => self.send_read(now),
             Move::WaitUntil(at) => self.timers.set(Timer::Attempt, at),
+            Move::Idle => {}
         }
     }
 
     /// What a campaigning follower does next with the lock as it knows it.
     fn next_move(&self, now: Instant) -> Move {
+        if self.config.mode == Mode::Coordinated {
+            return self.coordinated_move(now);
+        }
         if matches!(self.lock, LockView::Absent { .. }) {
             return Move::Create;
         }
@@ -81,43 +87,31 @@ impl Elector {
             return Move::Read;
         };
         let rec = &seen.obs.record;
-        let version = || seen.obs.version.clone();
         let me = self.identity();
         let expiry = self.expiry();
-        let take = || self.leading_record(Some(rec), rec.transitions.saturating_add(1));
 
         if rec.holder == *me
             && (self.own.wrote(&seen.obs.version) || self.own.unknown_sent.is_some())
         {
             // Our own record (a late write of ours, or one whose outcome we did not
             // learn): take it back by compare-and-swap, as a new term.
-            return Move::Write(Purpose::Acquire, version(), take());
+            return self.take(Purpose::Acquire, seen);
         }
         if rec.is_released() && now >= expiry {
-            return Move::Write(Purpose::Acquire, version(), take());
+            return self.take(Purpose::Acquire, seen);
         }
         if rec.is_held() && rec.holder != *me && outranks(self.config.priority, rec.priority) {
             match self.config.preemption {
-                Preemption::Steal => return Move::Write(Purpose::TakeOver, version(), take()),
+                Preemption::Steal => return self.take(Purpose::TakeOver, seen),
                 Preemption::Handover if self.should_ask(rec) => {
                     let record = self.handover_request(rec);
-                    return Move::Write(Purpose::AskHandover, version(), record);
+                    return Move::Write(Purpose::AskHandover, seen.obs.version.clone(), record);
                 }
                 Preemption::Handover => {}
             }
         }
-        if now >= expiry {
-            if seen.read_at.is_none_or(|r| r < expiry) {
-                return Move::Read; // re-read at or past the expiry before any takeover
-            }
-            // An emptied holder (not a release) is taken like any record that
-            // names no one: it may be what a create of ours made.
-            let purpose = if rec.holder == *me || !rec.is_held() {
-                Purpose::Acquire
-            } else {
-                Purpose::TakeOver
-            };
-            return Move::Write(purpose, version(), take());
+        if let Some(take) = self.take_when_expired(seen, expiry, now) {
+            return take;
         }
         // Not acquirable yet. With a watch, changes come by themselves: wake at
         // expiry. Without one, poll every jittered retry period (client-go).
@@ -126,6 +120,40 @@ impl Elector {
             Follow::Poll { next } if now >= next => Move::Read,
             Follow::Poll { next } => Move::WaitUntil(expiry.min(next)),
         }
+    }
+
+    /// Taking the lock held in `seen` once it expired at `expiry`: a read first
+    /// unless one at or past the expiry showed this version, then the write.
+    /// `None` before the expiry.
+    pub(super) fn take_when_expired(
+        &self,
+        seen: &Seen,
+        expiry: Instant,
+        now: Instant,
+    ) -> Option<Move> {
+        if now < expiry {
+            return None;
+        }
+        if seen.read_at.is_none_or(|r| r < expiry) {
+            return Some(Move::Read); // re-read at or past the expiry before any takeover
+        }
+        // An emptied holder (not a release) is taken like any record that
+        // names no one: it may be what a create of ours made.
+        let rec = &seen.obs.record;
+        let purpose = if rec.holder == *self.identity() || !rec.is_held() {
+            Purpose::Acquire
+        } else {
+            Purpose::TakeOver
+        };
+        Some(self.take(purpose, seen))
+    }
+
+    /// A write that takes the lock seen, as a new term, by compare-and-swap on
+    /// its version.
+    pub(super) fn take(&self, purpose: Purpose, seen: &Seen) -> Move {
+        let rec = &seen.obs.record;
+        let record = self.leading_record(Some(rec), rec.transitions.saturating_add(1));
+        Move::Write(purpose, seen.obs.version.clone(), record)
     }
 
     /// On standby: follow the lock without writing. A watching node waits for
@@ -140,7 +168,7 @@ impl Elector {
 
     /// The transition count of a create: 0 for a lock never seen, else one more
     /// than the largest count seen, so that terms keep growing.
-    fn create_transitions(&self) -> u32 {
+    pub(super) fn create_transitions(&self) -> u32 {
         self.max_transitions
             .map_or(0, |t| t.saturating_add(1).min(MAX_TRANSITIONS))
     }
@@ -179,7 +207,12 @@ impl Elector {
                     transitions: obs.record.transitions,
                     version: obs.version.clone(),
                 };
-                self.observe(obs, true, now);
+                if self.observe(obs, true, now) == super::observe::Novelty::Stale {
+                    // The watch already showed a newer version: the write landed
+                    // and was overwritten. Nothing to hold; act on what is seen.
+                    self.timers.set(Timer::Attempt, now);
+                    return;
+                }
                 if call.purpose == Purpose::AskHandover {
                     self.timers.set(Timer::Attempt, now);
                     return;
@@ -199,6 +232,11 @@ impl Elector {
                 {
                     self.note_created(now);
                 }
+                if self.config.mode == Mode::Coordinated {
+                    // The coordinator judged the last holder gone by wall clocks;
+                    // lead only once local observation says so too.
+                    self.lead_not_before = self.lead_not_before.max(self.others_until);
+                }
                 self.own.unknown_sent = None;
                 self.own.foreign_self_versions = 0;
                 self.take_holding(term, call.sent_at, now);
@@ -206,6 +244,9 @@ impl Elector {
             Err(LockError::AlreadyExists | LockError::Conflict | LockError::Unknown { .. }) => {
                 // Lost a race, or do not know: read the lock, then wait as it says.
                 self.want_read(false);
+            }
+            Err(LockError::NotFound) if self.absence_overtaken(call.sent_at) => {
+                self.timers.set(Timer::Attempt, now);
             }
             Err(LockError::NotFound) => {
                 self.note_absent(None, now);

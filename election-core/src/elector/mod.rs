@@ -3,6 +3,7 @@
 mod acquire;
 mod backoff;
 mod calls;
+mod coordinated;
 mod lock_delay;
 mod observe;
 mod own_writes;
@@ -84,6 +85,14 @@ pub struct Elector {
     /// Do not lead before this instant (the strict lock delay after the lock was
     /// found absent).
     lead_not_before: Instant,
+    /// Another node may lead until this instant, as far as this node's
+    /// observations tell: one lease after the last version seen held by another,
+    /// or after a version that may not directly follow the one seen before it.
+    /// A coordinated claim leads no earlier (`coordinated.rs`).
+    others_until: Instant,
+    /// The version last seen came from a watch that has not broken since: the
+    /// watch's next version directly follows it (a watch yields every change).
+    contiguous: bool,
     /// Whether and when this node may take the lock once it does not hold it.
     campaign: Campaign,
     /// The hold a failed write puts on the next ones (see [`WriteHold`]).
@@ -284,6 +293,8 @@ impl Elector {
             }),
             holding: None,
             lead_not_before: Instant::ZERO,
+            others_until: Instant::ZERO,
+            contiguous: false,
             campaign: Campaign::Active,
             write_hold: WriteHold::default(),
             failures: 0,
@@ -312,6 +323,9 @@ impl Elector {
             Input::WatchActive(active) => {
                 // Polling resumes at once when the watch breaks (it may have missed
                 // a change); with a watch the next attempt is at expiry.
+                if !active {
+                    self.contiguous = false;
+                }
                 self.follow = match (active, self.follow) {
                     (true, _) => Follow::Watch,
                     (false, Follow::Watch) => Follow::Poll { next: now },

@@ -37,11 +37,27 @@ impl Elector {
         {
             if from_read {
                 seen.read_at = Some(now);
+            } else {
+                self.contiguous = true;
             }
             return Novelty::Same;
         }
-        if self.own.wrote(&obs.version) && self.own.last() != Some(&obs.version) {
+        let own = self.own.wrote(&obs.version);
+        let overtaken = self.lock.present().is_some_and(|seen| {
+            obs.version.order(&seen.obs.version) == Some(core::cmp::Ordering::Less)
+        });
+        if own && (self.own.last() != Some(&obs.version) || overtaken) {
+            // An older write of ours, or the answer to our last write coming
+            // after the watch showed a newer version: not news.
             return Novelty::Stale;
+        }
+        // Our write was a compare-and-swap on the version seen before it; a
+        // watch's version follows the one it delivered last.
+        let adjacent = own || (!from_read && self.contiguous);
+        if !from_read {
+            self.contiguous = true;
+        } else if !own {
+            self.contiguous = false;
         }
         let rec = &obs.record;
         let cap = self.config.max_lease_duration;
@@ -64,6 +80,7 @@ impl Elector {
             at: now,
             read_at: from_read.then_some(now),
         });
+        self.note_others(adjacent, now);
         Novelty::New
     }
 
@@ -137,8 +154,19 @@ impl Elector {
                 .in_flight
                 .as_ref()
                 .is_some_and(|c| c.purpose.is_write());
-            if !self.own.wrote(&obs.version) && !write_in_flight {
-                self.want_read(false);
+            if !self.own.wrote(&obs.version) {
+                // Not taken in here: the trail of versions seen breaks.
+                self.contiguous = false;
+                // A held record is never the echo of our release (which empties
+                // the holder): after a release nothing else would read it (a
+                // coordinator's assignment, made over the release, included).
+                let releasing = self
+                    .holding
+                    .as_ref()
+                    .is_some_and(|h| h.state == Lead::Releasing);
+                if !write_in_flight || (releasing && obs.record.is_held()) {
+                    self.want_read(false);
+                }
             }
             return;
         }
@@ -186,9 +214,13 @@ impl Elector {
     pub(super) fn on_watch_deleted(&mut self, version: Option<Version>, now: Instant) {
         match &version {
             Some(v) if self.is_older_news(v) => return,
-            None if self.holding.is_some() => return self.want_read(false),
+            None if self.holding.is_some() => {
+                self.contiguous = false;
+                return self.want_read(false);
+            }
             _ => {}
         }
+        self.contiguous = version.is_some();
         self.lose(StopReason::LockDeleted, now);
         self.note_absent(version, now);
         self.timers.set(crate::timer::Timer::Attempt, now);
@@ -247,7 +279,11 @@ impl Elector {
                     self.timers.set(crate::timer::Timer::Attempt, now);
                 }
             }
+            Err(LockError::NotFound) if self.absence_overtaken(sent) => {
+                self.timers.set(crate::timer::Timer::Attempt, now);
+            }
             Err(LockError::NotFound) => {
+                self.contiguous = false;
                 self.lose(StopReason::LockDeleted, now);
                 if self.phase == super::Phase::ShuttingDown {
                     self.own.unknown_sent = None; // nothing of ours to release
@@ -281,6 +317,16 @@ impl Elector {
                 seen.at >= sent
                     && obs.version.order(&seen.obs.version) == Some(core::cmp::Ordering::Less)
             })
+    }
+
+    /// Whether a follower's answer "not found" to a call sent at `sent` is older
+    /// news than a version the watch showed after the call was sent (a create
+    /// the watch told of first): the follower keeps that version. Were the lock
+    /// deleted since, the same watch tells of it.
+    pub(super) fn absence_overtaken(&self, sent: Instant) -> bool {
+        self.holding.is_none()
+            && self.phase == super::Phase::Running
+            && self.lock.present().is_some_and(|seen| seen.at >= sent)
     }
 
     /// Ends leadership at once for a reason other than the host's wish.

@@ -11,6 +11,7 @@
 
 use super::observe::Novelty;
 use super::{Elector, Lead, Phase, Purpose};
+use crate::config::Mode;
 use crate::event::{StopReason, Warning};
 use crate::lock::LockError;
 use crate::record::{Observation, Stamp};
@@ -181,6 +182,13 @@ impl Elector {
             self.observe(obs, true, now);
             self.extend(sent);
             self.schedule_renew(sent, self.config.renew_every(), now);
+        } else if self.config.mode == Mode::Coordinated && self.is_assignment(&obs.record) {
+            // The coordinator's new assignment, not a twin's write (a holder
+            // stamps an acquire time): our term is over, the assignment is claimed
+            // as a new one.
+            self.lose(StopReason::Reassigned, now);
+            self.observe(obs, true, now);
+            self.timers.set(Timer::Attempt, now);
         } else {
             let id = me.clone();
             self.warn(Warning::IdentityCollision(id));

@@ -44,6 +44,14 @@ pub enum Violation {
         /// The holder it replaced.
         holder: String,
     },
+    /// In a coordinated run, a candidate wrote over a record that did not name
+    /// it (or created the lock): only the coordinator assigns it.
+    WroteUnassigned {
+        /// The writer.
+        by: String,
+        /// The holder of the record it replaced (`None`: it created the lock).
+        holder: Option<String>,
+    },
     /// No leader within the liveness bound after the faults healed.
     NoLeader {
         /// The bound, in milliseconds.
@@ -91,6 +99,13 @@ impl fmt::Display for Violation {
             Violation::ReleaseEvicted { by, holder } => {
                 write!(f, "{by} released a lock held by {holder:?}")
             }
+            Violation::WroteUnassigned { by, holder } => match holder {
+                Some(h) => write!(
+                    f,
+                    "{by} wrote over a record held by {h:?}, not assigned to it"
+                ),
+                None => write!(f, "{by} created the lock in a coordinated run"),
+            },
             Violation::NoLeader { after_heal_ms } => {
                 write!(
                     f,
@@ -209,6 +224,18 @@ impl Checker {
             });
         }
         Ok(())
+    }
+
+    /// In a coordinated run, a candidate's write `w`: it must replace a record
+    /// naming it (the coordinator's assignment, its own renewal or release).
+    pub fn on_coordinated_write(&self, w: &AppliedWrite, by: &str) -> Result<(), Violation> {
+        match &w.replaced {
+            Some(old) if &*old.holder == by => Ok(()),
+            other => Err(Violation::WroteUnassigned {
+                by: by.into(),
+                holder: other.as_ref().map(|r| r.holder.to_string()),
+            }),
+        }
     }
 
     /// The node leading now, if exactly one started and has not stopped.

@@ -12,7 +12,9 @@
 //! After every step the [`Checker`] verifies: at most one node with `is_leader`
 //! true at any real instant; terms only grow (since the lock was last deleted);
 //! start and stop strictly paired; a release only after the stop, and only over a
-//! record naming the releaser. At the end: a leader within
+//! record naming the releaser; in a coordinated run (a coordinator among the
+//! actors, [`SimOptions::coordinated`]), a candidate writes only over a record
+//! naming it. At the end: a leader within
 //! [`SimOptions::liveness_bound`] of the faults healing, and no leader change in a
 //! fault-free run.
 //!

@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use election_core::Config;
+use election_core::{Config, Mode};
 
 use crate::rng::SimRng;
 use crate::store::WriteMode;
@@ -27,6 +27,10 @@ pub struct SimOptions {
     pub watch: WatchUse,
     /// Give nodes distinct priorities (handover mode).
     pub priorities: bool,
+    /// Coordinated leader election: a coordinator (the API server's controller,
+    /// one of the run's actors) assigns the lock; the candidates run
+    /// [`election_core::Mode::Coordinated`].
+    pub coordinated: bool,
     /// Keep a trace of every step, for replays.
     pub trace: bool,
 }
@@ -67,6 +71,7 @@ impl SimOptions {
             write_mode: WriteMode::CompareAndSwap,
             watch,
             priorities: rng.chance(0.25),
+            coordinated: false,
             trace: false,
             config,
         };
@@ -84,7 +89,21 @@ impl SimOptions {
             let room = c.renew_deadline - c.request_timeout - c.retry_period;
             c.renew_interval = Some(c.retry_period + room.mul_f64(0.99 * rng.unit()));
         }
+        // From a stream of its own, so that every classic seed stays what it was.
+        if SimRng::new(seed ^ COORDINATED_STREAM).chance(0.3) {
+            opts.set_coordinated(true);
+        }
         opts
+    }
+
+    /// Switches coordinated leader election on or off (priorities do not apply
+    /// to it).
+    pub fn set_coordinated(&mut self, on: bool) {
+        self.coordinated = on;
+        self.config.mode = if on { Mode::Coordinated } else { Mode::Classic };
+        if on {
+            self.priorities = false;
+        }
     }
 
     /// How long after the faults heal a leader must exist (real time).
@@ -101,6 +120,12 @@ impl SimOptions {
         let mut local = c.lease_duration + c.max_retry_interval() + c.request_timeout;
         if lock_absent {
             local += c.lease_duration;
+        }
+        if self.coordinated {
+            // The coordinator's own wait for the last record to expire (its clock
+            // may run behind by a lease), its tick, and the assignee's wait of a
+            // lease after a version it may have missed before the assignment.
+            local += c.lease_duration * 2 + c.retry_period + c.lease_duration;
         }
         local.mul_f64(self.clock_ratio.sqrt() * 1.01)
     }
@@ -176,6 +201,9 @@ pub struct MessageFaults {
     /// Base delay of each message, up to this.
     pub max_delay: Duration,
 }
+
+/// Mixed into a run's seed for the draw of [`SimOptions::coordinated`].
+pub(crate) const COORDINATED_STREAM: u64 = 0x434f_4f52_4449_4e41;
 
 /// Mixed into a run's seed for the random stream of [`draw_watch_faults`].
 pub(crate) const WATCH_STREAM: u64 = 0x5741_5443_4846_4c54;

@@ -12,12 +12,16 @@ use election_core::{
     Version, WallTime, WatchEvent,
 };
 
+mod coordinator;
+
 use crate::checker::{Checker, Violation};
 use crate::plan::{
-    Cut, Fault, MessageFaults, SimOptions, WATCH_STREAM, WatchUse, draw_faults, draw_watch_faults,
+    COORDINATED_STREAM, Cut, Fault, MessageFaults, SimOptions, WATCH_STREAM, WatchUse, draw_faults,
+    draw_watch_faults,
 };
 use crate::rng::SimRng;
 use crate::store::{AppliedWrite, Store};
+use coordinator::Coordinator;
 
 /// Something that happens at a real instant.
 #[derive(Debug)]
@@ -47,6 +51,8 @@ enum Happening {
     Drained { node: usize, life: u32 },
     /// A scheduled fault.
     Fault(Fault),
+    /// The coordinator's step (coordinated runs).
+    Coordinate,
 }
 
 struct Queued {
@@ -95,6 +101,9 @@ struct Node {
     /// Until this real time the watch delivers nothing (it stays active).
     watch_silent_until: u64,
     priority: Option<i64>,
+    /// The version of the candidate's binary (coordinated runs: the oldest is
+    /// preferred; a restart in the fault window may upgrade it).
+    version: u32,
     down_gracefully: bool,
     /// A restart came while the node was still shutting down: it starts again as
     /// soon as the shutdown ends (a process supervisor's restart).
@@ -140,6 +149,8 @@ pub struct World {
     watch_rng: SimRng,
     /// The chance that a watching node misses a change.
     lose_watch_event: f64,
+    /// The coordinator, in a coordinated run.
+    coordinator: Option<Coordinator>,
     latency: Option<(Duration, u64)>,
     /// Real time from which the lock exists without a break (`None`: absent now).
     present_since: Option<u64>,
@@ -178,10 +189,26 @@ impl World {
                 last_watch: 0,
                 watch_silent_until: 0,
                 priority: opts.priorities.then_some(i as i64),
+                version: 0,
                 down_gracefully: false,
                 restart_when_down: false,
             })
             .collect();
+        let coordinator = opts.coordinated.then(|| {
+            let mut rng = SimRng::new(seed ^ COORDINATED_STREAM);
+            let lease = opts.config.lease_duration.as_nanos() as u64;
+            Coordinator {
+                skew: rng.range(0, lease + lease / 2) as i64 - (lease / 2) as i64,
+                tick: opts.config.retry_period.as_nanos() as u64,
+            }
+        });
+        // A watch yields every change (the `Lock` contract); the coordinated
+        // mode relies on it, so its runs lose no event while a watch goes on.
+        let lose_watch_event = if opts.coordinated {
+            0.0
+        } else {
+            lose_watch_event
+        };
         let mut w = World {
             store: Store::new(opts.write_mode),
             trace: opts.trace.then(String::new),
@@ -195,6 +222,7 @@ impl World {
             msg,
             watch_rng,
             lose_watch_event,
+            coordinator,
             latency: None,
             present_since: None,
             steps: 0,
@@ -207,7 +235,20 @@ impl World {
             let at = w.rng.range(0, 50_000_000);
             w.push(at, Happening::Fault(Fault::Restart { node: i }));
         }
+        if w.coordinator.is_some() {
+            // Its first step once every candidate has started.
+            w.push(100_000_000, Happening::Coordinate);
+        }
         w
+    }
+
+    /// The store's wall clock now (real time since the run's start, from an
+    /// arbitrary epoch).
+    fn wall(&self) -> WallTime {
+        WallTime::new(
+            (self.now / 1_000_000_000) as i64 + 1_700_000_000,
+            (self.now % 1_000_000_000) as u32,
+        )
     }
 
     /// The trace of the run so far (when tracing).
@@ -395,6 +436,7 @@ impl World {
                 self.pump(node)
             }
             Happening::Fault(f) => self.fault(f),
+            Happening::Coordinate => self.coordinate(),
         }
     }
 
@@ -518,13 +560,12 @@ impl World {
             self.answer_later(node, life, op, result);
             return Ok(());
         }
-        let wall = WallTime::new(
-            (self.now / 1_000_000_000) as i64 + 1_700_000_000,
-            (self.now % 1_000_000_000) as u32,
-        );
         let id = self.nodes[node].id.clone();
-        let (mut result, write) = self.store.apply(&action, &id, wall);
+        let (mut result, write) = self.store.apply(&action, &id, self.wall());
         if let Some(w) = write {
+            if self.opts.coordinated {
+                self.checker.on_coordinated_write(&w, &id)?;
+            }
             if self.present_since.is_none() {
                 self.present_since = Some(self.now);
             }
@@ -623,6 +664,14 @@ impl World {
                 }
                 self.nodes[node].life += 1;
                 self.nodes[node].down_gracefully = false;
+                // A rolling upgrade: a restart within the fault window may bring
+                // a newer version, which the coordinator prefers less.
+                if self.opts.coordinated
+                    && self.now < self.opts.fault_window.as_nanos() as u64
+                    && self.rng.chance(0.5)
+                {
+                    self.nodes[node].version += 1;
+                }
                 let mut config: Config = self
                     .opts
                     .config

@@ -1,0 +1,99 @@
+//! Coordinated leader election ([`Mode::Coordinated`], Kubernetes' KEP-4355): a
+//! coordinator writes the holder, and a candidate only ever claims what it was
+//! given.
+//!
+//! - a follower never creates the lock, never takes a release or an expired lease
+//!   of another, and never asks for a handover: it follows and times the lock;
+//! - an *assignment* is a version naming this node that another wrote with no
+//!   acquire time (the coordinator clears it; every holder of this library stamps
+//!   one): the node claims it at once by compare-and-swap, as a new term;
+//! - it leads only once nobody else can: not before [`Elector::others_until`], one
+//!   lease after the last version it saw held by another, or after any version
+//!   that may not directly follow the one seen before it (a version it missed
+//!   may hide a holder). The coordinator judges expiry by wall clocks; this rule
+//!   keeps the promise on local time, as the classic mode does;
+//! - a version naming this node with an acquire time that it did not write (a
+//!   twin, or its own previous life) is timed like another's lease and taken
+//!   back once expired;
+//! - a holder gives the lock back (drain, then release) when the record names a
+//!   `preferredHolder` ([`crate::Handover`] with no priority), and on shutdown: a
+//!   released lock is reassigned by the coordinator at once, where a lease left
+//!   to expire costs a whole lease.
+
+use super::acquire::Move;
+use super::{Elector, Follow, LockView, Purpose};
+use crate::record::{LockRecord, Stamp};
+use crate::time::Instant;
+
+impl Elector {
+    /// A coordinated follower's next step with the lock as it knows it.
+    pub(super) fn coordinated_move(&self, now: Instant) -> Move {
+        let seen = match &self.lock {
+            LockView::Unread => return Move::Read,
+            LockView::Absent { .. } => return self.follow_move(None, now),
+            LockView::Present(seen) => seen,
+        };
+        let rec = &seen.obs.record;
+        if rec.holder != *self.identity() {
+            return self.follow_move(None, now);
+        }
+        let ours = self.own.wrote(&seen.obs.version) || self.own.unknown_sent.is_some();
+        if ours || self.is_assignment(rec) {
+            // One more than any count seen: the coordinator keeps the count of
+            // the record it overwrites, and starts a re-created lock at none.
+            let record = self.leading_record(Some(rec), self.create_transitions());
+            return Move::Write(Purpose::Acquire, seen.obs.version.clone(), record);
+        }
+        let expiry = self.expiry();
+        self.take_when_expired(seen, expiry, now)
+            .unwrap_or_else(|| self.follow_move(Some(expiry), now))
+    }
+
+    /// Whether `rec` is the coordinator's assignment of the lock to this node: it
+    /// names this node and carries no acquire time.
+    pub(super) fn is_assignment(&self, rec: &LockRecord) -> bool {
+        rec.holder == *self.identity() && rec.acquire_time == Stamp::Unset
+    }
+
+    /// Waits for a change: a watching node for its events (and `wake`), a polling
+    /// one reads on its schedule.
+    fn follow_move(&self, wake: Option<Instant>, now: Instant) -> Move {
+        match (self.follow, wake) {
+            (Follow::Watch, Some(at)) => Move::WaitUntil(at),
+            (Follow::Watch, None) => Move::Idle,
+            (Follow::Poll { next }, _) if now >= next => Move::Read,
+            (Follow::Poll { next }, wake) => Move::WaitUntil(wake.map_or(next, |w| w.min(next))),
+        }
+    }
+
+    /// Bookkeeping after a new version was taken in (`adjacent`: it is known to
+    /// directly follow the version seen before it): moves
+    /// [`Elector::others_until`] to one lease from `now` when the version is held
+    /// by another, or when versions may have been missed before it, and back to
+    /// `now` on a release that directly follows what was seen.
+    pub(super) fn note_others(&mut self, adjacent: bool, now: Instant) {
+        let Some(seen) = self.lock.present() else {
+            return;
+        };
+        let rec = &seen.obs.record;
+        if adjacent && rec.is_released() {
+            // The holder of the version before released it, and it released only
+            // once it had stopped (and once whoever it followed was past, by these
+            // same rules): nobody leads now.
+            self.others_until = now;
+            return;
+        }
+        let others =
+            rec.is_held() && !self.own.wrote(&seen.obs.version) && !self.is_assignment(rec);
+        // A holder's own duration where it is seen; for versions missed, the
+        // fleet's configured one (a coordinator's default says nothing of them).
+        let lease = if others {
+            self.effective_duration()
+        } else {
+            self.config.lease_duration
+        };
+        if !adjacent || others {
+            self.others_until = self.others_until.max(now + lease);
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! Coordinated leader election (FAULTS C1–C4): a coordinator writes the holder.
+//! A candidate never creates, takes or asks; it claims an assignment naming it
+//! at once, leads no earlier than one lease after the last version it saw held
+//! by another (or after a version that may not follow directly), and gives the
+//! lock back by a release when the record names a `preferredHolder`.
+//!
+//! Fast profile: 2 s lease, 1.5 s renew deadline, 250 ms retry.
+
+mod support;
+
+use election_core::{ConfigError, Mode};
+use support::*;
+
+fn coordinated(id: &str) -> Config {
+    fast(id).coordinated()
+}
+
+/// What the coordinator writes when it gives the lock to `holder` over `prev`:
+/// the holder, its default duration, no acquire time, no preferred holder, the
+/// transitions kept.
+fn assigned(holder: &str, prev: &LockRecord) -> LockRecord {
+    LockRecord {
+        holder: holder.into(),
+        lease_duration_secs: Some(15),
+        acquire_time: Stamp::Unset,
+        renew_time: Stamp::At(WallTime::new(1_800_000_000, 0)),
+        transitions: prev.transitions,
+        priority: None,
+        handover: None,
+        strategy: Some("OldestEmulationVersion".into()),
+    }
+}
+
+/// A watching follower of "b"'s lease (version 10, seen at 0): its watch
+/// started from no version, so it delivered the current state first.
+fn watching_follower(id: &str) -> Node {
+    let mut n = Node::follower(coordinated(id), obs("10", held("b", 2, 3)));
+    n.watch_active(true);
+    n.watch(WatchEvent::Changed(obs("10", held("b", 2, 3))));
+    n.events();
+    n
+}
+
+/// C1: whatever the lock looks like (absent, released, held and long expired,
+/// held by a lower priority), a coordinated follower writes nothing: with a
+/// watch it waits for events, without one it only reads.
+#[test]
+fn c1_a_coordinated_follower_never_creates_takes_or_asks() {
+    let released = {
+        let mut r = held("", 1, 3);
+        r.acquire_time = Stamp::Unset;
+        r
+    };
+    for (case, answer) in [
+        ("absent", Err(LockError::NotFound)),
+        ("released", Ok(obs("10", released))),
+        ("held by another", Ok(obs("10", held("b", 2, 3)))),
+    ] {
+        // Polling: reads, never a write, over many leases.
+        let mut n = Node::new(coordinated("a"));
+        for _ in 0..200 {
+            match n.fire_until_action(10_000) {
+                Action::Get { op } => n.answer(op, answer.clone()),
+                other => panic!("{case}: a coordinated follower wrote {other:?}"),
+            }
+        }
+        assert!(n.now > t(20_000), "{case}: ran for many leases");
+        assert_eq!(n.e.role(), Role::Follower, "{case}");
+        // Watching: after the first read nothing at all, not even at expiry.
+        let mut n = Node::new(coordinated("a"));
+        n.watch_active(true);
+        let op = n.get();
+        n.answer(op, answer.clone());
+        n.advance(ms(60_000));
+        n.no_action();
+        assert_eq!(n.e.role(), Role::Follower, "{case}");
+    }
+}
+
+/// C1: the modes that would race the coordinator are refused with a typed error.
+#[test]
+fn c1_priority_and_steal_are_refused_in_coordinated_mode() {
+    let err = Elector::new(coordinated("a").priority(5), t(0)).unwrap_err();
+    assert_eq!(err, ConfigError::PreemptionInCoordinatedMode);
+    let mut c = coordinated("a");
+    c.preemption = Preemption::Steal;
+    assert_eq!(c.validate(), Err(ConfigError::PreemptionInCoordinatedMode));
+    assert_eq!(fast("a").mode, Mode::Classic, "classic by default");
+    assert!(coordinated("a").validate().is_ok());
+}
+
+/// C2: an assignment that comes a lease after the last renewal of the holder the
+/// node saw (the coordinator's clock agrees with ours) is claimed at once, as a
+/// new term with the coordinator's strategy kept, and the node leads at once.
+#[test]
+fn c2_an_assignment_is_claimed_at_once_and_leads_when_the_last_holder_is_past() {
+    let mut n = watching_follower("a");
+    n.advance(ms(1_000));
+    n.watch(WatchEvent::Changed(obs("11", held("b", 2, 3))));
+    n.advance(ms(2_100)); // b's renewal at 1 s expired at 3 s by local observation
+    let prev = held("b", 2, 3);
+    n.watch(WatchEvent::Changed(obs("12", assigned("a", &prev))));
+    let (op, expected, claim) = n.update();
+    assert_eq!(expected, Version::new("12"));
+    assert_eq!(claim.holder, "a".into());
+    assert_eq!(claim.transitions, 4, "a new term");
+    assert_eq!(claim.acquire_time, Stamp::Now);
+    assert_eq!(claim.strategy.as_deref(), Some("OldestEmulationVersion"));
+    assert_eq!(claim.lease_duration_secs, Some(2), "its own duration");
+    n.answer(op, Ok(obs("13", stamped(claim, 5))));
+    assert!(n.e.is_leader(n.now), "leads at once");
+    assert_eq!(n.started(), Some(&term(4, "13")));
+}
+
+/// C2: a coordinator whose clock runs ahead assigns the lock 0.5 s after the
+/// holder's last renewal. The node claims it at once but leads only once the
+/// holder's lease is over by its own observation (2 s after it saw that renewal).
+#[test]
+fn c2_an_early_assignment_leads_only_a_lease_after_the_last_holder_seen() {
+    let mut n = watching_follower("a");
+    n.advance(ms(1_000));
+    n.watch(WatchEvent::Changed(obs("11", held("b", 2, 3))));
+    let last_seen = n.now;
+    n.advance(ms(500));
+    n.watch(WatchEvent::Changed(obs(
+        "12",
+        assigned("a", &held("b", 2, 3)),
+    )));
+    let (op, _, claim) = n.update();
+    n.answer(op, Ok(obs("13", stamped(claim, 5))));
+    assert_eq!(n.e.role(), Role::Acquiring, "holds, does not lead yet");
+    assert!(!n.e.is_leader(n.now));
+    // It renews meanwhile, and leads at the end of b's lease.
+    let mut version = 14;
+    while n.started().is_none() {
+        match n.fire_until_action(10) {
+            Action::Update { op, record, .. } => {
+                n.answer(op, Ok(obs(&version.to_string(), stamped(record, 6))));
+                version += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let started_at = n
+        .log
+        .iter()
+        .find(|(_, e)| matches!(e, Event::StartedLeading { .. }))
+        .unwrap()
+        .0;
+    assert_eq!(started_at, last_seen + ms(2_000));
+}
+
+/// C2: a version that may not directly follow the one seen before it (read by
+/// a poll, or delivered first after the watch broke) may hide a holder's
+/// renewals: the node leads one lease after it saw the assignment.
+#[test]
+fn c2_an_assignment_seen_after_a_gap_leads_a_lease_later() {
+    for case in ["polling", "watch broke"] {
+        let mut n = watching_follower("a");
+        n.advance(ms(3_000)); // b's lease is long over by local observation
+        let assignment = obs("20", assigned("a", &held("b", 2, 3)));
+        match case {
+            "polling" => {
+                n.watch_active(false);
+                let op = n.get();
+                n.answer(op, Ok(assignment));
+            }
+            _ => {
+                n.watch_active(false);
+                let op = n.get();
+                n.answer(op, Ok(obs("10", held("b", 2, 3))));
+                n.watch_active(true);
+                n.watch(WatchEvent::Changed(assignment));
+            }
+        }
+        let seen = n.now;
+        let (op, _, claim) = n.update();
+        n.answer(op, Ok(obs("21", stamped(claim, 5))));
+        assert_eq!(n.e.role(), Role::Acquiring, "{case}");
+        let mut version = 22;
+        while n.started().is_none() {
+            let Action::Update { op, record, .. } = n.fire_until_action(10) else {
+                panic!("{case}: a renew expected");
+            };
+            n.answer(op, Ok(obs(&version.to_string(), stamped(record, 6))));
+            version += 1;
+        }
+        let started_at = n
+            .log
+            .iter()
+            .find(|(_, e)| matches!(e, Event::StartedLeading { .. }))
+            .unwrap()
+            .0;
+        assert_eq!(started_at, seen + ms(2_000), "{case}");
+    }
+}
+
+/// C3: the holder's own release, seen by the watch, then the assignment: nobody
+/// else can lead, so the node leads at once (a planned handover costs no lease).
+#[test]
+fn c3_an_assignment_right_after_a_release_leads_at_once() {
+    let mut n = watching_follower("a");
+    n.advance(ms(100));
+    let mut released = held("", 1, 3);
+    released.renew_time = Stamp::At(WallTime::new(1_700_000_001, 0));
+    n.watch(WatchEvent::Changed(obs("11", released.clone())));
+    n.no_action();
+    n.advance(ms(30));
+    n.watch(WatchEvent::Changed(obs("12", assigned("a", &released))));
+    let (op, _, claim) = n.update();
+    n.answer(op, Ok(obs("13", stamped(claim, 5))));
+    assert!(n.e.is_leader(n.now), "leads at once");
+}
+
+/// C3: the coordinator names a better candidate as `preferredHolder` on the
+/// leader's record (every stamp kept): the leader drains, reports, and releases,
+/// so that the coordinator can give the lock on at once.
+#[test]
+fn c3_a_preferred_holder_ends_the_term_by_a_release() {
+    let mut n = watching_follower("a");
+    n.advance(ms(2_100));
+    n.watch(WatchEvent::Changed(obs(
+        "12",
+        assigned("a", &held("b", 2, 3)),
+    )));
+    let (op, _, claim) = n.update();
+    let mine = stamped(claim, 5);
+    n.answer(op, Ok(obs("13", mine.clone())));
+    assert!(n.e.is_leader(n.now));
+    n.events();
+    n.advance(ms(50));
+    let mut preferred = mine.clone();
+    preferred.handover = Some(Handover {
+        to: "c".into(),
+        priority: None,
+    });
+    n.watch(WatchEvent::Changed(obs("14", preferred.clone())));
+    let op = n.get(); // a foreign edit that keeps the name is read first
+    n.answer(op, Ok(obs("14", preferred)));
+    assert_eq!(
+        n.events(),
+        vec![Event::Draining {
+            reason: StopReason::Preempted { by: "c".into() }
+        }]
+    );
+    // The renew owed for the adopted version, then the release.
+    let (op, expected, renew) = n.update();
+    assert_eq!((expected, renew.holder.as_ref()), (Version::new("14"), "a"));
+    n.answer(op, Ok(obs("15", stamped(renew, 6))));
+    n.work_stopped();
+    assert!(matches!(n.events()[..], [Event::StoppedLeading { .. }]));
+    let (_, expected, release) = n.fire_until_action(10).into_update();
+    assert_eq!(expected, Version::new("15"));
+    assert_eq!(release.holder, "".into());
+    assert_eq!(release.lease_duration_secs, Some(1));
+}
+
+/// C4: a version naming this node, with an acquire time, that it did not write
+/// (its own previous life, or a twin) is no assignment: it is timed like another
+/// holder's lease and taken back after a read past its expiry.
+#[test]
+fn c4_a_record_naming_this_node_that_it_did_not_write_is_timed_first() {
+    let mut n = Node::new(coordinated("a"));
+    n.watch_active(true);
+    let op = n.get();
+    n.answer(op, Ok(obs("10", held("a", 2, 3))));
+    n.no_action();
+    let (at, write) = n.campaign(|_| Ok(obs("10", held("a", 2, 3))), 10);
+    assert!(at >= t(2_000), "taken back only after a lease: {at:?}");
+    let (_, expected, record) = write.into_update();
+    assert_eq!(expected, Version::new("10"));
+    assert_eq!(record.transitions, 4);
+}
+
+/// C2: a read sent before the coordinator created the lock, answered "not
+/// found" after the watch told of the create, is older news: the follower keeps
+/// the assignment and claims it (it would otherwise wait for a change that
+/// never comes, since the coordinator leaves an assignment to the best
+/// candidate as it is).
+#[test]
+fn c2_a_stale_not_found_does_not_hide_the_coordinators_create() {
+    let mut n = Node::new(coordinated("a"));
+    n.watch_active(true);
+    let read = n.get();
+    n.advance(ms(10));
+    n.watch(WatchEvent::Changed(obs(
+        "5",
+        assigned("a", &LockRecord::default()),
+    )));
+    n.no_action(); // the read is still in flight
+    n.advance(ms(10));
+    n.answer(read, Err(LockError::NotFound));
+    let (_, expected, claim) = n.fire_until_action(10).into_update();
+    assert_eq!(expected, Version::new("5"));
+    assert_eq!(claim.holder, "a".into());
+}
+
+/// C3: the coordinator gives the lock on over the leader's release before the
+/// release's answer comes back. The watch's event (a held record, so never the
+/// release's echo) is read after the release: the view is the assignment, not
+/// the release.
+#[test]
+fn c3_an_assignment_that_overtakes_the_release_answer_is_read() {
+    let mut n = watching_follower("a");
+    n.advance(ms(2_100));
+    n.watch(WatchEvent::Changed(obs(
+        "12",
+        assigned("a", &held("b", 2, 3)),
+    )));
+    let (op, _, claim) = n.update();
+    let mine = stamped(claim, 5);
+    n.answer(op, Ok(obs("13", mine.clone())));
+    n.events();
+    n.shutdown();
+    n.work_stopped();
+    n.events();
+    let (op, _, release) = n.fire_until_action(10).into_update();
+    assert_eq!(release.holder, "".into());
+    n.advance(ms(5));
+    let given_on = obs("15", assigned("c", &release));
+    n.watch(WatchEvent::Changed(given_on.clone()));
+    n.answer(op, Ok(obs("14", stamped(release, 6))));
+    assert_eq!(
+        n.e.role(),
+        Role::Terminated,
+        "a shutdown ends with the release"
+    );
+    // A step-down keeps running: the held record it missed is read.
+    let mut n = watching_follower("a");
+    n.advance(ms(2_100));
+    n.watch(WatchEvent::Changed(obs(
+        "12",
+        assigned("a", &held("b", 2, 3)),
+    )));
+    let (op, _, claim) = n.update();
+    n.answer(op, Ok(obs("13", stamped(claim, 5))));
+    n.step_down();
+    n.work_stopped();
+    n.events();
+    let (op, _, release) = n.fire_until_action(10).into_update();
+    n.watch(WatchEvent::Changed(obs("15", assigned("c", &release))));
+    n.answer(op, Ok(obs("14", stamped(release, 6))));
+    let read = n.get();
+    n.answer(read, Ok(given_on));
+    assert_eq!(n.e.leader().map(|l| &**l), Some("c"));
+}
+
+/// C2: the lock was deleted under the leader and the coordinator re-created it
+/// naming the same node. The leader's renew conflicts and its read shows an
+/// assignment (no acquire time), not a twin: the term ends as `Reassigned`, no
+/// collision is reported, and the assignment is claimed as a new term.
+#[test]
+fn c2_a_leader_reassigned_by_the_coordinator_ends_its_term_and_claims_anew() {
+    let mut n = watching_follower("a");
+    n.advance(ms(2_100));
+    n.watch(WatchEvent::Changed(obs(
+        "12",
+        assigned("a", &held("b", 2, 3)),
+    )));
+    let (op, _, claim) = n.update();
+    n.answer(op, Ok(obs("13", stamped(claim, 5))));
+    assert!(n.e.is_leader(n.now));
+    n.events();
+    let (op, _, _) = n.fire_until_action(10).into_update();
+    n.answer(op, Err(LockError::Conflict));
+    let read = n.get();
+    n.answer(read, Ok(obs("20", assigned("a", &LockRecord::default()))));
+    assert_eq!(
+        n.events(),
+        vec![Event::StoppedLeading {
+            term: term(4, "13"),
+            reason: StopReason::Reassigned
+        }]
+    );
+    let (_, expected, again) = n.fire_until_action(10).into_update();
+    assert_eq!(expected, Version::new("20"));
+    assert_eq!(again.transitions, 5, "a new term, past every count seen");
+}

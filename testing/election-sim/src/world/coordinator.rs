@@ -1,0 +1,121 @@
+//! The coordinator of a coordinated run: the API server's leader-election
+//! controller (KEP-4355) as one of the run's actors.
+//!
+//! Every tick it picks the best live candidate (the oldest version, then the
+//! lowest index: Kubernetes' `OldestEmulationVersion`, with the index standing
+//! for the oldest candidate) and, like the real controller, creates the lock
+//! naming it, gives an expired or emptied lock to it (its default duration, no
+//! acquire time, no preferred holder, the transitions kept), or, while the lease
+//! is valid, names it as the preferred holder. Expiry is judged on the record's
+//! wall-clock renew time against the coordinator's own wall clock, which runs
+//! off the store's by a skew drawn per run: ahead by up to a lease (it gives the
+//! lock away early, which the candidates' local rule must make safe) or behind
+//! by up to half a lease (it gives it away late). A live candidate is one whose
+//! process runs, is not paused, is not partitioned and is not shutting down:
+//! one that would answer the coordinator's ping.
+
+use election_core::{Action, Handover, LockRecord, Stamp, WriteId};
+
+use super::{Happening, World};
+
+/// The coordinator's state.
+#[derive(Debug)]
+pub(super) struct Coordinator {
+    /// Nanoseconds the coordinator's wall clock is ahead of the store's (negative:
+    /// behind).
+    pub(super) skew: i64,
+    /// Real nanoseconds between its steps.
+    pub(super) tick: u64,
+}
+
+/// The strategy the coordinator writes into the lock.
+const STRATEGY: &str = "OldestEmulationVersion";
+
+impl World {
+    /// One step of the coordinator, then the next one scheduled.
+    pub(super) fn coordinate(&mut self) -> Result<(), crate::checker::Violation> {
+        let Some(c) = &self.coordinator else {
+            return Ok(());
+        };
+        let (skew, tick) = (c.skew, c.tick);
+        self.push(self.now + tick, Happening::Coordinate);
+        let Some(best) = self.best_candidate() else {
+            return Ok(());
+        };
+        let best_id = self.nodes[best].id.clone();
+        let lease_secs = self.opts.config.lease_duration_secs();
+        let assign = |prev: Option<&LockRecord>| LockRecord {
+            holder: best_id.clone(),
+            lease_duration_secs: Some(lease_secs),
+            acquire_time: Stamp::Unset,
+            renew_time: Stamp::Now,
+            transitions: prev.map_or(0, |p| p.transitions),
+            priority: None,
+            handover: None,
+            strategy: Some(STRATEGY.into()),
+        };
+        let action = match self.store.current() {
+            None => Action::Create {
+                op: WriteId(0),
+                record: assign(None),
+            },
+            Some(cur) => {
+                let rec = &cur.record;
+                let now = self.now as i128 + skew as i128;
+                let expired = match (rec.renew_time, rec.lease_duration_secs) {
+                    (Stamp::At(w), Some(d)) => {
+                        let renewed = (i128::from(w.unix_secs) - 1_700_000_000) * 1_000_000_000
+                            + i128::from(w.nanos);
+                        renewed + i128::from(d) * 1_000_000_000 < now
+                    }
+                    _ => true,
+                };
+                if !rec.is_held() || (expired && rec.holder != best_id) {
+                    Action::Update {
+                        op: WriteId(0),
+                        expected: cur.version.clone(),
+                        record: assign(Some(rec)),
+                    }
+                } else if rec.holder != best_id
+                    && rec.handover.as_ref().is_none_or(|h| h.to != best_id)
+                {
+                    let mut record = rec.clone();
+                    record.handover = Some(Handover {
+                        to: best_id.clone(),
+                        priority: None,
+                    });
+                    Action::Update {
+                        op: WriteId(0),
+                        expected: cur.version.clone(),
+                        record,
+                    }
+                } else {
+                    return Ok(());
+                }
+            }
+        };
+        self.log(|| format!("coordinator -> {}", super::brief_action(&action)));
+        let (_, write) = self.store.apply(&action, "coordinator", self.wall());
+        if let Some(w) = write {
+            if self.present_since.is_none() {
+                self.present_since = Some(self.now);
+            }
+            self.checker.on_write(&w, "coordinator", self.now)?;
+            self.broadcast(&w, None);
+        }
+        Ok(())
+    }
+
+    /// The live candidate the coordinator prefers: the oldest version, then the
+    /// lowest index.
+    fn best_candidate(&self) -> Option<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| {
+                let n = &self.nodes[i];
+                n.partitioned.is_none()
+                    && n.paused_until <= self.now
+                    && n.elector.as_ref().is_some_and(|e| !e.is_shutting_down())
+            })
+            .min_by_key(|&i| (self.nodes[i].version, i))
+    }
+}
