@@ -8,6 +8,7 @@
 use core::time::Duration;
 
 use super::{Elector, Lead, LockView, Seen};
+use crate::config::Mode;
 use crate::event::{Event, StopReason, Warning};
 use crate::lock::LockError;
 use crate::record::{Observation, Version};
@@ -43,9 +44,10 @@ impl Elector {
             return Novelty::Same;
         }
         let own = self.own.wrote(&obs.version);
-        let overtaken = self.lock.present().is_some_and(|seen| {
-            obs.version.order(&seen.obs.version) == Some(core::cmp::Ordering::Less)
-        });
+        let overtaken = self.config.mode == Mode::Coordinated
+            && self.lock.present().is_some_and(|seen| {
+                obs.version.order(&seen.obs.version) == Some(core::cmp::Ordering::Less)
+            });
         if own && (self.own.last() != Some(&obs.version) || overtaken) {
             // An older write of ours, or the answer to our last write coming
             // after the watch showed a newer version: not news.
@@ -164,7 +166,8 @@ impl Elector {
                     .holding
                     .as_ref()
                     .is_some_and(|h| h.state == Lead::Releasing);
-                if !write_in_flight || (releasing && obs.record.is_held()) {
+                let coordinated = self.config.mode == Mode::Coordinated;
+                if !write_in_flight || (coordinated && releasing && obs.record.is_held()) {
                     self.want_read(false);
                 }
             }
@@ -324,7 +327,8 @@ impl Elector {
     /// the watch told of first): the follower keeps that version. Were the lock
     /// deleted since, the same watch tells of it.
     pub(super) fn absence_overtaken(&self, sent: Instant) -> bool {
-        self.holding.is_none()
+        self.config.mode == Mode::Coordinated
+            && self.holding.is_none()
             && self.phase == super::Phase::Running
             && self.lock.present().is_some_and(|seen| seen.at >= sent)
     }
