@@ -41,9 +41,27 @@ const GROUPS: [&str; 6] = [
     "admissionregistration.k8s.io",
 ];
 
+/// The versions of `group` the emulator serves, in the order of
+/// [`Resource::ALL`], which puts each group's GA version (the preferred one)
+/// first: `coordination.k8s.io` serves `v1` (Leases) and `v1beta1`
+/// (LeaseCandidates).
+fn versions(group: &str) -> Vec<&'static str> {
+    let mut versions: Vec<&'static str> = Vec::new();
+    for r in Resource::ALL.into_iter().filter(|r| r.group() == group) {
+        if !versions.contains(&r.version()) {
+            versions.push(r.version());
+        }
+    }
+    versions
+}
+
 fn group_doc(group: &str) -> Value {
-    let gv = json!({"groupVersion": format!("{group}/v1"), "version": "v1"});
-    json!({"name": group, "versions": [gv.clone()], "preferredVersion": gv})
+    let versions: Vec<Value> = versions(group)
+        .into_iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group, "versions": versions, "preferredVersion": preferred})
 }
 
 pub(crate) fn api_group_list() -> Value {
@@ -83,6 +101,7 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Value {
                 Resource::Deployment => doc["shortNames"] = json!(["deploy"]),
                 Resource::PodDisruptionBudget => doc["shortNames"] = json!(["pdb"]),
                 Resource::Lease
+                | Resource::LeaseCandidate
                 | Resource::Role
                 | Resource::RoleBinding
                 | Resource::ValidatingAdmissionPolicy

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::coordinator::Coordinator;
 use crate::faults::{Faults, RequestCounts, WriteRecord, lock};
 use crate::resource::Resource;
 use crate::server::{Shared, accept_loop, stopped};
@@ -57,6 +58,7 @@ pub struct EmulatorBuilder {
     write_history_limit: usize,
     bookmark_interval: Duration,
     default_watch_timeout: Duration,
+    coordinator: Option<Coordinator>,
 }
 
 impl Default for EmulatorBuilder {
@@ -67,6 +69,7 @@ impl Default for EmulatorBuilder {
             write_history_limit: crate::faults::DEFAULT_WRITE_HISTORY,
             bookmark_interval: Duration::from_secs(1),
             default_watch_timeout: Duration::from_secs(1800),
+            coordinator: None,
         }
     }
 }
@@ -105,7 +108,17 @@ impl EmulatorBuilder {
         self
     }
 
-    /// Binds 127.0.0.1 and starts serving on the current tokio runtime.
+    /// Runs coordinated leader election with these timings (default: off):
+    /// the emulator elects the holder of every Lease that LeaseCandidates
+    /// name, as the API server's leader-election controller does. See
+    /// [`Coordinator`].
+    pub fn coordinator(mut self, timings: Coordinator) -> Self {
+        self.coordinator = Some(timings);
+        self
+    }
+
+    /// Binds 127.0.0.1 and starts serving on the current tokio runtime (and,
+    /// when asked for, the coordinator).
     pub async fn start(self) -> Result<Emulator, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let shared = Arc::new(Shared::new(
@@ -126,6 +139,13 @@ impl EmulatorBuilder {
             source,
         })?;
         *lock(&shared.addr) = Some(addr);
+        if let Some(timings) = self.coordinator {
+            lock(&shared.users).insert(
+                Coordinator::CLIENT.to_owned(),
+                crate::UserInfo::named(Coordinator::USER),
+            );
+            runtime.spawn(crate::coordinator::controller::run(shared.clone(), timings));
+        }
         let task = runtime.spawn(accept_loop(listener, shared.clone()));
         Ok(Emulator {
             addr,
@@ -198,7 +218,8 @@ impl Emulator {
         EmulatorBuilder::default().start_blocking()
     }
 
-    /// Options: port, watch history length, bookmark interval.
+    /// Options: port, watch history length, bookmark interval, coordinated
+    /// leader election.
     pub fn builder() -> EmulatorBuilder {
         EmulatorBuilder::default()
     }

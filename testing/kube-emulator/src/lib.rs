@@ -10,7 +10,8 @@
 //! - **a binary** (`cargo run -p kube-emulator -- --port 6443`) that serves until
 //!   Ctrl-C and writes a kubeconfig for `kubectl` and other clients.
 //!
-//! It serves Leases, ConfigMaps, Events (core and `events.k8s.io/v1`),
+//! It serves Leases and LeaseCandidates (`coordination.k8s.io/v1beta1`),
+//! ConfigMaps, Events (core and `events.k8s.io/v1`),
 //! Namespaces and Nodes, and the kinds a deployment of a controller is made
 //! of (Deployments, PodDisruptionBudgets, ServiceAccounts, Roles and
 //! RoleBindings: stored, schema-checked and validated, so that `kubectl apply
@@ -21,9 +22,10 @@
 //! (merge and JSON patch), delete and watch; one global, growing resourceVersion;
 //! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
 //! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
-//! 422 `Invalid` with the Lease validation rules); `fieldValidation` (`Strict`,
+//! 422 `Invalid` with the Lease and LeaseCandidate validation rules); `fieldValidation` (`Strict`,
 //! `Warn`, `Ignore`) for fields a kind does not have, and the OpenAPI v3
-//! discovery that tells kubectl so; create-on-update for Leases;
+//! discovery that tells kubectl so; create-on-update for Leases and
+//! LeaseCandidates; the Tables `kubectl get` prints for them;
 //! lists with label and field selectors, pages (`limit`, `continue`) and
 //! `resourceVersion` / `resourceVersionMatch`; watches with selectors, bookmarks,
 //! `timeoutSeconds`, resume from a
@@ -35,7 +37,9 @@
 //! Request counts and a write history with server timestamps are kept, and
 //! [`rbac`] checks the counted requests against an RBAC Role.
 //!
-//! It knows nothing of leader election: it depends on no crate of this workspace.
+//! On request it also runs coordinated leader election (KEP-4355) as the API
+//! server's leader-election controller does: see [`Coordinator`]. It depends on
+//! no crate of this workspace: that election is the API server's, not theirs.
 //!
 //! # Use in your own integration tests
 //!
@@ -159,6 +163,60 @@
 //! | [`Emulator::drop_connections`] | every open request and watch cut | — |
 //! | [`Emulator::compact`] | 410 `Expired` on a watch resume | history dropped |
 //!
+//! # Coordinated leader election
+//!
+//! With a [`Coordinator`], the emulator elects the holder of every Lease that
+//! LeaseCandidates name: it pings the candidates, waits for their acks, and
+//! gives the Lease to the one with the oldest emulation version. Scale its
+//! timings down for tests:
+//!
+//! ```
+//! # #[cfg(feature = "client")]
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::coordination::v1::Lease;
+//! use k8s_openapi::api::coordination::v1beta1::{LeaseCandidate, LeaseCandidateSpec};
+//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+//! use kube::api::{Api, PostParams};
+//! use kube_emulator::{Coordinator, Emulator};
+//!
+//! let emu = Emulator::builder()
+//!     .coordinator(Coordinator::default().scaled(0.1)) // 0.5 s to ack, 1 s Leases
+//!     .start()
+//!     .await?;
+//! let client = emu.client("scheduler-a")?;
+//! let mut candidate = LeaseCandidate::default();
+//! candidate.metadata.name = Some("scheduler-a".into());
+//! candidate.spec = LeaseCandidateSpec {
+//!     lease_name: "kube-scheduler".into(),
+//!     binary_version: "1.34.0".into(),
+//!     emulation_version: Some("1.33.0".into()),
+//!     strategy: "OldestEmulationVersion".into(),
+//!     // Renewed just now: it counts without a ping.
+//!     renew_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+//!     ..LeaseCandidateSpec::default()
+//! };
+//! Api::<LeaseCandidate>::default_namespaced(client.clone())
+//!     .create(&PostParams::default(), &candidate)
+//!     .await?;
+//! let leases: Api<Lease> = Api::default_namespaced(client);
+//! let holder = loop {
+//!     let lease = leases.get_opt("kube-scheduler").await?;
+//!     if let Some(holder) = lease.and_then(|l| l.spec?.holder_identity) {
+//!         break holder;
+//!     }
+//!     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+//! };
+//! assert_eq!(holder, "scheduler-a");
+//! # Ok(()) }
+//! # #[cfg(feature = "client")]
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(demo()).unwrap();
+//! ```
+//!
+//! A candidate acks a ping (`spec.pingTime`) by setting `spec.renewTime` after
+//! it. A better candidate for a valid Lease only gets `spec.preferredHolder`;
+//! the holder is expected to step down. The coordinator's writes appear in
+//! [`Emulator::write_history`] under [`Coordinator::CLIENT`].
+//!
 //! # Run as a server
 //!
 //! `cargo run -p kube-emulator -- --port 6443` prints where it listens and
@@ -167,11 +225,16 @@
 //! create -f`, `apply -f` (client-side) and `replace -f` work with kubectl's
 //! default validation: it finds `fieldValidation` in the emulator's OpenAPI v3
 //! documents and lets the server refuse a misspelled field.
+//! `--coordinated-leader-election` turns the [`Coordinator`] on, and
+//! `--coordinator-scale 0.1` runs it ten times faster.
 //!
 //! # Differences from a real API server
 //!
-//! - Plain HTTP (no TLS), HTTP/1.1. Answers are always JSON. Request bodies
-//!   are JSON, or protobuf for Leases, ConfigMaps, Namespaces and Nodes (as
+//! - Plain HTTP (no TLS), HTTP/1.1. Answers are JSON (a `meta.k8s.io` Table
+//!   for a client that asks for one, as `kubectl get` does, of Leases and
+//!   LeaseCandidates; other kinds are answered as objects, and kubectl prints
+//!   their NAME and AGE). Request bodies
+//!   are JSON, or protobuf for Leases, LeaseCandidates, ConfigMaps, Namespaces and Nodes (as
 //!   `kubectl create namespace` and `kubectl create configmap` send them),
 //!   decoded to the same JSON; a protobuf body of any other kind gets 415
 //!   (`kubectl apply` sends JSON).
@@ -202,6 +265,13 @@
 //! - Server-side apply is not served: a PATCH of `application/apply-patch+yaml`
 //!   (`kubectl apply --server-side`) gets 415 `UnsupportedMediaType` naming it.
 //! - `managedFields` and `generation` are not maintained.
+//! - The [`Coordinator`] is one task, always running (the API server's
+//!   controller is itself leader-elected among API servers). It looks again at
+//!   a Lease the moment the Lease expires, where the API server's controller
+//!   notices at its next periodic look, and at any write to the store. Expired
+//!   LeaseCandidates are ignored but not deleted (the API server's garbage
+//!   collector deletes them). Its writes are counted and recorded, but faults
+//!   are not injected into them (they do not cross HTTP).
 //! - OpenAPI: `/openapi/v3` and its group-version documents hold the served
 //!   paths and operations with `fieldValidation`, no object schemas
 //!   (`kubectl explain` finds nothing); `/openapi/v2` is not served.
@@ -225,6 +295,7 @@
 use clap as _;
 
 mod admission;
+mod coordinator;
 mod discovery;
 mod emulator;
 mod faults;
@@ -236,14 +307,17 @@ pub mod rbac;
 mod resource;
 mod schema;
 mod selector;
+mod semver;
 mod server;
 mod status;
 mod store;
+mod table;
 mod time;
 mod validation;
 mod watch;
 
 pub use admission::UserInfo;
+pub use coordinator::Coordinator;
 pub use emulator::{Emulator, EmulatorBuilder, Error, kubectl, kubectl_output};
 pub use faults::{Fault, Faults, Match, RequestCounts, WriteRecord};
 pub use resource::{Resource, Verb};

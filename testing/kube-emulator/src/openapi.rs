@@ -238,7 +238,7 @@ mod tests {
 
     /// What cli-runtime's verifier does with a document: the PATCH operation
     /// of the kind, and whether it takes `fieldValidation`.
-    fn patch_takes_field_validation(doc: &Value, group: &str, kind: &str) -> bool {
+    fn patch_takes_field_validation(doc: &Value, r: Resource) -> bool {
         doc["paths"]
             .as_object()
             .expect("paths")
@@ -246,7 +246,9 @@ mod tests {
             .filter_map(|item| item.get("patch"))
             .find(|op| {
                 let gvk = &op["x-kubernetes-group-version-kind"];
-                gvk["group"] == group && gvk["version"] == "v1" && gvk["kind"] == kind
+                gvk["group"] == r.group()
+                    && gvk["version"] == r.version()
+                    && gvk["kind"] == r.kind()
             })
             .is_some_and(|op| {
                 op["parameters"]
@@ -269,6 +271,7 @@ mod tests {
                 "apis/admissionregistration.k8s.io/v1",
                 "apis/apps/v1",
                 "apis/coordination.k8s.io/v1",
+                "apis/coordination.k8s.io/v1beta1",
                 "apis/events.k8s.io/v1",
                 "apis/policy/v1",
                 "apis/rbac.authorization.k8s.io/v1",
@@ -286,10 +289,7 @@ mod tests {
     fn every_served_kind_patches_with_field_validation() {
         for r in Resource::ALL {
             let doc = document(&key_of(r)).expect("served");
-            assert!(
-                patch_takes_field_validation(&doc, r.group(), r.kind()),
-                "{r}"
-            );
+            assert!(patch_takes_field_validation(&doc, r), "{r}");
         }
         let core = document("api/v1").expect("core");
         let item = &core["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"];

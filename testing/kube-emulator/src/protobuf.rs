@@ -16,7 +16,9 @@
 //! - core/v1 `Node`: `metadata`, `spec` (`podCIDR`, `podCIDRs`, `providerID`,
 //!   `unschedulable`, `taints` with `key`, `value`, `effect`);
 //! - coordination.k8s.io/v1 `Lease`: `metadata` and the whole `spec`, its
-//!   `MicroTime`s written as the emulator writes them (`2006-01-02T15:04:05.000000Z`).
+//!   `MicroTime`s written as the emulator writes them (`2006-01-02T15:04:05.000000Z`);
+//! - coordination.k8s.io/v1beta1 `LeaseCandidate`: `metadata` and the whole
+//!   `spec`, as client-go's leader election sends it.
 //!
 //! Of `ObjectMeta` it keeps `name`, `generateName`, `namespace`, `uid`,
 //! `resourceVersion`, `generation`, `labels`, `annotations`, `ownerReferences`
@@ -194,9 +196,11 @@ static MICRO_TIME: Schema = Schema {
 /// `kubectl apply` sends JSON, and their tables carry no field numbers).
 fn schema_of(resource: Resource) -> Option<&'static Schema> {
     match resource {
-        Resource::Lease | Resource::ConfigMap | Resource::Namespace | Resource::Node => {
-            Some(crate::schema::of(resource))
-        }
+        Resource::Lease
+        | Resource::LeaseCandidate
+        | Resource::ConfigMap
+        | Resource::Namespace
+        | Resource::Node => Some(crate::schema::of(resource)),
         Resource::Event
         | Resource::EventV1
         | Resource::ServiceAccount
@@ -383,7 +387,7 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
         .and_then(schema_of)
         .ok_or_else(|| {
             ApiError::unsupported_body(format!(
-                "the emulator cannot decode a protobuf body of kind {kind:?} (apiVersion {api_version:?}): it decodes Lease, ConfigMap, Namespace and Node from {MEDIA_TYPE}; send this one as application/json"
+                "the emulator cannot decode a protobuf body of kind {kind:?} (apiVersion {api_version:?}): it decodes Lease, LeaseCandidate, ConfigMap, Namespace and Node from {MEDIA_TYPE}; send this one as application/json"
             ))
         })?;
     let mut object = Map::new();
@@ -636,6 +640,41 @@ mod tests {
         // A schedulable node: `unschedulable: false` is left out, as in Go's JSON.
         let body = envelope("v1", "Node", &[meta("n", "", &[]), msg(2, &[int(4, 0)])]);
         assert_eq!(decoded(&body)["spec"], json!({}));
+    }
+
+    #[test]
+    fn lease_candidate_as_client_go_sends_it() {
+        let body = envelope(
+            "coordination.k8s.io/v1beta1",
+            "LeaseCandidate",
+            &[
+                meta("kube-scheduler-node-a", "kube-system", &[]),
+                msg(
+                    2,
+                    &[
+                        s(1, "kube-scheduler"),
+                        msg(3, &[int(1, 1_786_923_070)]),
+                        s(4, "1.34.0"),
+                        s(5, ""),
+                        s(6, "OldestEmulationVersion"),
+                    ],
+                ),
+            ],
+        );
+        assert_eq!(
+            decoded(&body),
+            json!({
+                "apiVersion": "coordination.k8s.io/v1beta1",
+                "kind": "LeaseCandidate",
+                "metadata": {"name": "kube-scheduler-node-a", "namespace": "kube-system"},
+                "spec": {
+                    "leaseName": "kube-scheduler",
+                    "renewTime": "2026-08-16T23:31:10.000000Z",
+                    "binaryVersion": "1.34.0",
+                    "strategy": "OldestEmulationVersion"
+                }
+            })
+        );
     }
 
     #[test]

@@ -7,6 +7,10 @@ use std::fmt;
 pub enum Resource {
     /// `coordination.k8s.io/v1` Lease.
     Lease,
+    /// `coordination.k8s.io/v1beta1` LeaseCandidate: a component's bid for a
+    /// Lease under coordinated leader election, which the emulator's
+    /// [`crate::Coordinator`] (when on) answers.
+    LeaseCandidate,
     /// Core `v1` ConfigMap.
     ConfigMap,
     /// Core `v1` Event.
@@ -38,8 +42,9 @@ pub enum Resource {
 
 impl Resource {
     /// Every resource the emulator serves.
-    pub const ALL: [Resource; 13] = [
+    pub const ALL: [Resource; 14] = [
         Resource::Lease,
+        Resource::LeaseCandidate,
         Resource::ConfigMap,
         Resource::Event,
         Resource::EventV1,
@@ -57,7 +62,7 @@ impl Resource {
     /// API group, `""` for the core group.
     pub fn group(self) -> &'static str {
         match self {
-            Resource::Lease => "coordination.k8s.io",
+            Resource::Lease | Resource::LeaseCandidate => "coordination.k8s.io",
             Resource::EventV1 => "events.k8s.io",
             Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io",
             Resource::Deployment => "apps",
@@ -75,13 +80,17 @@ impl Resource {
 
     /// API version within the group.
     pub fn version(self) -> &'static str {
-        "v1"
+        match self {
+            Resource::LeaseCandidate => "v1beta1",
+            _ => "v1",
+        }
     }
 
     /// `apiVersion` as written in objects (`v1`, `coordination.k8s.io/v1`).
     pub fn api_version(self) -> &'static str {
         match self {
             Resource::Lease => "coordination.k8s.io/v1",
+            Resource::LeaseCandidate => "coordination.k8s.io/v1beta1",
             Resource::EventV1 => "events.k8s.io/v1",
             Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io/v1",
             Resource::Deployment => "apps/v1",
@@ -101,6 +110,7 @@ impl Resource {
     pub fn plural(self) -> &'static str {
         match self {
             Resource::Lease => "leases",
+            Resource::LeaseCandidate => "leasecandidates",
             Resource::ConfigMap => "configmaps",
             Resource::Event | Resource::EventV1 => "events",
             Resource::Namespace => "namespaces",
@@ -119,6 +129,7 @@ impl Resource {
     pub fn kind(self) -> &'static str {
         match self {
             Resource::Lease => "Lease",
+            Resource::LeaseCandidate => "LeaseCandidate",
             Resource::ConfigMap => "ConfigMap",
             Resource::Event | Resource::EventV1 => "Event",
             Resource::Namespace => "Namespace",

@@ -4,8 +4,8 @@
 //!
 //! One table per message serves three readers:
 //!
-//! - [`crate::protobuf`] decodes a protobuf body with it (Lease, ConfigMap,
-//!   Namespace and Node; Events are not decoded from protobuf, nor are the
+//! - [`crate::protobuf`] decodes a protobuf body with it (Lease,
+//!   LeaseCandidate, ConfigMap, Namespace and Node; Events are not decoded from protobuf, nor are the
 //!   workload and RBAC kinds, whose tables in [`pod`], `workloads` and `rbac`
 //!   carry no field numbers);
 //! - [`crate::validation::drop_unknown_fields`] finds the fields of a JSON
@@ -23,6 +23,7 @@
 use crate::resource::Resource;
 
 mod admission;
+mod lease_candidate;
 pub(crate) mod pod;
 mod rbac;
 mod workloads;
@@ -71,7 +72,7 @@ pub(crate) enum Shape {
 /// A message: its name (for errors) and its fields, by number and JSON name.
 /// The number is the protobuf field number; it is 0 in the messages of kinds
 /// that are taken as JSON only (the workloads and RBAC kinds, see
-/// [`decoded_from_protobuf`]), where it would never be read.
+/// [`crate::protobuf`]), where it would never be read.
 #[derive(Debug)]
 pub(crate) struct Schema {
     pub(crate) name: &'static str,
@@ -299,6 +300,7 @@ static EVENT_V1: Schema = Schema {
 pub(crate) fn of(resource: Resource) -> &'static Schema {
     match resource {
         Resource::Lease => &LEASE,
+        Resource::LeaseCandidate => &lease_candidate::LEASE_CANDIDATE,
         Resource::ConfigMap => &CONFIG_MAP,
         Resource::Namespace => &NAMESPACE,
         Resource::Node => &NODE,

@@ -27,6 +27,7 @@ use crate::resource::{Resource, Verb};
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{PatchKind, Reply, Store};
+use crate::table::TableRequest;
 use crate::time::Timestamp;
 use crate::validation::FieldValidation;
 use crate::watch::{self as watching, WatchRequest};
@@ -450,6 +451,12 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
             name,
         } => (resource, Some(namespace), name, false),
     };
+    let table = TableRequest::of(
+        req.headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+        param(&pairs, "includeObject"),
+    );
     let watching = truthy(param(&pairs, "watch"));
     let verb = match (&method, collection) {
         (&Method::GET, _) if watching => Verb::Watch,
@@ -536,35 +543,18 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
         &pairs,
         plan.watch.clone(),
         plan.stale_read,
+        table,
     );
 
     if verb.is_write() {
-        let (code, committed, rv, object) = match &outcome {
-            Outcome::Reply(r, changed) => {
-                let rv = r
-                    .body
-                    .get("metadata")
-                    .and_then(|m| m.get("resourceVersion"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                (r.code, *changed, rv, Some(r.body.clone()))
-            }
-            Outcome::Error(e) => (e.code, false, None, None),
-            Outcome::Stream(_) => (200, false, None, None),
-        };
-        lock(&shared.control).record_write(WriteRecord {
-            at: SystemTime::now(),
-            client: client.clone(),
+        let written = Written {
+            client: &client,
             verb,
             resource,
-            namespace: ns.clone(),
-            name: target.clone(),
-            code,
-            committed,
-            resource_version: rv,
-            spoiled_by: plan.after.clone(),
-            object,
-        });
+            namespace: &ns,
+            name: &target,
+        };
+        written.record(&shared, &outcome, plan.after.clone());
     }
 
     match &plan.after {
@@ -585,6 +575,12 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
     }
     match outcome {
         Outcome::Reply(r, _) => {
+            let r = match table {
+                Some(wanted) if matches!(verb, Verb::Get | Verb::List) => {
+                    wanted.print(resource, r, Timestamp::now())
+                }
+                _ => r,
+            };
             let mut resp = full(r.code, &r.body);
             for text in &r.warnings {
                 if let Some(value) = warning_header(text) {
@@ -611,6 +607,7 @@ fn execute(
     pairs: &[(String, String)],
     watch_faults: Vec<Fault>,
     stale_read: bool,
+    table: Option<TableRequest>,
 ) -> Outcome {
     let now = Timestamp::from_system(SystemTime::now());
     let ns = namespace.clone().unwrap_or_default();
@@ -644,6 +641,7 @@ fn execute(
                 send_initial_events: truthy(param(pairs, "sendInitialEvents")),
                 timeout,
                 faults: watch_faults,
+                table,
             };
             let stream = watching::start(shared.clone(), req).map(|item| {
                 item.map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
@@ -713,6 +711,89 @@ fn field_validation(
         Verb::Get | Verb::List | Verb::Watch | Verb::Delete => return Ok(None),
     };
     FieldValidation::parse(param(pairs, "fieldValidation"), options).map(Some)
+}
+
+/// Who wrote what, for the write history.
+struct Written<'a> {
+    client: &'a str,
+    verb: Verb,
+    resource: Resource,
+    namespace: &'a str,
+    name: &'a str,
+}
+
+impl Written<'_> {
+    /// Records the write and what the store made of it; `spoiled_by` is the
+    /// fault that then replaced the answer.
+    fn record(&self, shared: &Shared, outcome: &Outcome, spoiled_by: Option<Fault>) {
+        let (code, committed, rv, object) = match outcome {
+            Outcome::Reply(r, changed) => {
+                let rv = r
+                    .body
+                    .get("metadata")
+                    .and_then(|m| m.get("resourceVersion"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                (r.code, *changed, rv, Some(r.body.clone()))
+            }
+            Outcome::Error(e) => (e.code, false, None, None),
+            Outcome::Stream(_) => (200, false, None, None),
+        };
+        lock(&shared.control).record_write(WriteRecord {
+            at: SystemTime::now(),
+            client: self.client.to_owned(),
+            verb: self.verb,
+            resource: self.resource,
+            namespace: self.namespace.to_owned(),
+            name: self.name.to_owned(),
+            code,
+            committed,
+            resource_version: rv,
+            spoiled_by,
+            object,
+        });
+    }
+}
+
+/// A write made inside the emulator by its own controller (the
+/// [`crate::Coordinator`]) as `client`: counted, admitted, stored, published to
+/// watches and recorded as a client's write is, with no fault (those are
+/// injected at the HTTP layer, which it does not cross). `body` is the
+/// object; for an update, its `resourceVersion` is the precondition.
+pub(crate) fn internal_write(
+    shared: &Shared,
+    client: &str,
+    verb: Verb,
+    resource: Resource,
+    namespace: &str,
+    body: &Value,
+) -> Result<Reply, ApiError> {
+    let name = name_in_body(body);
+    lock(&shared.control).count(client, verb, resource);
+    let w = Write {
+        verb,
+        resource,
+        name: &name,
+        content_type: None,
+        fields: FieldValidation::Strict,
+    };
+    let outcome = match write(shared, &w, namespace, body, Timestamp::now(), client, false) {
+        Ok((reply, changed)) => Outcome::Reply(reply, changed),
+        Err(e) => Outcome::Error(e),
+    };
+    let written = Written {
+        client,
+        verb,
+        resource,
+        namespace,
+        name: &name,
+    };
+    written.record(shared, &outcome, None);
+    match outcome {
+        Outcome::Reply(reply, _) => Ok(reply),
+        Outcome::Error(e) => Err(e),
+        Outcome::Stream(_) => Err(ApiError::method_not_allowed("WATCH")),
+    }
 }
 
 /// A write, besides its namespace and body.

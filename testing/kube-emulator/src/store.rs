@@ -14,9 +14,10 @@ use crate::resource::Resource;
 use crate::status::{ApiError, FieldError, OPTIMISTIC_LOCK_MSG, delete_success};
 use crate::time::{Timestamp, format_time};
 use crate::validation::{
-    FieldValidation, cannot_handle, check_config_map, check_lease_spec, check_metadata_types,
-    check_node, check_types, strict_decoding_error, strict_decoding_message, validate_name,
-    validate_owner_references, validate_workload,
+    FieldValidation, cannot_handle, check_config_map, check_lease_candidate, check_lease_spec,
+    check_metadata_types, check_node, check_types, lease_candidate_update_errors,
+    strict_decoding_error, strict_decoding_message, validate_name, validate_owner_references,
+    validate_workload,
 };
 
 /// Storage key: resource, namespace (`""` for cluster-scoped), name.
@@ -104,8 +105,15 @@ pub(crate) struct Store {
 fn allow_create_on_update(resource: Resource) -> bool {
     matches!(
         resource,
-        Resource::Lease | Resource::Event | Resource::EventV1
+        Resource::Lease | Resource::LeaseCandidate | Resource::Event | Resource::EventV1
     )
+}
+
+/// Whether a PUT of `resource` may leave out `metadata.resourceVersion` (or
+/// send `"0"`) to overwrite whatever is stored (`AllowUnconditionalUpdate`).
+/// A LeaseCandidate may not: its updates are always compare-and-swap.
+fn allow_unconditional_update(resource: Resource) -> bool {
+    resource != Resource::LeaseCandidate
 }
 
 fn meta(obj: &Value) -> Option<&Map<String, Value>> {
@@ -128,6 +136,13 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
         // Just made sure it is an object; this arm cannot be reached.
         _ => unreachable!("metadata was set to an object above"),
     }
+}
+
+/// Whether a PUT body asks for an unconditional update: no
+/// `resourceVersion`, or `"0"`.
+fn unconditional(obj: &Value) -> Result<bool, ApiError> {
+    let rv = meta_str(obj, "resourceVersion");
+    Ok(rv.is_empty() || parse_rv(rv)? == 0)
 }
 
 fn parse_rv(text: &str) -> Result<u64, ApiError> {
@@ -331,6 +346,7 @@ impl Store {
         let mut errs = validate_name(resource, name);
         match resource {
             Resource::Lease => errs.extend(check_lease_spec(obj)?),
+            Resource::LeaseCandidate => errs.extend(check_lease_candidate(obj)?),
             Resource::ConfigMap => check_config_map(obj)?,
             Resource::Node => check_node(obj)?,
             Resource::Event | Resource::EventV1 | Resource::Namespace => {}
@@ -525,7 +541,10 @@ impl Store {
                 return Err(ApiError::conflict(resource, name, OPTIMISTIC_LOCK_MSG));
             }
         }
-        let errs = Self::validate(resource, name, &mut obj)?;
+        let mut errs = Self::validate(resource, name, &mut obj)?;
+        if resource == Resource::LeaseCandidate {
+            errs.extend(lease_candidate_update_errors(&obj, existing));
+        }
         if !errs.is_empty() {
             return Err(ApiError::invalid(resource, name, &errs));
         }
@@ -587,6 +606,20 @@ impl Store {
         let existing = self.get_object(resource, ns, name).cloned();
         Self::check_uid_precondition(resource, ns, name, meta_str(&obj, "uid"), existing.as_ref())?;
         let reply = match existing {
+            Some(_) if !allow_unconditional_update(resource) && unconditional(&obj)? => {
+                // `errors.NewInvalid` with the resource where the kind goes,
+                // as the generic registry words it.
+                Err(ApiError::invalid_of(
+                    resource.group(),
+                    resource.plural(),
+                    name,
+                    &[FieldError::invalid(
+                        "metadata.resourceVersion",
+                        "0",
+                        "must be specified for an update",
+                    )],
+                ))
+            }
             Some(existing) => self.update_existing(resource, ns, name, obj, &existing),
             None if allow_create_on_update(resource) => {
                 // Create-on-update: the resourceVersion in the body is not a

@@ -5,13 +5,56 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Seconds and nanoseconds since the Unix epoch (may be negative for old dates).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Ordered in time (by `secs`, then `nanos`, which is below a second).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Timestamp {
     pub(crate) secs: i64,
     pub(crate) nanos: u32,
 }
 
 impl Timestamp {
+    /// The wall clock, which is the emulator's clock: it stamps writes and
+    /// decides whether a Lease has expired.
+    pub(crate) fn now() -> Self {
+        Self::from_system(SystemTime::now())
+    }
+
+    /// `d` later (saturating far in the future).
+    pub(crate) fn plus(self, d: Duration) -> Self {
+        let nanos = u64::from(self.nanos) + u64::from(d.subsec_nanos());
+        let secs = self
+            .secs
+            .saturating_add(i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+            .saturating_add(i64::try_from(nanos / 1_000_000_000).unwrap_or(0));
+        Timestamp {
+            secs,
+            nanos: (nanos % 1_000_000_000) as u32,
+        }
+    }
+
+    /// How long after `earlier` this is; zero when it is not after it.
+    pub(crate) fn since(self, earlier: Timestamp) -> Duration {
+        if self <= earlier {
+            return Duration::ZERO;
+        }
+        let (mut secs, nanos) = (self.secs - earlier.secs, self.nanos);
+        let nanos = if nanos >= earlier.nanos {
+            nanos - earlier.nanos
+        } else {
+            secs -= 1;
+            nanos + 1_000_000_000 - earlier.nanos
+        };
+        Duration::new(u64::try_from(secs).unwrap_or(0), nanos)
+    }
+
+    /// The same instant at the microsecond a `MicroTime` keeps.
+    pub(crate) fn to_micros(self) -> Self {
+        Timestamp {
+            secs: self.secs,
+            nanos: self.nanos / 1000 * 1000,
+        }
+    }
+
     pub(crate) fn from_system(t: SystemTime) -> Self {
         match t.duration_since(UNIX_EPOCH) {
             Ok(d) => Timestamp {
@@ -158,6 +201,32 @@ mod tests {
         assert_eq!(epoch, Timestamp { secs: 0, nanos: 0 });
         let leap = parse_rfc3339("2024-02-29T12:00:00.5Z").expect("valid");
         assert_eq!(format_micro_time(leap), "2024-02-29T12:00:00.500000Z");
+    }
+
+    #[test]
+    fn arithmetic_carries_nanoseconds() {
+        let t = Timestamp {
+            secs: 10,
+            nanos: 900_000_000,
+        };
+        let later = t.plus(Duration::from_millis(250));
+        assert_eq!(
+            later,
+            Timestamp {
+                secs: 11,
+                nanos: 150_000_000
+            }
+        );
+        assert_eq!(later.since(t), Duration::from_millis(250));
+        assert_eq!(t.since(later), Duration::ZERO);
+        assert!(t < later);
+        assert_eq!(
+            later.to_micros(),
+            Timestamp {
+                secs: 11,
+                nanos: 150_000_000
+            }
+        );
     }
 
     #[test]

@@ -33,9 +33,14 @@
 
 use serde_json::{Map, Value};
 
+mod lease_candidate;
 mod types;
 mod workloads;
 
+pub(crate) use lease_candidate::{
+    OLDEST_EMULATION_VERSION, check as check_lease_candidate,
+    update_errors as lease_candidate_update_errors,
+};
 pub(crate) use types::check_types;
 pub(crate) use workloads::validate as validate_workload;
 
@@ -166,6 +171,7 @@ fn drop_unknown_in(
 }
 
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
 /// The string at JSON `pointer` in `obj`, `""` where there is none.
@@ -219,6 +225,40 @@ pub(crate) fn validate_name(resource: Resource, name: &str) -> Vec<FieldError> {
                 }
             }
         }
+        // `ValidLeaseCandidateName` is `IsConfigMapKey`: letters of either
+        // case, digits, '-', '_' and '.'.
+        Resource::LeaseCandidate => {
+            if name.len() > 253 {
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    &quoted,
+                    "must be no more than 253 characters",
+                ));
+            }
+            if !name
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+            {
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    &quoted,
+                    CONFIG_KEY_MSG,
+                ));
+            }
+            if name == "." || name == ".." {
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    &quoted,
+                    &format!("must not be '{name}'"),
+                ));
+            } else if name.starts_with("..") {
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    &quoted,
+                    "must not start with '..'",
+                ));
+            }
+        }
         Resource::Namespace => {
             if name.len() > 63 {
                 errs.push(FieldError::invalid(
@@ -259,8 +299,9 @@ pub(crate) fn validate_name(resource: Resource, name: &str) -> Vec<FieldError> {
 /// decoder refused (`transformDecodeError`).
 pub(crate) fn cannot_handle(resource: Resource, detail: &str) -> ApiError {
     ApiError::bad_request(format!(
-        "{kind} in version \"v1\" cannot be handled as a {kind}: {detail}",
-        kind = resource.kind()
+        "{kind} in version {version:?} cannot be handled as a {kind}: {detail}",
+        kind = resource.kind(),
+        version = resource.version(),
     ))
 }
 
@@ -322,32 +363,7 @@ pub(crate) fn check_lease_spec(obj: &mut Value) -> Result<Vec<FieldError>, ApiEr
     };
     let duration = int32("leaseDurationSeconds")?;
     let transitions = int32("leaseTransitions")?;
-    for field in ["acquireTime", "renewTime"] {
-        if let Some(v) = spec.get_mut(field) {
-            match v {
-                Value::Null => {}
-                Value::String(s) => match parse_rfc3339(s) {
-                    Some(ts) => *v = Value::String(format_micro_time(ts)),
-                    None => {
-                        return Err(cannot_handle(
-                            r,
-                            &format!(
-                                "parsing time {s:?} as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse {s:?} as a MicroTime"
-                            ),
-                        ));
-                    }
-                },
-                other => {
-                    return Err(decode_error(
-                        r,
-                        &format!("LeaseSpec.spec.{field}"),
-                        "v1.MicroTime",
-                        other,
-                    ));
-                }
-            }
-        }
-    }
+    normalise_micro_times(r, "LeaseSpec", spec, &["acquireTime", "renewTime"])?;
     let mut errs = Vec::new();
     if let Some(d) = duration
         && d <= 0
@@ -384,10 +400,50 @@ pub(crate) fn check_lease_spec(obj: &mut Value) -> Result<Vec<FieldError>, ApiEr
     Ok(errs)
 }
 
-/// `ValidateCoordinatedLeaseStrategy`, including the upstream quirk that the
-/// field path names `strategy` twice.
+/// Rewrites the `MicroTime` fields `fields` of `spec` (a `spec_type`, as the
+/// decoder names it) in the server's six-digit UTC form. A time that is not
+/// RFC 3339, or a value that is not a string, is the decoder's 400.
+pub(crate) fn normalise_micro_times(
+    resource: Resource,
+    spec_type: &str,
+    spec: &mut Map<String, Value>,
+    fields: &[&str],
+) -> Result<(), ApiError> {
+    for field in fields {
+        let Some(v) = spec.get_mut(*field) else {
+            continue;
+        };
+        match v {
+            Value::Null => {}
+            Value::String(s) => match parse_rfc3339(s) {
+                Some(ts) => *v = Value::String(format_micro_time(ts)),
+                None => {
+                    return Err(cannot_handle(
+                        resource,
+                        &format!(
+                            "parsing time {s:?} as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse {s:?} as a MicroTime"
+                        ),
+                    ));
+                }
+            },
+            other => {
+                return Err(decode_error(
+                    resource,
+                    &format!("{spec_type}.spec.{field}"),
+                    "v1.MicroTime",
+                    other,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `ValidateCoordinatedLeaseStrategy` (the `strategy` of a Lease and of a
+/// LeaseCandidate), including the upstream quirk that the field path names
+/// `strategy` twice.
 fn validate_strategy(strategy: &str) -> Vec<FieldError> {
-    const KNOWN: [&str; 1] = ["OldestEmulationVersion"];
+    const KNOWN: [&str; 1] = [OLDEST_EMULATION_VERSION];
     let field = "spec.strategy.strategy";
     if !strategy.contains('/') {
         if KNOWN.contains(&strategy) {

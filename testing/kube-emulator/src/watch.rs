@@ -1,6 +1,7 @@
 //! Watch streams: newline-delimited `{"type": ..., "object": ...}` events,
 //! replayed from the history after a resourceVersion, with bookmarks,
-//! `timeoutSeconds`, and a 410 `Expired` ERROR event for a compacted version.
+//! `timeoutSeconds`, and a 410 `Expired` ERROR event for a compacted version;
+//! objects printed as Tables for `kubectl get -w` ([`crate::table`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,6 +18,8 @@ use crate::selector::Selectors;
 use crate::server::{Shared, stopped};
 use crate::status::ApiError;
 use crate::store::Change;
+use crate::table::TableRequest;
+use crate::time::Timestamp;
 
 /// What a watch asks for.
 #[derive(Debug, Clone)]
@@ -33,6 +36,8 @@ pub(crate) struct WatchRequest {
     pub(crate) send_initial_events: bool,
     pub(crate) timeout: Duration,
     pub(crate) faults: Vec<Fault>,
+    /// The Table its objects are printed in (`kubectl get -w`), if asked for.
+    pub(crate) table: Option<TableRequest>,
 }
 
 /// An error that aborts the connection mid-body (the watch "breaks").
@@ -66,6 +71,18 @@ fn event(kind: &str, object: &Value) -> Bytes {
 }
 
 impl State {
+    /// An ADDED, MODIFIED or DELETED event of `object`, printed as a Table
+    /// when the watch asked for one.
+    fn object_event(&self, kind: &str, object: &Value) -> Bytes {
+        match self.req.table {
+            Some(table) => event(
+                kind,
+                &table.event_object(self.req.resource, object, Timestamp::now()),
+            ),
+            None => event(kind, object),
+        }
+    }
+
     fn matches(&self, change: &Change) -> bool {
         change.resource == self.req.resource
             && self
@@ -89,7 +106,7 @@ impl State {
                 let selected: Vec<Bytes> = changes
                     .iter()
                     .filter(|c| self.matches(c))
-                    .map(|c| event(c.kind.as_str(), &c.object))
+                    .map(|c| self.object_event(c.kind.as_str(), &c.object))
                     .collect();
                 self.queue.extend(selected);
                 self.last_rv = store.resource_version().max(self.last_rv);
@@ -169,7 +186,8 @@ pub(crate) fn start(
             let store = lock(&state.shared.store);
             for obj in store.objects(state.req.resource, state.req.namespace.as_deref()) {
                 if state.req.selectors.matches(&obj) {
-                    state.queue.push_back(event("ADDED", &obj));
+                    let added = state.object_event("ADDED", &obj);
+                    state.queue.push_back(added);
                 }
             }
             state.last_rv = store.resource_version();

@@ -22,6 +22,11 @@ impl Binary {
     /// Starts it and reads the three lines it prints (all of them: a binary
     /// whose stdout is closed early dies of EPIPE on its next line).
     pub async fn start(token: &str) -> Binary {
+        Binary::start_with(token, &[]).await
+    }
+
+    /// As [`Binary::start`], with more flags (`--coordinated-leader-election`).
+    pub async fn start_with(token: &str, flags: &[&str]) -> Binary {
         let dir =
             std::env::temp_dir().join(format!("kube-emulator-{token}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
@@ -29,6 +34,7 @@ impl Binary {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kube-emulator"))
             .args(["--port", "0", "--token", token, "--kubeconfig"])
             .arg(&kubeconfig)
+            .args(flags)
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn the binary");
@@ -108,4 +114,28 @@ pub fn api_status(err: kube::Error) -> Box<kube::core::Status> {
         kube::Error::Api(status) => status,
         other => panic!("expected an API error, got {other:?}"),
     }
+}
+
+/// A LeaseCandidate `name` for the Lease `lease` under the
+/// `OldestEmulationVersion` strategy, last renewed at `renewed`.
+pub fn lease_candidate(
+    name: &str,
+    lease: &str,
+    binary: &str,
+    emulation: &str,
+    renewed: k8s_openapi::jiff::Timestamp,
+) -> k8s_openapi::api::coordination::v1beta1::LeaseCandidate {
+    use k8s_openapi::api::coordination::v1beta1::{LeaseCandidate, LeaseCandidateSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+    let mut c = LeaseCandidate::default();
+    c.metadata.name = Some(name.to_owned());
+    c.spec = LeaseCandidateSpec {
+        lease_name: lease.to_owned(),
+        binary_version: binary.to_owned(),
+        emulation_version: Some(emulation.to_owned()),
+        strategy: "OldestEmulationVersion".to_owned(),
+        renew_time: Some(MicroTime(renewed)),
+        ..LeaseCandidateSpec::default()
+    };
+    c
 }
