@@ -376,3 +376,24 @@ fn c2_a_leader_reassigned_by_the_coordinator_ends_its_term_and_claims_anew() {
     assert_eq!(expected, Version::new("20"));
     assert_eq!(again.transitions, 5, "a new term, past every count seen");
 }
+
+/// C2: the watch shows the claim's own write before the claim's answer comes
+/// back. The echo names this node with an acquire time, as a twin's write
+/// would, but a write of its own is in flight: it is not taken for another
+/// holder, and the node leads at once when the answer comes.
+#[test]
+fn c2_the_claims_watch_echo_before_its_answer_does_not_delay_leading() {
+    let mut n = watching_follower("a");
+    n.advance(ms(2_100));
+    n.watch(WatchEvent::Changed(obs(
+        "12",
+        assigned("a", &held("b", 2, 3)),
+    )));
+    let (op, _, claim) = n.update();
+    let mine = obs("13", stamped(claim, 5));
+    n.advance(ms(2));
+    n.watch(WatchEvent::Changed(mine.clone()));
+    n.advance(ms(1));
+    n.answer(op, Ok(mine));
+    assert!(n.e.is_leader(n.now), "leads at once");
+}

@@ -83,8 +83,20 @@ impl Elector {
             self.others_until = now;
             return;
         }
-        let others =
-            rec.is_held() && !self.own.wrote(&seen.obs.version) && !self.is_assignment(rec);
+        // A record naming us while a write of ours is in flight (or of unknown
+        // outcome) may be that write's watch echo, come before its answer. A
+        // twin's write instead makes ours fail, and is then timed as any record
+        // naming us that we did not write.
+        let own_write_pending = self
+            .in_flight
+            .as_ref()
+            .is_some_and(|c| c.purpose.is_write())
+            || self.own.unknown_sent.is_some();
+        let maybe_ours = rec.holder == *self.identity() && own_write_pending;
+        let others = rec.is_held()
+            && !self.own.wrote(&seen.obs.version)
+            && !self.is_assignment(rec)
+            && !maybe_ours;
         // A holder's own duration where it is seen; for versions missed, the
         // fleet's configured one (a coordinator's default says nothing of them).
         let lease = if others {
