@@ -34,13 +34,15 @@ pub enum Verb {
     List,
     /// `watch`.
     Watch,
+    /// `delete`.
+    Delete,
 }
 
 impl Verb {
     /// Whether the call writes: a failure with an unknown outcome then may have
     /// been applied.
     pub fn is_write(self) -> bool {
-        matches!(self, Verb::Create | Verb::Update)
+        matches!(self, Verb::Create | Verb::Update | Verb::Delete)
     }
 }
 
@@ -52,6 +54,7 @@ impl fmt::Display for Verb {
             Verb::Update => "update",
             Verb::List => "list",
             Verb::Watch => "watch",
+            Verb::Delete => "delete",
         })
     }
 }

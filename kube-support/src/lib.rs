@@ -20,6 +20,8 @@
 //! - [`object_lock`]: the lock itself, [`ObjectLock`], generic over a [`Codec`] that
 //!   stores the record in one kind of object; the Lease and ConfigMap locks are a
 //!   codec each, built by [`LockBuilder`];
+//! - [`candidate`]: the `LeaseCandidate` of Kubernetes' coordinated leader
+//!   election, published, acknowledged on each ping and deleted on stop;
 //! - [`retry_after`]: a tower layer of [`lock_client`] that keeps the
 //!   `Retry-After` header of a 429 or 503, which kube's client would drop.
 //!
@@ -56,6 +58,7 @@
 pub mod annotations;
 pub mod builder;
 pub mod call;
+pub mod candidate;
 pub mod error;
 pub mod events;
 pub mod retry_after;

@@ -74,10 +74,13 @@ where
         let mut initial: Vec<Result<WatchEvent, LockError>> = Vec::new();
         let field = format!("metadata.name={}", target.name);
         // A fresh watch reads the object (a GET, so RBAC needs no `list`), then
-        // watches with the resourceVersion unset: the server first sends the
-        // object's state at that moment as ADDED, then every change, so nothing
-        // between the read and the watch is missed. An ADDED at the version just
-        // read repeats the read and is skipped.
+        // watches from the version read: the server sends every change after it,
+        // so nothing between the read and the watch is missed and no version is
+        // skipped (the `Lock` contract: a watch yields every change; the
+        // coordinated mode counts on it). An absent object is watched with the
+        // resourceVersion unset: the server first sends the state at that moment
+        // (ADDED, for an object created since the read), then every change. An
+        // ADDED at the version just read repeats the read and is skipped.
         let (from, seen) = match from {
             Some(v) => (v.as_str().to_owned(), None),
             None => {
@@ -89,7 +92,8 @@ where
                 match got {
                     Ok(Some(obj)) => {
                         initial.push(Ok(WatchEvent::Changed(map(&obj))));
-                        (String::new(), obj.meta().resource_version.clone())
+                        let read = obj.meta().resource_version.clone();
+                        (read.clone().unwrap_or_default(), read)
                     }
                     Ok(None) => {
                         initial.push(Ok(WatchEvent::Deleted(None)));
