@@ -41,6 +41,23 @@ fn watching_follower(id: &str) -> Node {
     n
 }
 
+/// A watching follower assigned the lock 2.1 s after it last saw "b" renew (so
+/// b is past by its own clock): it claimed the assignment at version 13 and
+/// leads. Its record as stored is returned too.
+fn claimed_leader(id: &str) -> (Node, LockRecord) {
+    let mut n = watching_follower(id);
+    n.advance(ms(2_100));
+    n.watch(WatchEvent::Changed(obs(
+        "12",
+        assigned(id, &held("b", 2, 3)),
+    )));
+    let (op, _, claim) = n.update();
+    let mine = stamped(claim, 5);
+    n.answer(op, Ok(obs("13", mine.clone())));
+    assert!(n.e.is_leader(n.now), "leads at once");
+    (n, mine)
+}
+
 /// C1: whatever the lock looks like (absent, released, held and long expired,
 /// held by a lower priority), a coordinated follower writes nothing: with a
 /// watch it waits for events, without one it only reads.
@@ -217,15 +234,7 @@ fn c3_an_assignment_right_after_a_release_leads_at_once() {
 /// so that the coordinator can give the lock on at once.
 #[test]
 fn c3_a_preferred_holder_ends_the_term_by_a_release() {
-    let mut n = watching_follower("a");
-    n.advance(ms(2_100));
-    n.watch(WatchEvent::Changed(obs(
-        "12",
-        assigned("a", &held("b", 2, 3)),
-    )));
-    let (op, _, claim) = n.update();
-    let mine = stamped(claim, 5);
-    n.answer(op, Ok(obs("13", mine.clone())));
+    let (mut n, mine) = claimed_leader("a");
     assert!(n.e.is_leader(n.now));
     n.events();
     n.advance(ms(50));
@@ -301,15 +310,7 @@ fn c2_a_stale_not_found_does_not_hide_the_coordinators_create() {
 /// the release.
 #[test]
 fn c3_an_assignment_that_overtakes_the_release_answer_is_read() {
-    let mut n = watching_follower("a");
-    n.advance(ms(2_100));
-    n.watch(WatchEvent::Changed(obs(
-        "12",
-        assigned("a", &held("b", 2, 3)),
-    )));
-    let (op, _, claim) = n.update();
-    let mine = stamped(claim, 5);
-    n.answer(op, Ok(obs("13", mine.clone())));
+    let (mut n, _) = claimed_leader("a");
     n.events();
     n.shutdown();
     n.work_stopped();
@@ -326,14 +327,7 @@ fn c3_an_assignment_that_overtakes_the_release_answer_is_read() {
         "a shutdown ends with the release"
     );
     // A step-down keeps running: the held record it missed is read.
-    let mut n = watching_follower("a");
-    n.advance(ms(2_100));
-    n.watch(WatchEvent::Changed(obs(
-        "12",
-        assigned("a", &held("b", 2, 3)),
-    )));
-    let (op, _, claim) = n.update();
-    n.answer(op, Ok(obs("13", stamped(claim, 5))));
+    let (mut n, _) = claimed_leader("a");
     n.step_down();
     n.work_stopped();
     n.events();
@@ -351,14 +345,7 @@ fn c3_an_assignment_that_overtakes_the_release_answer_is_read() {
 /// collision is reported, and the assignment is claimed as a new term.
 #[test]
 fn c2_a_leader_reassigned_by_the_coordinator_ends_its_term_and_claims_anew() {
-    let mut n = watching_follower("a");
-    n.advance(ms(2_100));
-    n.watch(WatchEvent::Changed(obs(
-        "12",
-        assigned("a", &held("b", 2, 3)),
-    )));
-    let (op, _, claim) = n.update();
-    n.answer(op, Ok(obs("13", stamped(claim, 5))));
+    let (mut n, _) = claimed_leader("a");
     assert!(n.e.is_leader(n.now));
     n.events();
     let (op, _, _) = n.fire_until_action(10).into_update();

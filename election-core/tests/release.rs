@@ -301,7 +301,7 @@ fn h1_shutdown_while_a_renew_is_in_flight() {
     let renewed = obs("2", stamped(renew, 2));
     n.answer(renew_op, Ok(renewed.clone()));
     let release = n.fire_until_action(10);
-    assert!(n.now <= t(260 + 1_500), "within the release budget");
+    assert_eq!(n.now, t(280), "at once, on the renew's answer");
     let Action::Update {
         op,
         expected,

@@ -21,6 +21,7 @@ use adapter_tokio::TokioRuntime;
 use election_core::Event;
 use election_core::{Config, WallTime};
 use election_driver::{Builder, Change, Handle};
+use examples::report_ms;
 use lock_memory::MemoryStore;
 
 fn wall_ms(w: &WallTime) -> f64 {
@@ -143,50 +144,12 @@ impl Pool {
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
-fn report(what: &str, mut xs: Vec<f64>, failed: usize) {
-    if xs.is_empty() {
-        println!("{what:<58} no successful runs ({failed} failed)");
-        return;
-    }
-    xs.sort_by(f64::total_cmp);
-    println!(
-        "{what:<58} n={:<3} median {:>8.3} ms  p90 {:>8.3} ms  min {:>8.3}  max {:>8.3}{}",
-        xs.len(),
-        percentile(&xs, 0.5),
-        percentile(&xs, 0.9),
-        xs[0],
-        xs[xs.len() - 1],
-        if failed > 0 {
-            format!("  ({failed} runs failed)")
-        } else {
-            String::new()
-        }
-    );
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
 #[tokio::main]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (n_handover, n_polling, n_failover) = if quick { (3, 2, 2) } else { (40, 20, 15) };
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    println!("machine: {cpus} CPUs, {}", cpu_model());
+    println!("machine: {cpus} CPUs, {}", examples::cpu_model());
     println!(
         "profile: {}; Config::fast (lease 2 s, retry 250 ms); memory lock; tokio multi-thread",
         if cfg!(debug_assertions) {
@@ -205,7 +168,7 @@ async fn main() {
             None => failed += 1,
         }
     }
-    report(
+    report_ms(
         "graceful hand-over, watching followers (release -> start)",
         xs,
         failed,
@@ -218,7 +181,7 @@ async fn main() {
             None => failed += 1,
         }
     }
-    report(
+    report_ms(
         "crash failover beyond the lease, watching followers",
         xs,
         failed,
@@ -233,7 +196,7 @@ async fn main() {
             None => failed += 1,
         }
     }
-    report(
+    report_ms(
         "baseline: hand-over, polling followers (client-go-like)",
         xs,
         failed,

@@ -13,7 +13,9 @@
 //! - `cargo run --release --example bench_shared_watch [-- --quick]`: many Lease
 //!   elections on the API emulator, a watch per Lease against one shared watch;
 //! - `cargo run --example shards`: sixteen shard Leases over replicas that join,
-//!   leave and crash (`election-shards`).
+//!   leave and crash (`election-shards`);
+//! - `cargo run --release --example bench_coordinated [-- --quick]`: coordinated
+//!   against classic election on the API emulator as coordinator.
 //!
 //! The helpers below format durations the way the examples print them, and
 //! measure the process for the benchmarks.
@@ -49,4 +51,50 @@ pub fn cpu_time() -> Duration {
         u64::try_from(t.tv_sec).unwrap_or(0),
         u32::try_from(t.tv_nsec).unwrap_or(0),
     )
+}
+
+/// The `p` quantile (0 to 1) of `sorted`, by the nearest rank.
+///
+/// # Panics
+///
+/// If `sorted` is empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+/// Prints one line of a latency benchmark: `what`, the number of runs, the
+/// median, p90, min and max of `xs` (milliseconds), and how many runs failed.
+pub fn report_ms(what: &str, mut xs: Vec<f64>, failed: usize) {
+    if xs.is_empty() {
+        println!("{what:<62} no successful runs ({failed} failed)");
+        return;
+    }
+    xs.sort_by(f64::total_cmp);
+    let failed = if failed > 0 {
+        format!("  ({failed} runs failed)")
+    } else {
+        String::new()
+    };
+    println!(
+        "{what:<62} n={:<3} median {:>8.3} ms  p90 {:>8.3} ms  min {:>8.3}  max {:>8.3}{failed}",
+        xs.len(),
+        percentile(&xs, 0.5),
+        percentile(&xs, 0.9),
+        xs[0],
+        xs[xs.len() - 1],
+    );
+}
+
+/// The CPU's model name, from `/proc/cpuinfo` (`"unknown"` elsewhere).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
 }

@@ -87,12 +87,7 @@ impl Elector {
         // outcome) may be that write's watch echo, come before its answer. A
         // twin's write instead makes ours fail, and is then timed as any record
         // naming us that we did not write.
-        let own_write_pending = self
-            .in_flight
-            .as_ref()
-            .is_some_and(|c| c.purpose.is_write())
-            || self.own.unknown_sent.is_some();
-        let maybe_ours = rec.holder == *self.identity() && own_write_pending;
+        let maybe_ours = rec.holder == *self.identity() && self.own_write_pending();
         let others = rec.is_held()
             && !self.own.wrote(&seen.obs.version)
             && !self.is_assignment(rec)

@@ -551,4 +551,13 @@ impl Elector {
     fn identity(&self) -> &Arc<str> {
         &self.config.identity
     }
+
+    /// Whether a write of ours is in flight or of unknown outcome: a version
+    /// naming us that we did not write may be that write.
+    fn own_write_pending(&self) -> bool {
+        self.in_flight
+            .as_ref()
+            .is_some_and(|c| c.purpose.is_write())
+            || self.own.unknown_sent.is_some()
+    }
 }

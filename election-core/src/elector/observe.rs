@@ -237,14 +237,9 @@ impl Elector {
             return;
         };
         // A write of ours in flight or of unknown outcome may be what we see.
-        let own_write_pending = self
-            .in_flight
-            .as_ref()
-            .is_some_and(|c| c.purpose.is_write())
-            || self.own.unknown_sent.is_some();
         if seen.obs.record.holder == *self.identity()
             && !self.own.wrote(&seen.obs.version)
-            && !own_write_pending
+            && !self.own_write_pending()
         {
             if self.own.foreign_self_versions > 0 {
                 let id = self.identity().clone();

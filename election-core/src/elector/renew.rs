@@ -107,9 +107,19 @@ impl Elector {
     }
 
     /// The next renew: `after` the last one was sent (the renew interval after a
-    /// success, the retry period after a renew that did not count).
+    /// success, the retry period after a renew that did not count). A holder
+    /// whose work stopped while the renew was in flight releases at once.
     fn schedule_renew(&mut self, sent: Instant, after: Duration, now: Instant) {
-        self.timers.set(Timer::Attempt, (sent + after).max(now));
+        let releasing = self
+            .holding
+            .as_ref()
+            .is_some_and(|h| h.state == Lead::Releasing);
+        let at = if releasing {
+            now
+        } else {
+            (sent + after).max(now)
+        };
+        self.timers.set(Timer::Attempt, at);
     }
 
     /// A successful write sent at `sent` moves the deadline.

@@ -164,6 +164,20 @@ pub struct Cli {
     /// The retry period in milliseconds (older spelling of `--retry-period`).
     #[arg(long, global = true, hide = true, value_name = "MS")]
     pub retry_period_ms: Option<u64>,
+    /// Take part in Kubernetes' coordinated leader election (KEP-4355): publish
+    /// a LeaseCandidate named after the identity and lead only when the API
+    /// server's coordinator names this candidate in the Lease (the cluster needs
+    /// the CoordinatedLeaderElection feature gate and `coordination.k8s.io/v1beta1`).
+    #[arg(long, global = true)]
+    pub coordinated: bool,
+    /// With `--coordinated`: the application's version, `MAJOR.MINOR.PATCH`
+    /// (default: this sidecar's version). The coordinator prefers the oldest.
+    #[arg(long, global = true, value_name = "VERSION", requires = "coordinated")]
+    pub binary_version: Option<String>,
+    /// With `--coordinated`: the version whose behaviour the application keeps,
+    /// compared first (default: the binary version).
+    #[arg(long, global = true, value_name = "VERSION", requires = "coordinated")]
+    pub emulation_version: Option<String>,
     /// Log lines as text or JSON, on stderr; `RUST_LOG` filters them (default
     /// `info`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
@@ -350,6 +364,9 @@ impl Cli {
             config.request_timeout = timeout;
         }
         config.renew_interval = t.renew_interval;
+        if self.coordinated {
+            config = config.coordinated();
+        }
         config.validate()?;
         Ok(config)
     }
@@ -382,6 +399,9 @@ pub enum StartError {
     /// The Lease name is invalid.
     #[error("invalid lease: {0}")]
     Lease(String),
+    /// `--binary-version` or `--emulation-version` is unusable.
+    #[error("invalid candidacy: {0}")]
+    Candidate(#[from] kube_support::candidate::CandidateError),
     /// The election could not start.
     #[error("failed to start the election: {0}")]
     Driver(#[from] election_driver::DriverError),
@@ -400,7 +420,7 @@ impl StartError {
     /// 1 for the rest.
     pub fn exit_code(&self) -> u8 {
         match self {
-            StartError::Identity(_) | StartError::Config(_) => 2,
+            StartError::Identity(_) | StartError::Config(_) | StartError::Candidate(_) => 2,
             _ => 1,
         }
     }
@@ -499,6 +519,9 @@ struct Election {
     handle: Arc<Handle>,
     /// The lock's background tasks (its leadership Events).
     lock_tasks: LockTasks,
+    /// With `--coordinated`: stops the LeaseCandidate's task, which deletes it
+    /// and then answers.
+    candidacy: Option<tokio::sync::oneshot::Sender<tokio::sync::oneshot::Sender<()>>>,
     /// How long one of them may take: the request timeout bounds each Event write.
     request_timeout: Duration,
 }
@@ -508,7 +531,15 @@ impl Election {
     /// (`<identity> stopped leading`) finish before the process exits and its
     /// runtime drops them; the lease is released by then, so this wait delays
     /// nobody's election.
-    async fn shutdown(&self) {
+    async fn shutdown(&mut self) {
+        // The candidacy first: the coordinator must not give the released
+        // Lease straight back to this candidate.
+        if let Some(stop) = self.candidacy.take() {
+            let (done, deleted) = tokio::sync::oneshot::channel();
+            if stop.send(done).is_ok() {
+                let _ = deleted.await;
+            }
+        }
         self.handle.shutdown().await;
         if !self.lock_tasks.settled(self.request_timeout).await {
             tracing::warn!("a leadership Event was still being written at exit: it may be lost");
@@ -544,6 +575,40 @@ async fn start(
         .clone()
         .unwrap_or_else(|| kube_config.default_namespace.clone());
     let client = kube_support::lock_client(kube_config)?;
+    let candidacy = if cli.coordinated {
+        let mut candidate = kube_support::candidate::LeaseCandidate::builder(
+            client.clone(),
+            &namespace,
+            &config.identity,
+            lease,
+        )
+        .binary_version(
+            cli.binary_version
+                .clone()
+                .unwrap_or_else(|| env!("CARGO_PKG_VERSION").into()),
+        )
+        .request_timeout(config.request_timeout);
+        if let Some(v) = &cli.emulation_version {
+            candidate = candidate.emulation_version(v.clone());
+        }
+        let candidate = candidate.build()?;
+        tracing::info!(spec = ?candidate.spec(), "publishing the LeaseCandidate");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<tokio::sync::oneshot::Sender<()>>();
+        tokio::spawn(async move {
+            let mut done = None;
+            candidate
+                .run(async {
+                    done = stopped.await.ok();
+                })
+                .await;
+            if let Some(done) = done {
+                let _ = done.send(());
+            }
+        });
+        Some(stop)
+    } else {
+        None
+    };
     let lock = LeaseLock::builder(client, &namespace, lease)
         .build()
         .map_err(|e| StartError::Lease(e.to_string()))?;
@@ -594,6 +659,7 @@ async fn start(
     let election = Election {
         handle,
         lock_tasks,
+        candidacy,
         request_timeout,
     };
     Ok((election, endpoint))
@@ -635,7 +701,7 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
     let config = cli.election_config(id.clone())?;
     match &cli.mode {
         Mode::Serve { lease, addr } => {
-            let (election, endpoint) = start(&cli, config, lease, None).await?;
+            let (mut election, endpoint) = start(&cli, config, lease, None).await?;
             spawn_endpoint(endpoint, *addr).await?;
             terminated().await;
             election.shutdown().await;
@@ -666,7 +732,7 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
                 handle: Arc::new(OnceLock::new()),
                 exited: Arc::new(exit_tx),
             };
-            let (election, endpoint) = start(&cli, config, lease, Some(work)).await?;
+            let (mut election, endpoint) = start(&cli, config, lease, Some(work)).await?;
             if let Some(addr) = addr {
                 spawn_endpoint(endpoint, *addr).await?;
             }
