@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | — | always | [`Builder`], [`Handle`], [`Config`] and the election's types; the modules [`core`] (`election-core`) and [`driver`] (`election-driver`) |
 //! | `tokio` | yes | `TokioRuntime`, `state_watch`, `token_work` (`adapter-tokio`) |
-//! | `lease` | yes | `LeaseLock` and the module `lease` (`lock-lease`); `client`, `kube`, `k8s_openapi` |
+//! | `lease` | yes | `LeaseLock` and the module `lease` (`lock-lease`); `client`, `kube`, `k8s_openapi`; `candidate` (coordinated election's `LeaseCandidate`) |
 //! | `smol` | | `SmolRuntime` (`adapter-smol`), for smol and async-std |
 //! | `configmap` | | `ConfigMapLock` and the module `configmap` (`lock-configmap`) |
 //! | `memory` | | `MemoryStore` and the module `memory` (`lock-memory`): the lock to test with |
@@ -128,6 +128,12 @@ pub use {k8s_openapi, kube};
 /// `LockBuilder::shared_watch`), and the settings of a watch.
 #[cfg(feature = "kube")]
 pub use kube_support::{SharedWatch, WatchConfig};
+
+/// Coordinated leader election's candidacy: the `LeaseCandidate` a replica
+/// publishes beside an election in `Mode::Coordinated` (README, "Coordinated
+/// leader election").
+#[cfg(feature = "kube")]
+pub use kube_support::candidate;
 
 /// kube-runtime controllers that reconcile only while leading, with warm
 /// standby (`election-controller`).
