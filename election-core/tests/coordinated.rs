@@ -212,21 +212,62 @@ fn c2_an_assignment_seen_after_a_gap_leads_a_lease_later() {
     }
 }
 
-/// C3: the holder's own release, seen by the watch, then the assignment: nobody
-/// else can lead, so the node leads at once (a planned handover costs no lease).
+/// C3: the holder's own release, seen by the watch right after its last
+/// renewal, then the assignment: nobody else can lead, so the node leads at once
+/// (a planned handover costs no lease). The follower has watched "b" for longer
+/// than a lease, so nothing from before b's run is still running.
 #[test]
 fn c3_an_assignment_right_after_a_release_leads_at_once() {
     let mut n = watching_follower("a");
+    n.advance(ms(2_500));
+    n.watch(WatchEvent::Changed(obs("11", held("b", 2, 3))));
     n.advance(ms(100));
     let mut released = held("", 1, 3);
     released.renew_time = Stamp::At(WallTime::new(1_700_000_001, 0));
-    n.watch(WatchEvent::Changed(obs("11", released.clone())));
+    n.watch(WatchEvent::Changed(obs("12", released.clone())));
     n.no_action();
     n.advance(ms(30));
-    n.watch(WatchEvent::Changed(obs("12", assigned("a", &released))));
+    n.watch(WatchEvent::Changed(obs("13", assigned("a", &released))));
     let (op, _, claim) = n.update();
-    n.answer(op, Ok(obs("13", stamped(claim, 5))));
+    n.answer(op, Ok(obs("14", stamped(claim, 5))));
     assert!(n.e.is_leader(n.now), "leads at once");
+}
+
+/// C3: a release ends only its own holder's part. "z" renewed 0.3 s ago; then
+/// "c" took over (a client-go candidate leads at once on an assignment) and
+/// released at once. The node claims the assignment that follows, but leads
+/// only once z's lease is over by its own clock.
+#[test]
+fn c3_a_release_ends_only_the_releasers_part() {
+    let mut n = watching_follower("a");
+    n.advance(ms(2_500));
+    n.watch(WatchEvent::Changed(obs("11", held("z", 2, 3))));
+    let z_seen = n.now;
+    n.advance(ms(100));
+    n.watch(WatchEvent::Changed(obs("12", held("c", 2, 3))));
+    n.advance(ms(100));
+    let released = held("", 1, 3);
+    n.watch(WatchEvent::Changed(obs("13", released.clone())));
+    n.advance(ms(100));
+    n.watch(WatchEvent::Changed(obs("14", assigned("a", &released))));
+    let (op, _, claim) = n.update();
+    n.answer(op, Ok(obs("15", stamped(claim, 5))));
+    assert_eq!(n.e.role(), Role::Acquiring, "z may still lead");
+    let mut version = 16;
+    while n.started().is_none() {
+        let Action::Update { op, record, .. } = n.fire_until_action(10) else {
+            panic!("a renew expected");
+        };
+        n.answer(op, Ok(obs(&version.to_string(), stamped(record, 6))));
+        version += 1;
+    }
+    let started_at = n
+        .log
+        .iter()
+        .find(|(_, e)| matches!(e, Event::StartedLeading { .. }))
+        .unwrap()
+        .0;
+    assert_eq!(started_at, z_seen + ms(2_000));
 }
 
 /// C3: the coordinator names a better candidate as `preferredHolder` on the

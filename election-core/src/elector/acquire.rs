@@ -235,7 +235,7 @@ impl Elector {
                 if self.config.mode == Mode::Coordinated {
                     // The coordinator judged the last holder gone by wall clocks;
                     // lead only once local observation says so too.
-                    self.lead_not_before = self.lead_not_before.max(self.others_until);
+                    self.lead_not_before = self.lead_not_before.max(self.others_until.until());
                 }
                 self.own.unknown_sent = None;
                 self.own.foreign_self_versions = 0;

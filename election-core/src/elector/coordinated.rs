@@ -7,7 +7,7 @@
 //! - an *assignment* is a version naming this node that another wrote with no
 //!   acquire time (the coordinator clears it; every holder of this library stamps
 //!   one): the node claims it at once by compare-and-swap, as a new term;
-//! - it leads only once nobody else can: not before [`Elector::others_until`], one
+//! - it leads only once nobody else can: not before [`OthersUntil::until`], one
 //!   lease after the last version it saw held by another, or after any version
 //!   that may not directly follow the one seen before it (a version it missed
 //!   may hide a holder). The coordinator judges expiry by wall clocks; this rule
@@ -19,6 +19,8 @@
 //!   `preferredHolder` ([`crate::Handover`] with no priority), and on shutdown: a
 //!   released lock is reassigned by the coordinator at once, where a lease left
 //!   to expire costs a whole lease.
+
+use alloc::sync::Arc;
 
 use super::acquire::Move;
 use super::{Elector, Follow, LockView, Purpose};
@@ -67,10 +69,7 @@ impl Elector {
     }
 
     /// Bookkeeping after a new version was taken in (`adjacent`: it is known to
-    /// directly follow the version seen before it): moves
-    /// [`Elector::others_until`] to one lease from `now` when the version is held
-    /// by another, or when versions may have been missed before it, and back to
-    /// `now` on a release that directly follows what was seen.
+    /// directly follow the version seen before it): see [`OthersUntil`].
     pub(super) fn note_others(&mut self, adjacent: bool, now: Instant) {
         let Some(seen) = self.lock.present() else {
             return;
@@ -78,9 +77,8 @@ impl Elector {
         let rec = &seen.obs.record;
         if adjacent && rec.is_released() {
             // The holder of the version before released it, and it released only
-            // once it had stopped (and once whoever it followed was past, by these
-            // same rules): nobody leads now.
-            self.others_until = now;
+            // once it had stopped.
+            self.others_until.released(now);
             return;
         }
         // A record naming us while a write of ours is in flight (or of unknown
@@ -99,8 +97,65 @@ impl Elector {
         } else {
             self.config.lease_duration
         };
-        if !adjacent || others {
-            self.others_until = self.others_until.max(now + lease);
+        if !adjacent {
+            self.others_until.gap(now + self.config.lease_duration);
+        }
+        if others {
+            self.others_until.held(&rec.holder, now + lease);
+        }
+    }
+}
+
+/// Until when another node may lead, as far as this node's observations tell
+/// (a coordinated claim leads no earlier): one lease after the last version seen
+/// held by each holder, and one lease after any version that may not directly
+/// follow the one seen before it (versions missed may hide a holder's renewals).
+///
+/// The current holder's run is kept apart from what came before it: a release
+/// that directly follows its versions ends that holder's part (it stopped before
+/// writing it), but not the part of holders before it, whose leases the
+/// releaser may not have waited out (a client-go candidate leads at once on an
+/// assignment).
+#[derive(Clone, Debug, Default)]
+pub(super) struct OthersUntil {
+    /// The bound from versions before the current holder's run, and from gaps.
+    before: Instant,
+    /// The holder of the latest held versions seen, and the bound from them.
+    holder: Option<(Arc<str>, Instant)>,
+}
+
+impl OthersUntil {
+    /// The instant before which another node may still lead.
+    pub(super) fn until(&self) -> Instant {
+        self.holder
+            .as_ref()
+            .map_or(self.before, |(_, t)| self.before.max(*t))
+    }
+
+    /// A version held by `holder` was seen: it may lead until `until`.
+    fn held(&mut self, holder: &Arc<str>, until: Instant) {
+        match &mut self.holder {
+            Some((h, t)) if h == holder => *t = (*t).max(until),
+            current => {
+                if let Some((_, t)) = current.take() {
+                    self.before = self.before.max(t);
+                }
+                *current = Some((holder.clone(), until));
+            }
+        }
+    }
+
+    /// Versions may have been missed before this one: someone may lead until
+    /// `until`.
+    fn gap(&mut self, until: Instant) {
+        self.before = self.before.max(until);
+    }
+
+    /// The current holder released directly after its versions seen: its part
+    /// ends `now`.
+    fn released(&mut self, now: Instant) {
+        if let Some((_, t)) = &mut self.holder {
+            *t = (*t).min(now);
         }
     }
 }

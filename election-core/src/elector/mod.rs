@@ -26,6 +26,7 @@ use crate::timer::{Timer, TimerTable};
 
 use backoff::WriteHold;
 use calls::{InFlight, Purpose, ReadDue};
+use coordinated::OthersUntil;
 use own_writes::OwnWrites;
 
 /// One candidate in a leader election, as a sans-IO state machine.
@@ -85,11 +86,9 @@ pub struct Elector {
     /// Do not lead before this instant (the strict lock delay after the lock was
     /// found absent).
     lead_not_before: Instant,
-    /// Another node may lead until this instant, as far as this node's
-    /// observations tell: one lease after the last version seen held by another,
-    /// or after a version that may not directly follow the one seen before it.
-    /// A coordinated claim leads no earlier (`coordinated.rs`).
-    others_until: Instant,
+    /// Until when another node may lead, as far as this node's observations
+    /// tell; a coordinated claim leads no earlier (`coordinated.rs`).
+    others_until: OthersUntil,
     /// The version last seen came from a watch that has not broken since: the
     /// watch's next version directly follows it (a watch yields every change).
     contiguous: bool,
@@ -293,7 +292,7 @@ impl Elector {
             }),
             holding: None,
             lead_not_before: Instant::ZERO,
-            others_until: Instant::ZERO,
+            others_until: OthersUntil::default(),
             contiguous: false,
             campaign: Campaign::Active,
             write_hold: WriteHold::default(),
