@@ -58,6 +58,23 @@ fn claimed_leader(id: &str) -> (Node, LockRecord) {
     (n, mine)
 }
 
+/// Answers every renew of a holder still in its wait (versions from `version`
+/// on) until it starts leading; the instant it reported `StartedLeading`.
+fn renew_until_leading(n: &mut Node, mut version: u32) -> Instant {
+    while n.started().is_none() {
+        let Action::Update { op, record, .. } = n.fire_until_action(10) else {
+            panic!("a renew expected at {:?}", n.now);
+        };
+        n.answer(op, Ok(obs(&version.to_string(), stamped(record, 6))));
+        version += 1;
+    }
+    n.log
+        .iter()
+        .find(|(_, e)| matches!(e, Event::StartedLeading { .. }))
+        .expect("started")
+        .0
+}
+
 /// C1: whatever the lock looks like (absent, released, held and long expired,
 /// held by a lower priority), a coordinated follower writes nothing: with a
 /// watch it waits for events, without one it only reads.
@@ -148,22 +165,7 @@ fn c2_an_early_assignment_leads_only_a_lease_after_the_last_holder_seen() {
     assert_eq!(n.e.role(), Role::Acquiring, "holds, does not lead yet");
     assert!(!n.e.is_leader(n.now));
     // It renews meanwhile, and leads at the end of b's lease.
-    let mut version = 14;
-    while n.started().is_none() {
-        match n.fire_until_action(10) {
-            Action::Update { op, record, .. } => {
-                n.answer(op, Ok(obs(&version.to_string(), stamped(record, 6))));
-                version += 1;
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-    let started_at = n
-        .log
-        .iter()
-        .find(|(_, e)| matches!(e, Event::StartedLeading { .. }))
-        .unwrap()
-        .0;
+    let started_at = renew_until_leading(&mut n, 14);
     assert_eq!(started_at, last_seen + ms(2_000));
 }
 
@@ -194,20 +196,7 @@ fn c2_an_assignment_seen_after_a_gap_leads_a_lease_later() {
         let (op, _, claim) = n.update();
         n.answer(op, Ok(obs("21", stamped(claim, 5))));
         assert_eq!(n.e.role(), Role::Acquiring, "{case}");
-        let mut version = 22;
-        while n.started().is_none() {
-            let Action::Update { op, record, .. } = n.fire_until_action(10) else {
-                panic!("{case}: a renew expected");
-            };
-            n.answer(op, Ok(obs(&version.to_string(), stamped(record, 6))));
-            version += 1;
-        }
-        let started_at = n
-            .log
-            .iter()
-            .find(|(_, e)| matches!(e, Event::StartedLeading { .. }))
-            .unwrap()
-            .0;
+        let started_at = renew_until_leading(&mut n, 22);
         assert_eq!(started_at, seen + ms(2_000), "{case}");
     }
 }
@@ -253,20 +242,7 @@ fn c3_a_release_ends_only_the_releasers_part() {
     let (op, _, claim) = n.update();
     n.answer(op, Ok(obs("15", stamped(claim, 5))));
     assert_eq!(n.e.role(), Role::Acquiring, "z may still lead");
-    let mut version = 16;
-    while n.started().is_none() {
-        let Action::Update { op, record, .. } = n.fire_until_action(10) else {
-            panic!("a renew expected");
-        };
-        n.answer(op, Ok(obs(&version.to_string(), stamped(record, 6))));
-        version += 1;
-    }
-    let started_at = n
-        .log
-        .iter()
-        .find(|(_, e)| matches!(e, Event::StartedLeading { .. }))
-        .unwrap()
-        .0;
+    let started_at = renew_until_leading(&mut n, 16);
     assert_eq!(started_at, z_seen + ms(2_000));
 }
 
