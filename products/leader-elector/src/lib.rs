@@ -519,9 +519,12 @@ struct Election {
     handle: Arc<Handle>,
     /// The lock's background tasks (its leadership Events).
     lock_tasks: LockTasks,
-    /// With `--coordinated`: stops the LeaseCandidate's task, which deletes it
-    /// and then answers.
-    candidacy: Option<tokio::sync::oneshot::Sender<tokio::sync::oneshot::Sender<()>>>,
+    /// With `--coordinated`: what stops the LeaseCandidate's task, and the task,
+    /// which ends once the candidacy is deleted.
+    candidacy: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
     /// How long one of them may take: the request timeout bounds each Event write.
     request_timeout: Duration,
 }
@@ -534,11 +537,9 @@ impl Election {
     async fn shutdown(&mut self) {
         // The candidacy first: the coordinator must not give the released
         // Lease straight back to this candidate.
-        if let Some(stop) = self.candidacy.take() {
-            let (done, deleted) = tokio::sync::oneshot::channel();
-            if stop.send(done).is_ok() {
-                let _ = deleted.await;
-            }
+        if let Some((stop, task)) = self.candidacy.take() {
+            let _ = stop.send(());
+            let _ = task.await;
         }
         self.handle.shutdown().await;
         if !self.lock_tasks.settled(self.request_timeout).await {
@@ -593,19 +594,15 @@ async fn start(
         }
         let candidate = candidate.build()?;
         tracing::info!(spec = ?candidate.spec(), "publishing the LeaseCandidate");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<tokio::sync::oneshot::Sender<()>>();
-        tokio::spawn(async move {
-            let mut done = None;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
             candidate
                 .run(async {
-                    done = stopped.await.ok();
+                    let _ = stopped.await;
                 })
                 .await;
-            if let Some(done) = done {
-                let _ = done.send(());
-            }
         });
-        Some(stop)
+        Some((stop, task))
     } else {
         None
     };
