@@ -150,6 +150,14 @@ impl Handle {
     }
 
     /// A stream of states: the current one, then each change.
+    ///
+    /// Every state the driver publishes before it answers [`Handle::step_down`]
+    /// or [`Handle::shutdown`] is ready in the stream when that answer resolves,
+    /// and `StoppedLeading` is ready before the release is written. A reader on
+    /// another task still runs when its executor schedules it, which on a loaded
+    /// machine can be after the release: work that must stop before the release
+    /// runs as leader work ([`crate::Builder::leader_work`]), which the release
+    /// awaits.
     pub fn states(&self) -> StateStream {
         self.observer.states()
     }

@@ -68,6 +68,8 @@ macro_rules! driver_suite {
             w1_silent_watch_is_restarted_after_the_idle_limit,
             w2_resumed_watch_failing_at_once_is_started_afresh,
             lock_without_watch_is_polled,
+            h10_states_are_ready_when_step_down_and_shutdown_resolve,
+            h10_stopped_leading_is_ready_before_the_release_is_written,
         );
     };
     (@cases $block_on:path, $rt:expr; $($case:ident,)*) => {
@@ -1306,4 +1308,135 @@ pub async fn lock_without_watch_is_polled<R: Runtime>(rt: R) {
         assert_eq!(c.store.calls(n).watch, 0, "{n} started a watch");
     }
     c.shutdown_all(&mut nodes).await;
+}
+
+/// The states a stream holds ready now, read without waiting.
+fn ready_states(stream: &mut election_driver::StateStream) -> Vec<Change> {
+    use futures::FutureExt;
+    let mut read = Vec::new();
+    while let Some(Some(s)) = stream.next().now_or_never() {
+        read.push(s.change);
+    }
+    read
+}
+
+/// The position of the first change matching `want` in `changes`.
+fn position_of(changes: &[Change], want: impl Fn(&Change) -> bool) -> Option<usize> {
+    changes.iter().position(want)
+}
+
+fn is_stop(reason: StopReason) -> impl Fn(&Change) -> bool {
+    move |c| matches!(c, Change::Elector(Event::StoppedLeading { reason: r, .. }) if *r == reason)
+}
+
+fn is_draining(c: &Change) -> bool {
+    matches!(c, Change::Elector(Event::Draining { .. }))
+}
+
+/// docs/faults.md H10: every state the driver published before it answered
+/// `step_down()` or `shutdown()` is ready in a state stream when that answer
+/// resolves (read here without waiting): `Draining` then `StoppedLeading`, and
+/// after a shutdown the final state too, with the stream ended.
+pub async fn h10_states_are_ready_when_step_down_and_shutdown_resolve<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let mut n = c.spawn_with(
+        "node-a",
+        Some(WorkMode::Cooperative(ms(50))),
+        OnLoss::Campaign,
+    );
+    c.until(FIRST_ELECTION, "node-a leads", || n.is_leader())
+        .await;
+    let mut stream = n.h().states();
+    ready_states(&mut stream);
+
+    n.h().step_down().await;
+    let read = ready_states(&mut stream);
+    let drain = position_of(&read, is_draining);
+    let stop = position_of(&read, is_stop(StopReason::SteppedDown));
+    assert!(
+        drain.is_some() && drain < stop,
+        "ready when step_down resolved: {read:?}"
+    );
+
+    c.until(LEASE * 3, "node-a leads again", || n.is_leader())
+        .await;
+    ready_states(&mut stream);
+    n.handle.take().unwrap().shutdown().await;
+    let read = ready_states(&mut stream);
+    let stop = position_of(&read, is_stop(StopReason::ShutDown));
+    assert!(
+        stop.is_some() && matches!(read.last(), Some(Change::Elector(Event::Terminated))),
+        "ready when shutdown resolved: {read:?}"
+    );
+    use futures::FutureExt;
+    assert_eq!(
+        stream.next().now_or_never(),
+        Some(None),
+        "the stream has ended when shutdown resolved"
+    );
+}
+
+/// The memory lock, reading a state stream without waiting at each release
+/// write (an empty holder), as the write is made.
+#[derive(Clone, Default)]
+struct ReadAtRelease {
+    stream: Arc<Mutex<Option<election_driver::StateStream>>>,
+    seen: Arc<Mutex<Vec<Vec<Change>>>>,
+}
+
+impl Layer<MemoryLock> for ReadAtRelease {
+    async fn update(
+        &self,
+        inner: &MemoryLock,
+        expected: &Version,
+        record: &LockRecord,
+    ) -> Result<election_core::Observation, LockError> {
+        if record.holder.is_empty()
+            && let Some(stream) = self.stream.lock().unwrap().as_mut()
+        {
+            self.seen.lock().unwrap().push(ready_states(stream));
+        }
+        inner.update(expected, record).await
+    }
+}
+
+/// docs/faults.md H10: a program following the state stream can read
+/// `StoppedLeading` before the release is written (the driver publishes it in
+/// the turn that makes the release, before the write is sent), for a step-down
+/// and a shutdown alike; the final state comes only after the release.
+pub async fn h10_stopped_leading_is_ready_before_the_release_is_written<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let probe = ReadAtRelease::default();
+    let handle = Builder::new(
+        Layered::new(c.store.client("node-a"), probe.clone()),
+        Config::fast("node-a"),
+    )
+    .leader_work(|_, cancel| async move { cancel.cancelled().await })
+    .spawn(c.rt.clone())
+    .expect("valid configuration");
+    *probe.stream.lock().unwrap() = Some(handle.states());
+    c.until(FIRST_ELECTION, "node-a leads", || handle.is_leader())
+        .await;
+    handle.step_down().await;
+    c.until(LEASE * 3, "node-a leads again", || handle.is_leader())
+        .await;
+    handle.shutdown().await;
+    let seen = probe.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "two release writes: {seen:?}");
+    for (at_release, reason) in seen
+        .iter()
+        .zip([StopReason::SteppedDown, StopReason::ShutDown])
+    {
+        assert!(
+            position_of(at_release, is_stop(reason.clone())).is_some(),
+            "StoppedLeading({reason:?}) was not ready when its release was written: {at_release:?}"
+        );
+        assert!(
+            !at_release
+                .iter()
+                .any(|c| matches!(c, Change::Elector(Event::Terminated))),
+            "the final state came before the release: {at_release:?}"
+        );
+    }
+    assert_eq!(c.releases_by("node-a").len(), 2);
 }
