@@ -356,6 +356,38 @@ fn c3_an_assignment_that_overtakes_the_release_answer_is_read() {
     assert_eq!(n.e.leader().map(|l| &**l), Some("c"));
 }
 
+/// C3: as above, but the coordinator gives the lock back to the node that
+/// stepped down, and the read that should show it fails. The read is still
+/// owed: the node reads again (no change would ever come by the watch, since
+/// the coordinator waits for the claim) and claims the assignment once its
+/// step-down pause is over. Found by the simulator (seeds 1176323, 1607794).
+#[test]
+fn c3_a_failed_read_after_the_release_is_read_again_and_the_assignment_claimed() {
+    let (mut n, _) = claimed_leader("a");
+    let stepped_down_at = n.now;
+    n.step_down();
+    n.work_stopped();
+    n.events();
+    let (op, _, release) = n.fire_until_action(10).into_update();
+    n.watch(WatchEvent::Changed(obs("15", assigned("a", &release))));
+    n.answer(op, Ok(obs("14", stamped(release, 6))));
+    let read = n.get();
+    n.answer(read, Err(LockError::transient("503")));
+    let Action::Get { op: again } = n.fire_until_action(10) else {
+        panic!("the failed read is not read again");
+    };
+    let given_back = obs("15", assigned("a", &held("", 1, 3)));
+    n.answer(again, Ok(given_back));
+    let (_, expected, claim) = n.fire_until_action(10).into_update();
+    assert!(
+        n.now >= stepped_down_at + ms(2_000),
+        "claimed during the step-down pause, at {:?}",
+        n.now
+    );
+    assert_eq!(expected, Version::new("15"));
+    assert_eq!(claim.holder, "a".into());
+}
+
 /// C2: the lock was deleted under the leader and the coordinator re-created it
 /// naming the same node. The leader's renew conflicts and its read shows an
 /// assignment (no acquire time), not a twin: the term ends as `Reassigned`, no

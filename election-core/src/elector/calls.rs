@@ -35,7 +35,8 @@ pub(super) enum ReadDue {
     Now { after_conflict: bool },
     /// At the next attempt, before any write: the API refused a campaign's write
     /// as invalid (422, FAULTS A8), so the same payload is never re-sent without
-    /// a fresh look.
+    /// a fresh look; or a follower's read failed, so what it was sent to learn
+    /// is still to be learnt.
     BeforeWrite,
 }
 

@@ -7,6 +7,7 @@
 
 use core::time::Duration;
 
+use super::calls::ReadDue;
 use super::{Elector, Lead, LockView, Seen};
 use crate::config::Mode;
 use crate::event::{Event, StopReason, Warning};
@@ -298,6 +299,14 @@ impl Elector {
                     let next = now + retry.min(self.config.retry_period);
                     self.timers.set(crate::timer::Timer::Attempt, next);
                 } else {
+                    // A watching coordinated follower acts only on what it
+                    // sees, and the coordinator may change nothing until it
+                    // claims: what the read was sent to learn (a change not
+                    // taken in, say) is still owed, at the next attempt. A
+                    // classic follower re-reads by itself at the lease's expiry.
+                    if self.config.mode == Mode::Coordinated {
+                        self.read_due.get_or_insert(ReadDue::BeforeWrite);
+                    }
                     self.timers.set(crate::timer::Timer::Attempt, now + retry);
                 }
             }

@@ -420,6 +420,8 @@ impl World {
                     return Ok(());
                 }
                 let local = self.nodes[node].local(self.now);
+                let id = self.nodes[node].id.clone();
+                self.log(|| format!("{id} <- watch {}", brief_input(&input)));
                 if let Some(e) = &mut self.nodes[node].elector {
                     e.handle(input, local);
                 }
@@ -814,5 +816,15 @@ fn brief_result(r: &Result<election_core::Observation, LockError>) -> String {
             o.version, o.record.holder, o.record.transitions
         ),
         Err(e) => format!("err {e}"),
+    }
+}
+
+fn brief_input(i: &Input) -> String {
+    match i {
+        Input::Watch(WatchEvent::Changed(o)) => format!(
+            "{:?} holder={:?} t={} acquired={:?}",
+            o.version, o.record.holder, o.record.transitions, o.record.acquire_time
+        ),
+        other => format!("{other:?}"),
     }
 }
