@@ -388,6 +388,39 @@ fn c3_a_failed_read_after_the_release_is_read_again_and_the_assignment_claimed()
     assert_eq!(claim.holder, "a".into());
 }
 
+/// C3: the Lease is deleted while the release is in flight, and the
+/// coordinator re-creates it naming the node again before the release's answer
+/// ("not found") comes back. That answer is older news than the re-created
+/// Lease the watch showed: the node keeps the newer view and claims the
+/// assignment once its step-down pause is over, instead of waiting on an
+/// absent lock for a change that never comes. Found by the simulator (seed
+/// 1375262).
+#[test]
+fn c3_a_release_answered_not_found_after_a_recreated_assignment_keeps_the_assignment() {
+    let (mut n, _) = claimed_leader("a");
+    let stepped_down_at = n.now;
+    n.step_down();
+    n.work_stopped();
+    n.events();
+    let (op, _, _) = n.fire_until_action(10).into_update();
+    n.advance(ms(5));
+    n.watch(WatchEvent::Deleted(Some(Version::new("14"))));
+    n.advance(ms(5));
+    n.watch(WatchEvent::Changed(obs(
+        "15",
+        assigned("a", &LockRecord::default()),
+    )));
+    n.answer(op, Err(LockError::NotFound));
+    let (_, expected, claim) = n.fire_until_action(10).into_update();
+    assert!(
+        n.now >= stepped_down_at + ms(2_000),
+        "claimed during the step-down pause, at {:?}",
+        n.now
+    );
+    assert_eq!(expected, Version::new("15"));
+    assert_eq!(claim.holder, "a".into());
+}
+
 /// C2: the lock was deleted under the leader and the coordinator re-created it
 /// naming the same node. The leader's renew conflicts and its read shows an
 /// assignment (no acquire time), not a twin: the term ends as `Reassigned`, no

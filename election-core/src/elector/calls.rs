@@ -287,7 +287,7 @@ impl Elector {
                 self.on_acquire_answer(call, result, now)
             }
             Purpose::Renew => self.on_renew_answer(call, result, now),
-            Purpose::Release => self.on_release_answer(result, now),
+            Purpose::Release => self.on_release_answer(result, call.sent_at, now),
         }
         if read && let Some(seen) = self.lock.last() {
             // What the read showed, as taken in (an echo of an older write of

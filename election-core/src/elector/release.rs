@@ -96,10 +96,11 @@ impl Elector {
         rec
     }
 
-    /// The answer to the release write.
+    /// The answer to the release write, sent at `sent`.
     pub(super) fn on_release_answer(
         &mut self,
         result: Result<Observation, LockError>,
+        sent: Instant,
         now: Instant,
     ) {
         match result {
@@ -111,6 +112,12 @@ impl Elector {
             Err(LockError::Conflict | LockError::Unknown { .. }) => {
                 // Re-read: release again only if the fresh record still names us.
                 self.want_read(true);
+            }
+            Err(LockError::NotFound) if self.absence_overtaken(sent) => {
+                // The lock was deleted under the release and the watch has
+                // shown a newer version since (a coordinator's re-created
+                // assignment): keep that view.
+                self.let_go(now);
             }
             Err(LockError::NotFound) => {
                 self.note_absent(None, now);
