@@ -516,12 +516,21 @@ async fn the_request_removed_recreated_and_changed_at_each_state() {
         holder(&leases.get(NODE).await.expect("lease")).as_deref(),
         Some("a")
     );
-    emu.faults("a").clear();
+    // The request comes back while the Lease's end is still refused, so the
+    // controller cannot end the Lease first (with the fault cleared before, a
+    // retry of the end could win the race on a loaded machine: `reused`).
     annotate(&nodes, Some("1")).await;
+    wait_for("new (recreate) decided", Duration::from_secs(3), || async {
+        log.statuses("a").last().map(String::as_str) == Some("new (recreate)")
+    })
+    .await;
+    emu.faults("a").clear();
     wait_status(&nodes, "active", Duration::from_secs(3)).await;
     let statuses = log.statuses("a");
-    assert!(
-        statuses.contains(&"new (recreate)".to_owned()),
+    let last_end = statuses.iter().rposition(|s| s == "ended").expect("ended");
+    assert_eq!(
+        statuses[last_end + 1..].first().map(String::as_str),
+        Some("new (recreate)"),
         "{statuses:?}"
     );
     assert_node_writes_within_own_windows(&emu, &["a"], Duration::from_millis(200));
