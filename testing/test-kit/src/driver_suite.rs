@@ -912,7 +912,11 @@ pub async fn h6_blocking_work_is_bounded_by_the_release_budget<R: Runtime>(rt: R
     h.shutdown().await;
     let took = c.rt.now() - start;
     assert!(took >= RENEW_DEADLINE - ms(50), "gave up early: {took:?}");
-    assert!(took <= RENEW_DEADLINE + ms(500), "shutdown took {took:?}");
+    // The bound tells a budget-bounded shutdown from one that waits for the
+    // work (forever) or for the lease. On smol and async-std it is real time,
+    // so it keeps a margin for a loaded machine: 2.0 s was measured with both
+    // cores busy (.ci/repeat), where the driver's last turns waited for a core.
+    assert!(took <= RENEW_DEADLINE + ms(1_000), "shutdown took {took:?}");
     assert!(
         c.releases_by("node-a").is_empty(),
         "released under running work"
