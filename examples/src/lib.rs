@@ -15,7 +15,10 @@
 //! - `cargo run --example shards`: sixteen shard Leases over replicas that join,
 //!   leave and crash (`election-shards`);
 //! - `cargo run --release --example bench_coordinated [-- --quick]`: coordinated
-//!   against classic election on the API emulator as coordinator.
+//!   against classic election on the API emulator as coordinator;
+//! - `cargo run --release --example chaos -- --minutes N [--seed S]`: a chaos
+//!   soak, real sidecar processes against the API emulator under seeded faults,
+//!   with overlap, leaderless time and failover figures (`--quick`: 60 s).
 //!
 //! The helpers below format durations the way the examples print them, and
 //! measure the process for the benchmarks.

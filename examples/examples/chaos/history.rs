@@ -1,0 +1,125 @@
+//! The emulator's committed writes of the Lease, on the harness's monotonic
+//! clock.
+//!
+//! The emulator stamps each write with the wall clock once the store has
+//! committed it (before the answer leaves). The harness maps those stamps onto
+//! its monotonic clock through one pair of readings taken together at the
+//! start; [`History::drift`] reports how far the two clocks have moved apart
+//! since (a stepped wall clock would show there).
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant, SystemTime};
+
+use kube_emulator::{Emulator, Resource, Verb};
+
+/// One committed write of the Lease.
+#[derive(Debug, Clone)]
+pub struct LeaseWrite {
+    /// The commit, on the harness's clock.
+    pub at: Instant,
+    /// The writer: a candidate's token, else a user agent (kubectl sends no
+    /// token over plain HTTP).
+    pub client: String,
+    /// Create, update, patch or delete.
+    pub verb: Verb,
+    /// The holder written (`""` for none); `None` for a deletion.
+    pub holder: Option<String>,
+    /// `spec.leaseDurationSeconds` as written.
+    pub duration: Option<i64>,
+    /// The version it produced (none for a deletion).
+    pub version: Option<u64>,
+}
+
+/// The Lease's committed writes so far.
+#[derive(Debug)]
+pub struct History {
+    lease: String,
+    wall0: SystemTime,
+    mono0: Instant,
+    seen: HashSet<(Option<u64>, SystemTime, String)>,
+    writes: BTreeMap<(Instant, u64), LeaseWrite>,
+    next: u64,
+}
+
+impl History {
+    /// An empty history of the Lease `lease`, its clocks paired now.
+    pub fn new(lease: &str) -> History {
+        History {
+            lease: lease.to_owned(),
+            wall0: SystemTime::now(),
+            mono0: Instant::now(),
+            seen: HashSet::new(),
+            writes: BTreeMap::new(),
+            next: 0,
+        }
+    }
+
+    /// A wall-clock instant on the harness's monotonic clock.
+    pub fn mono(&self, wall: SystemTime) -> Instant {
+        match wall.duration_since(self.wall0) {
+            Ok(d) => self.mono0 + d,
+            Err(e) => self.mono0.checked_sub(e.duration()).unwrap_or(self.mono0),
+        }
+    }
+
+    /// How far the wall clock has moved from the monotonic one since the start.
+    pub fn drift(&self) -> Duration {
+        let wall = SystemTime::now()
+            .duration_since(self.wall0)
+            .unwrap_or_default();
+        let mono = self.mono0.elapsed();
+        wall.abs_diff(mono)
+    }
+
+    /// Takes the emulator's new committed writes of the Lease.
+    pub fn collect(&mut self, emu: &Emulator) {
+        for w in emu.write_history() {
+            if !w.committed || w.resource != Resource::Lease || w.name != self.lease {
+                continue;
+            }
+            let version = w.version();
+            if !self.seen.insert((version, w.at, w.client.clone())) {
+                continue;
+            }
+            let spec = w
+                .object
+                .as_ref()
+                .filter(|_| w.verb != Verb::Delete)
+                .map(|o| &o["spec"]);
+            let write = LeaseWrite {
+                at: self.mono(w.at),
+                client: w.client,
+                verb: w.verb,
+                holder: spec.map(|s| s["holderIdentity"].as_str().unwrap_or("").to_owned()),
+                duration: spec.and_then(|s| s["leaseDurationSeconds"].as_i64()),
+                version: if w.verb == Verb::Delete {
+                    None
+                } else {
+                    version
+                },
+            };
+            self.next += 1;
+            self.writes.insert((write.at, self.next), write);
+        }
+    }
+
+    /// Every write, in commit order (by the server's stamps).
+    pub fn writes(&self) -> impl Iterator<Item = &LeaseWrite> {
+        self.writes.values()
+    }
+
+    /// The last write committed at or before `at`.
+    pub fn last_before(&self, at: Instant) -> Option<&LeaseWrite> {
+        self.writes
+            .range(..=(at, u64::MAX))
+            .next_back()
+            .map(|(_, w)| w)
+    }
+
+    /// The writes committed in `[from, to]`.
+    pub fn between(&self, from: Instant, to: Instant) -> impl Iterator<Item = &LeaseWrite> {
+        self.writes
+            .range((from, 0)..=(to, u64::MAX))
+            .map(|(_, w)| w)
+    }
+}

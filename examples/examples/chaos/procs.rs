@@ -1,0 +1,347 @@
+//! The candidate processes: which binaries, their command lines, spawning and
+//! signals, and the guard that kills and reaps a child on every exit path.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+
+use crate::logs::{Reader, Source};
+
+/// What a candidate runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `leader-elector serve`.
+    Serve,
+    /// `leader-elector run -- sleep …`: a child only while leading.
+    Run,
+    /// The quick start (`kube-elector/examples/quickstart.rs`), `--mix` only.
+    Quickstart,
+}
+
+impl Kind {
+    /// How the report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Serve => "leader-elector serve",
+            Kind::Run => "leader-elector run",
+            Kind::Quickstart => "quickstart",
+        }
+    }
+}
+
+/// The binaries the run starts.
+#[derive(Debug, Clone)]
+pub struct Bins {
+    /// `leader-elector`.
+    pub elector: PathBuf,
+    /// The quick start, with `--mix`.
+    pub quickstart: Option<PathBuf>,
+    /// `setpriv`, when installed: children get SIGKILL if the harness dies.
+    pub setpriv: Option<PathBuf>,
+}
+
+/// The first `name` on `PATH`.
+pub fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The workspace's root (this example's manifest is `examples/Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Whether this harness was built with optimisations.
+pub fn release() -> bool {
+    !cfg!(debug_assertions)
+}
+
+/// Builds what the run needs with cargo, in this harness's profile, and finds
+/// it in the target directory of that profile (the one this harness runs from).
+pub fn build(mix: bool) -> Result<Bins, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut builds: Vec<Vec<&str>> = vec![vec!["-p", "leader-elector", "--bin", "leader-elector"]];
+    if mix {
+        builds.push(vec!["-p", "kube-elector", "--example", "quickstart"]);
+    }
+    for what in builds {
+        let mut cmd = Command::new(&cargo);
+        cmd.arg("build").arg("--quiet").args(&what);
+        if release() {
+            cmd.arg("--release");
+        }
+        let out = cmd
+            .current_dir(workspace_root())
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run cargo ({}): {e}", cargo.to_string_lossy()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "`cargo build {}` failed:\n{}",
+                what.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
+    // <target>/<profile>/examples/chaos
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("cannot locate the target directory")?
+        .to_path_buf();
+    let found = |path: PathBuf| {
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{} is missing after the build: run `cargo build{} -p leader-elector{}`",
+                path.display(),
+                if release() { " --release" } else { "" },
+                if mix {
+                    " && cargo build -p kube-elector --example quickstart"
+                } else {
+                    ""
+                }
+            ))
+        }
+    };
+    Ok(Bins {
+        elector: found(profile_dir.join("leader-elector"))?,
+        quickstart: if mix {
+            Some(found(profile_dir.join("examples").join("quickstart"))?)
+        } else {
+            None
+        },
+        setpriv: which("setpriv"),
+    })
+}
+
+/// The election's timings, as every candidate of a run is given them.
+#[derive(Debug, Clone, Copy)]
+pub struct Timings {
+    /// Lease duration.
+    pub lease: Duration,
+    /// Renew deadline.
+    pub renew: Duration,
+    /// Retry period.
+    pub retry: Duration,
+}
+
+/// One candidate: what it runs and as whom.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Identity, also its bearer token (how the emulator tells it apart).
+    pub identity: String,
+    /// What it runs.
+    pub kind: Kind,
+    /// Its own kubeconfig (its token).
+    pub kubeconfig: PathBuf,
+    /// The Lease.
+    pub lease: String,
+    /// The timings (the quick start has client-go's, fixed).
+    pub timings: Timings,
+    /// A clock rate for faketime (`None`: the real clock).
+    pub rate: Option<f64>,
+}
+
+fn ms(d: Duration) -> String {
+    format!("{}ms", d.as_millis())
+}
+
+/// The command that starts `spec` (wrapped in `setpriv --pdeathsig KILL` when
+/// installed, and in `faketime` when it has a rate).
+pub fn command(spec: &Spec, bins: &Bins) -> Command {
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(setpriv) = &bins.setpriv {
+        argv.extend([
+            setpriv.display().to_string(),
+            "--pdeathsig".into(),
+            "KILL".into(),
+            "--".into(),
+        ]);
+    }
+    if let Some(rate) = spec.rate {
+        argv.extend(["faketime".into(), "-f".into(), format!("+0 x{rate:.4}")]);
+    }
+    let t = spec.timings;
+    let sidecar = |mode: &str| {
+        vec![
+            bins.elector.display().to_string(),
+            mode.into(),
+            "--lease".into(),
+            spec.lease.clone(),
+            "--identity".into(),
+            spec.identity.clone(),
+            "--kubeconfig".into(),
+            spec.kubeconfig.display().to_string(),
+            "--lease-duration".into(),
+            format!("{}s", t.lease.as_secs()),
+            "--renew-deadline".into(),
+            ms(t.renew),
+            "--retry-period".into(),
+            ms(t.retry),
+        ]
+    };
+    match spec.kind {
+        Kind::Serve => {
+            argv.extend(sidecar("serve"));
+            argv.extend(["--addr".into(), "127.0.0.1:0".into()]);
+        }
+        Kind::Run => {
+            argv.extend(sidecar("run"));
+            argv.extend(["--".into(), "sleep".into(), "1000000".into()]);
+        }
+        Kind::Quickstart => {
+            let bin = bins
+                .quickstart
+                .as_ref()
+                .expect("--mix built the quick start");
+            argv.push(bin.display().to_string());
+        }
+    }
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .env("RUST_LOG", "info")
+        .env("ELECTION_IDENTITY", &spec.identity)
+        .env("KUBECONFIG", &spec.kubeconfig)
+        .env("PROBE_ADDR", "127.0.0.1:0");
+    cmd
+}
+
+/// A running child in a process group of its own (so that signals reach a
+/// faketime wrapper's child too, and a Ctrl-C at the terminal reaches only the
+/// harness). Dropping it kills the group and reaps the child, so that no exit
+/// path (a panic included) leaves it running.
+#[derive(Debug)]
+pub struct Proc {
+    child: Child,
+    pid: Pid,
+    /// When it was started.
+    pub spawned: Instant,
+    reaped: bool,
+}
+
+impl Proc {
+    /// Starts `cmd` in a group of its own, its stderr (and stdout, for the quick
+    /// start and kubectl) read as `src`.
+    pub fn spawn(
+        mut cmd: Command,
+        src: Source,
+        reader: &Reader,
+        read_stdout: bool,
+    ) -> std::io::Result<Proc> {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0)
+            .stdin(Stdio::null())
+            .stdout(if read_stdout {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stderr(Stdio::piped());
+        let spawned = Instant::now();
+        let mut child = cmd.spawn()?;
+        let pid = Pid::from_child(&child);
+        if let Some(out) = child.stdout.take() {
+            reader.add(src, out);
+        }
+        if let Some(err) = child.stderr.take() {
+            reader.add(src, err);
+        }
+        Ok(Proc {
+            child,
+            pid,
+            spawned,
+            reaped: false,
+        })
+    }
+
+    /// Sends `sig` to its group.
+    pub fn signal(&self, sig: Signal) {
+        if !self.reaped {
+            let _ = kill_process_group(self.pid, sig);
+        }
+    }
+
+    /// SIGKILLs the group and reaps the child; the instant of the kill.
+    pub fn kill(&mut self) -> Instant {
+        let at = Instant::now();
+        self.signal(Signal::KILL);
+        let _ = self.child.wait();
+        self.reaped = true;
+        at
+    }
+
+    /// Whether it has exited (reaping it), and how.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        if self.reaped {
+            return self.child.try_wait().ok().flatten();
+        }
+        match self.child.try_wait() {
+            Ok(Some(status)) => {
+                self.reaped = true;
+                Some(status)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill();
+        }
+    }
+}
+
+/// A temporary directory, removed when dropped.
+#[derive(Debug)]
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// A fresh directory under the system's temporary directory. Directories
+    /// that earlier runs could not remove (a harness SIGKILLed) go too: those
+    /// named `chaos-<pid>` of a process that no longer exists.
+    pub fn new() -> std::io::Result<TempDir> {
+        let tmp = std::env::temp_dir();
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let stale = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("chaos-"))
+                    .and_then(|pid| pid.parse::<u32>().ok())
+                    .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                let ours = [
+                    "probe.kubeconfig",
+                    "kubectl.kubeconfig",
+                    "cand-0.kubeconfig",
+                ]
+                .iter()
+                .any(|f| entry.path().join(f).is_file());
+                if stale && ours {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let dir = tmp.join(format!("chaos-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

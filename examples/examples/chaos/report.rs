@@ -1,0 +1,451 @@
+//! The figures, and the trace of any overlap.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use examples::percentile;
+use kube_emulator::{RequestCounts, Verb};
+
+use crate::kubectl::is_kubectl;
+use crate::logs::Source;
+use crate::measure::{self, EndedBy, Interval, Overlap};
+use crate::plan::Action;
+use crate::procs::Timings;
+use crate::run::Run;
+
+/// What the report needs besides the run.
+pub struct Context {
+    /// The timings.
+    pub timings: Timings,
+    /// The largest ratio of two candidates' clock rates (1 without skew).
+    pub max_ratio: f64,
+    /// Where measurement stopped.
+    pub run_end: Instant,
+    /// The emulator's request counts at that point.
+    pub counts: RequestCounts,
+    /// The command that replays the schedule.
+    pub replay: String,
+    /// The seed.
+    pub seed: u64,
+    /// Print every term and latency sample.
+    pub verbose: bool,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn stats(xs: &[f64]) -> String {
+    if xs.is_empty() {
+        return "n=0".to_owned();
+    }
+    let mut xs = xs.to_vec();
+    xs.sort_by(f64::total_cmp);
+    format!(
+        "n={:<3} p50 {:>8.1} ms  p90 {:>8.1} ms  p99 {:>8.1} ms  max {:>8.1} ms",
+        xs.len(),
+        percentile(&xs, 0.5),
+        percentile(&xs, 0.9),
+        percentile(&xs, 0.99),
+        xs[xs.len() - 1]
+    )
+}
+
+fn cause(c: EndedBy) -> &'static str {
+    match c {
+        EndedBy::StopLine => "its stop line",
+        EndedBy::Release => "its release's commit",
+        EndedBy::Kill => "SIGKILL",
+        EndedBy::Exit => "its exit",
+        EndedBy::RunEnd => "the end of the run",
+        EndedBy::PauseClip => "SIGSTOP through its deadline (clip)",
+        EndedBy::NextStart => "a second start line",
+    }
+}
+
+/// Prints the figures; whether the run passed (no overlap, every start backed
+/// by a committed write).
+pub fn print(run: &Run, cx: &Context) -> bool {
+    let t = |at: Instant| run.t(at);
+    let clip = cx.timings.renew.mul_f64(cx.max_ratio);
+    let ivs = measure::intervals(
+        &run.lives,
+        &run.marks,
+        &run.pauses,
+        &run.history,
+        clip,
+        cx.run_end,
+    );
+    let overlaps = measure::overlaps(&ivs, false);
+    let raw = measure::overlaps(&ivs, true);
+    let run_len = cx.run_end - run.t0;
+    let minutes = run_len.as_secs_f64() / 60.0;
+    let id = |slot: usize| run.slots[slot].spec.identity.as_str();
+
+    println!();
+    println!("== results");
+    println!(
+        "run          {:.1} s, seed {}, {} candidates: {}",
+        run_len.as_secs_f64(),
+        cx.seed,
+        run.slots.len(),
+        run.slots
+            .iter()
+            .map(|s| format!("{} {}", s.spec.identity, s.spec.kind.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+
+    // Faults by kind.
+    let mut by_kind: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for f in &run.faults {
+        let e = by_kind.entry(f.kind).or_default();
+        if f.applied {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+    }
+    let injected: usize = by_kind.values().map(|v| v.0).sum();
+    let skipped: usize = by_kind.values().map(|v| v.1).sum();
+    println!("faults       {injected} injected, {skipped} skipped (target not up, or busy)");
+    for kind in Action::KINDS {
+        let (a, s) = by_kind.get(kind).copied().unwrap_or_default();
+        println!(
+            "  {kind:<26} {a:>4}{}",
+            if s > 0 {
+                format!("  (skipped {s})")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if run.kubectl_failed > 0 {
+        println!(
+            "  kubectl commands that failed (the Lease gone, or its holder changed): {}",
+            run.kubectl_failed
+        );
+    }
+    if run.term_timeouts > 0 {
+        println!("  SIGTERMs that needed a SIGKILL: {}", run.term_timeouts);
+    }
+
+    // Terms.
+    let mut ends: BTreeMap<String, usize> = BTreeMap::new();
+    for iv in &ivs {
+        let key = match iv.cause {
+            EndedBy::StopLine | EndedBy::Release if !iv.reason.is_empty() => iv.reason.clone(),
+            c => cause(c).to_owned(),
+        };
+        *ends.entry(key).or_default() += 1;
+    }
+    println!(
+        "terms        {} (ended by: {})",
+        ivs.len(),
+        ends.iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+
+    // Overlap.
+    let largest = |o: &[Overlap]| o.iter().map(|o| o.to - o.from).max().unwrap_or_default();
+    println!(
+        "overlap      {} pairs, {:.3} ms in total, largest {:.3} ms   <- all rules; must be 0",
+        overlaps.len(),
+        ms(measure::covered(&ivs, false, 2, run.t0, cx.run_end)),
+        ms(largest(&overlaps))
+    );
+    println!(
+        "  raw        {} pairs, {:.3} ms in total, largest {:.3} ms   <- stop lines, kills, exits only",
+        raw.len(),
+        ms(measure::covered(&ivs, true, 2, run.t0, cx.run_end)),
+        ms(largest(&raw))
+    );
+    let released: Vec<Duration> = ivs
+        .iter()
+        .filter(|iv| iv.cause == EndedBy::Release)
+        .map(|iv| iv.raw_end - iv.end)
+        .collect();
+    let clipped: Vec<Duration> = ivs
+        .iter()
+        .filter(|iv| iv.cause == EndedBy::PauseClip)
+        .map(|iv| iv.raw_end - iv.end)
+        .collect();
+    println!(
+        "  rules      a term ends at the earliest of its stop line, its own release's commit \
+         ({} terms, up to {:.1} ms before the line), SIGKILL, its exit, and for a leader SIGSTOPped \
+         through its deadline: stop + renew deadline x max clock ratio = stop + {:.3} s \
+         ({} terms, up to {:.1} ms before the line; docs/faults.md N5)",
+        released.len(),
+        ms(released.iter().max().copied().unwrap_or_default()),
+        clip.as_secs_f64(),
+        clipped.len(),
+        ms(clipped.iter().max().copied().unwrap_or_default()),
+    );
+
+    // Leaderless.
+    let led = measure::covered(&ivs, false, 1, run.t0, cx.run_end);
+    let leaderless = run_len.saturating_sub(led);
+    let first = ivs.first().map_or(run_len, |iv| iv.start - run.t0);
+    println!(
+        "leaderless   {:.3} s ({:.1} % of the run; the first election, a new Lease's strict lock delay included: {:.3} s)",
+        leaderless.as_secs_f64(),
+        100.0 * leaderless.as_secs_f64() / run_len.as_secs_f64(),
+        first.as_secs_f64()
+    );
+
+    // Latencies.
+    let grace = cx.timings.renew.mul_f64(cx.max_ratio) + cx.timings.retry;
+    let lat = measure::latencies(&ivs, &run.faults, grace);
+    println!(
+        "handovers    SIGTERM of the leader -> next start:   {}",
+        stats(&lat.handover)
+    );
+    let all: Vec<f64> = lat.failover.values().flatten().copied().collect();
+    println!(
+        "failovers    kill/stop/partition of the leader -> next start: {}",
+        stats(&all)
+    );
+    for (kind, xs) in &lat.failover {
+        println!("  {kind:<26} {}", stats(xs));
+    }
+    if !lat.rode_out.is_empty() || lat.no_next > 0 {
+        println!(
+            "  not counted: rode out by the leader: {}; no next leader before the end: {}",
+            if lat.rode_out.is_empty() {
+                "none".to_owned()
+            } else {
+                lat.rode_out
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            lat.no_next
+        );
+    }
+
+    if cx.verbose {
+        println!("  samples:");
+        for &(i, ms) in &lat.each {
+            let f = &run.faults[i];
+            let who = f.target.map_or("", |(s, _)| id(s));
+            println!(
+                "    {:>9.3} s  {:<24} {:<8} {ms:>8.1} ms",
+                t(f.at),
+                f.kind,
+                who
+            );
+        }
+        println!("terms (seconds since the start):");
+        for iv in &ivs {
+            println!(
+                "  {:<8} life {} term {:<8} {:>9.3} -> {:>9.3} s  by {}{}{}",
+                id(iv.slot),
+                iv.life,
+                iv.term,
+                t(iv.start),
+                t(iv.end),
+                cause(iv.cause),
+                if iv.raw_end == iv.end {
+                    String::new()
+                } else {
+                    format!(" (line at {:.3} s)", t(iv.raw_end))
+                },
+                if iv.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", iv.reason)
+                }
+            );
+        }
+    }
+
+    // History.
+    let writes: Vec<_> = run
+        .history
+        .writes()
+        .filter(|w| w.at <= cx.run_end)
+        .collect();
+    let by_kubectl = writes.iter().filter(|w| is_kubectl(&w.client)).count();
+    let deletes = writes.iter().filter(|w| w.verb == Verb::Delete).count();
+    let unbacked =
+        measure::unbacked_starts(&ivs, &run.lives, &run.history, Duration::from_millis(20));
+    println!(
+        "history      {} committed Lease writes ({} by kubectl, {} deletions); starts after a committed write \
+         naming the candidate, by it: {}/{}; wall vs monotonic clock drift {:.1} ms",
+        writes.len(),
+        by_kubectl,
+        deletes,
+        ivs.len() - unbacked.len(),
+        ivs.len(),
+        ms(run.history.drift())
+    );
+    let (stale, longest, worst) = measure::stale_belief(&ivs, &run.lives, &run.history);
+    let bound = cx.timings.renew.mul_f64(cx.max_ratio);
+    println!(
+        "  cross-check: leading while the Lease named another or was gone: {:.1} ms in total, \
+         longest {:.1} ms{} (bound: renew deadline x max clock ratio = {:.0} ms, plus the stop line's lag){}",
+        ms(stale),
+        ms(longest),
+        worst.map_or(String::new(), |i| format!(
+            " ({} life {} term {})",
+            id(ivs[i].slot),
+            ivs[i].life,
+            ivs[i].term
+        )),
+        ms(bound),
+        if longest > bound + Duration::from_millis(100) {
+            "  <- WARNING: beyond the bound by more than 100 ms"
+        } else {
+            ""
+        }
+    );
+    for &i in &unbacked {
+        let iv = &ivs[i];
+        println!(
+            "  UNBACKED START: {} (life {}) term {} at {:.3} s: no committed write naming it, by it, since its previous start",
+            id(iv.slot),
+            iv.life,
+            iv.term,
+            t(iv.start)
+        );
+    }
+
+    // Requests.
+    let mut per: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let (mut cand, mut kubectl, mut other) = (0u64, 0u64, 0u64);
+    for (client, verb, _resource, n) in cx.counts.iter() {
+        if run.slots.iter().any(|s| s.spec.identity == client) {
+            cand += n;
+            *per.entry(verb.as_str()).or_default() += n;
+        } else if is_kubectl(client) {
+            kubectl += n;
+        } else {
+            other += n;
+        }
+    }
+    println!(
+        "requests     {:.0}/min by the candidates ({}), {:.0}/min by kubectl, {:.0}/min others; {} in total",
+        cand as f64 / minutes,
+        per.iter()
+            .map(|(v, n)| format!("{v} {:.0}/min", *n as f64 / minutes))
+            .collect::<Vec<_>>()
+            .join(", "),
+        kubectl as f64 / minutes,
+        other as f64 / minutes,
+        cx.counts.total()
+    );
+    if run.unexpected.is_empty() {
+        println!("exits        no candidate exited by itself");
+    } else {
+        println!(
+            "exits        {} candidates exited by themselves:",
+            run.unexpected.len()
+        );
+        for u in &run.unexpected {
+            println!("  {u}");
+        }
+    }
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("machine      {}, {cpus} CPUs", examples::cpu_model());
+
+    for o in overlaps.iter().take(5) {
+        trace(run, &ivs, o);
+    }
+    let pass = overlaps.is_empty() && unbacked.is_empty();
+    if pass {
+        println!("result       PASS (seed {})", cx.seed);
+    } else {
+        println!(
+            "result       FAIL: {} overlaps, {} unbacked starts; seed {}; replay: {}",
+            overlaps.len(),
+            unbacked.len(),
+            cx.seed,
+            cx.replay
+        );
+    }
+    pass
+}
+
+/// The trace of one overlap: both terms, the faults, writes and lines around it.
+fn trace(run: &Run, ivs: &[Interval], o: &Overlap) {
+    let t = |at: Instant| run.t(at);
+    let (a, b) = (&ivs[o.first], &ivs[o.second]);
+    let id = |iv: &Interval| run.slots[iv.slot].spec.identity.clone();
+    println!();
+    println!(
+        "OVERLAP of {:.3} ms, {:.3} s to {:.3} s:",
+        ms(o.to - o.from),
+        t(o.from),
+        t(o.to)
+    );
+    for iv in [a, b] {
+        println!(
+            "  {} (life {}) term {}: {:.3} s to {:.3} s, ended by {} (raw: {:.3} s, {}){}",
+            id(iv),
+            iv.life,
+            iv.term,
+            t(iv.start),
+            t(iv.end),
+            cause(iv.cause),
+            t(iv.raw_end),
+            cause(iv.raw_cause),
+            if iv.reason.is_empty() {
+                String::new()
+            } else {
+                format!(", reason: {}", iv.reason)
+            }
+        );
+    }
+    let from = a
+        .start
+        .min(b.start)
+        .checked_sub(Duration::from_secs(5))
+        .unwrap_or(run.t0);
+    let to = a.raw_end.max(b.raw_end) + Duration::from_millis(500);
+    println!("  faults:");
+    for f in run.faults.iter().filter(|f| f.at >= from && f.at <= to) {
+        let who = f.target.map_or_else(String::new, |(s, l)| {
+            format!("{} (life {l})", run.slots[s].spec.identity)
+        });
+        println!(
+            "    {:>9.3} s  {:<24} {:<18} {}",
+            t(f.at),
+            f.kind,
+            who,
+            f.note
+        );
+    }
+    println!("  committed Lease writes:");
+    for w in run.history.between(from, to) {
+        println!(
+            "    {:>9.3} s  {:<22} {:<6} holder {:<12} duration {:<4} version {}",
+            t(w.at),
+            w.client.chars().take(22).collect::<String>(),
+            w.verb.as_str(),
+            w.holder
+                .as_deref()
+                .map_or("(deleted)".to_owned(), |h| format!("{h:?}")),
+            w.duration.map_or("-".to_owned(), |d| d.to_string()),
+            w.version.map_or("-".to_owned(), |v| v.to_string())
+        );
+    }
+    for iv in [a, b] {
+        println!("  lines of {} (life {}):", id(iv), iv.life);
+        let src = Source::Candidate {
+            slot: iv.slot,
+            life: iv.life,
+        };
+        for (at, line) in run
+            .lines
+            .get(&src)
+            .into_iter()
+            .flatten()
+            .filter(|(at, _)| *at >= from && *at <= to)
+        {
+            println!("    {:>9.3} s  {line}", t(*at));
+        }
+    }
+}

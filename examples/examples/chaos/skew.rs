@@ -1,0 +1,144 @@
+//! Clock-rate skew with faketime, and the probe that checks it reaches the
+//! election's clock.
+//!
+//! faketime (`LD_PRELOAD` of libfaketime) fakes the clocks a program reads
+//! through libc. Rust's `std::time::Instant` is such a read
+//! (`clock_gettime(CLOCK_MONOTONIC)` in glibc), and so are tokio's timers. The
+//! election driver, though, reads `CLOCK_BOOTTIME` through rustix
+//! (`election-driver/src/clock.rs`), which calls the vDSO or the kernel without
+//! libc. The probe settles which clock a sidecar's election runs on: a sidecar
+//! under `faketime -f "+0 x2"` creates a fresh Lease and, by the strict lock
+//! delay (design §4), leads one lease duration after its create's answer, on
+//! its election clock. If that clock ran twice as fast, it would lead after
+//! half a lease of real time; if it ignores faketime, after a whole one.
+
+use std::path::Path;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use kube_emulator::{Emulator, Verb};
+
+use crate::history::History;
+use crate::logs::{Change, Msg, Reader, Source, change};
+use crate::procs::{Bins, Kind, Proc, Spec, Timings, command, which, workspace_root};
+
+/// Makes sure faketime is installed, installing it with the repository's
+/// `.ci/install` when running as root; `Err` says what to do.
+pub fn ensure_faketime() -> Result<(), String> {
+    if which("faketime").is_some() {
+        return Ok(());
+    }
+    let script = workspace_root().join(".ci").join("install");
+    if rustix::process::geteuid().is_root() && script.is_file() {
+        eprintln!("faketime is missing: installing it with `bash .ci/install faketime`");
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .arg("faketime")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .status();
+        if status.is_ok_and(|s| s.success()) && which("faketime").is_some() {
+            return Ok(());
+        }
+    }
+    Err("faketime is not installed and could not be installed: \
+         run `bash .ci/install faketime` as root (Debian's package `faketime`), \
+         or pass --no-faketime"
+        .to_owned())
+}
+
+/// What the probe found.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// Whether faketime's rate reached the election's clock.
+    pub reaches_election_clock: bool,
+    /// One line for the report.
+    pub summary: String,
+}
+
+/// Runs the probe (a few seconds): one sidecar under `faketime -f "+0 x2"` on
+/// a Lease of its own.
+pub async fn probe(
+    emu: &Emulator,
+    dir: &Path,
+    bins: &Bins,
+    reader: &Reader,
+    msgs: &Receiver<Msg>,
+    timings: Timings,
+) -> Result<Verdict, String> {
+    const NAME: &str = "chaos-probe";
+    let kubeconfig = dir.join("probe.kubeconfig");
+    emu.write_kubeconfig(&kubeconfig, NAME)
+        .map_err(|e| e.to_string())?;
+    let spec = Spec {
+        identity: NAME.into(),
+        kind: Kind::Serve,
+        kubeconfig,
+        lease: NAME.into(),
+        timings,
+        rate: Some(2.0),
+    };
+    let mut history = History::new(NAME);
+    let proc = Proc::spawn(command(&spec, bins), Source::Probe, reader, false)
+        .map_err(|e| format!("cannot start the faketime probe: {e}"))?;
+    let wait_for = timings.lease * 4 + Duration::from_secs(3);
+    let limit = Instant::now() + wait_for;
+    let mut started = None;
+    let mut last_lines: Vec<String> = Vec::new();
+    while started.is_none() && Instant::now() < limit {
+        while let Ok(msg) = msgs.try_recv() {
+            if let Msg::Line {
+                src: Source::Probe,
+                at,
+                text,
+            } = msg
+            {
+                if matches!(change(&text), Some(Change::Started(_))) {
+                    started = Some(at);
+                }
+                last_lines.push(text);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(proc); // SIGKILL to its group (faketime and the sidecar), reaped
+    history.collect(emu);
+    let created = history
+        .writes()
+        .find(|w| w.client == NAME && w.verb == Verb::Create)
+        .map(|w| w.at);
+    let lease = timings.lease;
+    let Some((created, started)) = created.zip(started) else {
+        let tail = last_lines[last_lines.len().saturating_sub(5)..].join("\n  ");
+        return Ok(Verdict {
+            reaches_election_clock: false,
+            summary: format!(
+                "left out: the faketime probe did not lead within {:.0} s, so faketime's effect is unknown; last lines:\n  {tail}",
+                wait_for.as_secs_f64()
+            ),
+        });
+    };
+    let waited = started.saturating_duration_since(created);
+    let reaches = waited < lease.mul_f64(0.75);
+    let summary = if reaches {
+        format!(
+            "on: a sidecar under faketime x2 led {:.3} s after its create (strict lock delay of one {} s lease): faketime reaches its election clock",
+            waited.as_secs_f64(),
+            lease.as_secs()
+        )
+    } else {
+        format!(
+            "left out: a sidecar under faketime x2 led {:.3} s (real) after its create, a whole {} s lease \
+             (x2 would take {:.1} s): faketime does not reach the election's clock \
+             (CLOCK_BOOTTIME, read through rustix without libc), only libc's clock reads \
+             (Rust's Instant, tokio's timers), so no clock-rate skew can be injected this way",
+            waited.as_secs_f64(),
+            lease.as_secs(),
+            lease.as_secs_f64() / 2.0
+        )
+    };
+    Ok(Verdict {
+        reaches_election_clock: reaches,
+        summary,
+    })
+}
