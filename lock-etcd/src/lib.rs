@@ -100,6 +100,8 @@
 
 mod client;
 pub mod fence;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod record;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -372,10 +374,20 @@ impl Inner {
             "failure": [{ "request_range": { "key": self.key_b64 } }],
         })
         .to_string();
-        let mut r: TxnResponse = self
+        let r: TxnResponse = self
             .http
             .call("/v3/kv/txn", body, Kind::Write, None)
             .await?;
+        self.txn_outcome(r)
+    }
+
+    /// What a transaction's answer says: `Ok(Ok(revision))` when the compare
+    /// held, `Ok(Err(current))` with the key as the failure branch read it
+    /// (or `None`) when it did not; an answer without a revision is not etcd's.
+    pub(crate) fn txn_outcome(
+        &self,
+        mut r: TxnResponse,
+    ) -> Result<Result<i64, Option<KeyValue>>, LockError> {
         if !r.succeeded {
             let current = r
                 .responses

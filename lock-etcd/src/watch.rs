@@ -109,25 +109,10 @@ async fn step(inner: &Inner, state: State) -> Option<(Item, State)> {
                     }
                     Ok(Some(Ok(frame))) => frame,
                 };
-                let mut ended = false;
-                if let Ok(data) = frame.into_data() {
-                    buf.extend_from_slice(&data);
-                    while let Some(at) = buf.iter().position(|&b| b == b'\n') {
-                        let line: Vec<u8> = buf.drain(..=at).collect();
-                        if !ended {
-                            ended = read_line(inner, &line, &mut queue);
-                        }
-                    }
-                    if buf.len() > MAX_LINE && !ended {
-                        queue.push_back(Err(LockError::Invalid {
-                            message: format!(
-                                "watch of etcd key {:?}: a line longer than {MAX_LINE} bytes",
-                                inner.key
-                            ),
-                        }));
-                        ended = true;
-                    }
-                }
+                let ended = match frame.into_data() {
+                    Ok(data) => read_chunk(inner, &mut buf, &data, &mut queue),
+                    Err(_) => false,
+                };
                 state = State::Streaming {
                     body,
                     buf,
@@ -201,6 +186,35 @@ async fn start(inner: &Inner, from: Option<Version>) -> State {
             State::Draining(queue)
         }
     }
+}
+
+/// Reads a chunk of the stream (`data`, after what `buf` kept of the previous
+/// chunks): each whole line into `queue`; returns whether the watch ended (an
+/// error line, or a line longer than [`MAX_LINE`]).
+pub(crate) fn read_chunk(
+    inner: &Inner,
+    buf: &mut Vec<u8>,
+    data: &[u8],
+    queue: &mut VecDeque<Item>,
+) -> bool {
+    let mut ended = false;
+    buf.extend_from_slice(data);
+    while let Some(at) = buf.iter().position(|&b| b == b'\n') {
+        let line: Vec<u8> = buf.drain(..=at).collect();
+        if !ended {
+            ended = read_line(inner, &line, queue);
+        }
+    }
+    if buf.len() > MAX_LINE && !ended {
+        queue.push_back(Err(LockError::Invalid {
+            message: format!(
+                "watch of etcd key {:?}: a line longer than {MAX_LINE} bytes",
+                inner.key
+            ),
+        }));
+        ended = true;
+    }
+    ended
 }
 
 /// Reads one line of the stream into `queue`; returns whether the watch ended.

@@ -370,7 +370,8 @@ fn java_duration(v: &Value) -> Option<i64> {
         return None;
     }
     let secs = total.ceil() as i64;
-    Some(if neg { -secs } else { secs })
+    // `-P-1e20D`: the saturated `i64::MIN` has no negation; saturate again.
+    Some(if neg { secs.saturating_neg() } else { secs })
 }
 
 #[cfg(test)]
@@ -500,6 +501,19 @@ mod tests {
         let r = record_or_malformed("etcd key /k", b"{");
         assert_eq!(r.holder.as_ref(), MALFORMED_HOLDER);
         assert_eq!(r.lease_duration_secs, None);
+    }
+
+    /// Found while writing the fuzz target `json_record`: a negated Java
+    /// duration whose number is itself negative and beyond `i64` saturated to
+    /// `i64::MIN`, whose negation overflowed (a panic with overflow checks).
+    #[test]
+    fn a_doubly_negative_huge_java_duration_saturates_instead_of_overflowing() {
+        let r = decode_record(br#"{"leaseDuration":"-P-1e20D"}"#).unwrap();
+        assert_eq!(r.lease_duration_secs, Some(i64::MAX));
+        let r = decode_record(br#"{"leaseDuration":"-PT-99999999999999999999S"}"#).unwrap();
+        assert_eq!(r.lease_duration_secs, Some(i64::MAX));
+        let r = decode_record(br#"{"leaseDuration":"P-1e20D"}"#).unwrap();
+        assert_eq!(r.lease_duration_secs, Some(i64::MIN));
     }
 
     #[test]

@@ -121,7 +121,10 @@ pub fn parse_duration(value: &str) -> Result<Duration, DurationError> {
             if scale == 0 {
                 break;
             }
-            nanos += u128::from(digit - b'0') * scale;
+            // A whole part just below the limit leaves no room for the fraction.
+            nanos = nanos
+                .checked_add(u128::from(digit - b'0') * scale)
+                .ok_or_else(overflow)?;
         }
         total = total.checked_add(nanos).ok_or_else(overflow)?;
         rest = next;
@@ -276,6 +279,19 @@ mod tests {
         assert!(
             message.contains("missing unit") && message.contains("15s"),
             "{message}"
+        );
+    }
+
+    /// Found while writing the fuzz target `sidecar_args`: a whole part whose
+    /// nanoseconds fit a `u128` with no room left for its fraction overflowed
+    /// the addition of the fraction (a panic with overflow checks).
+    #[test]
+    fn a_fraction_beyond_the_largest_whole_part_is_an_overflow_error() {
+        let whole = u128::MAX / 3_600_000_000_000;
+        let value = format!("{whole}.9h");
+        assert_eq!(
+            parse_duration(&value),
+            Err(DurationError::Overflow(value.clone()))
         );
     }
 

@@ -80,6 +80,8 @@ use k8s_openapi as _;
 
 mod child;
 pub mod duration;
+#[doc(hidden)]
+pub mod fuzzing;
 mod lock_tasks;
 pub mod logging;
 

@@ -299,6 +299,8 @@ mod coordinator;
 mod discovery;
 mod emulator;
 mod faults;
+#[doc(hidden)]
+pub mod fuzzing;
 mod list;
 mod openapi;
 mod patch;

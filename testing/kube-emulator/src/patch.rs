@@ -13,9 +13,27 @@ pub(crate) const MEDIA_TYPES: [&str; 3] = [
     "application/strategic-merge-patch+json",
 ];
 
+/// The most operations one JSON patch may hold (the API server's
+/// `maxJSONPatchOperations`; more is 413).
+pub(crate) const MAX_OPERATIONS: usize = 10_000;
+
+/// The most bytes (as JSON) that the `copy` operations of one JSON patch may
+/// add to the document: the emulator's bound, the size of the API server's
+/// request limit (3 MiB). Without one, each copy of a part into itself doubles
+/// it, and a few dozen operations ask for more memory than there is.
+pub(crate) const MAX_COPIED_BYTES: usize = 3 * 1024 * 1024;
+
 /// Why a JSON patch could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum PatchError {
+    /// More than [`MAX_OPERATIONS`] operations.
+    #[error("The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {0}")]
+    TooManyOperations(usize),
+    /// The copies of the patch would add more than [`MAX_COPIED_BYTES`] (json-patch's words).
+    #[error(
+        "Unable to complete the copy, the accumulated size increase of copy is {0}, exceeding the limit {MAX_COPIED_BYTES}"
+    )]
+    CopiedTooMuch(usize),
     /// The body is not a JSON array of operations.
     #[error("the patch is not a JSON array of operations")]
     NotAnArray,
@@ -198,11 +216,35 @@ fn remove(doc: &mut Value, path: &str, op: &str) -> Result<Value, PatchError> {
     }
 }
 
+/// The length of `v` written as compact JSON, without writing it.
+fn json_size(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
+}
+
 /// Applies an RFC 6902 patch to a copy of `doc`; `doc` is untouched on error.
+/// At most [`MAX_OPERATIONS`] operations, whose copies add at most
+/// [`MAX_COPIED_BYTES`].
 pub(crate) fn json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError> {
     let Value::Array(ops) = patch else {
         return Err(PatchError::NotAnArray);
     };
+    if ops.len() > MAX_OPERATIONS {
+        return Err(PatchError::TooManyOperations(ops.len()));
+    }
+    let mut copied = 0usize;
     let mut out = doc.clone();
     for op in ops {
         let name = op
@@ -240,7 +282,13 @@ pub(crate) fn json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError
                 add(&mut out, path, v, name)?;
             }
             "copy" => {
-                let v = get(&out, from()?, name)?.clone();
+                let v = get(&out, from()?, name)?;
+                // Counted before the value is cloned: the bound is on memory.
+                copied = copied.saturating_add(json_size(v));
+                if copied > MAX_COPIED_BYTES {
+                    return Err(PatchError::CopiedTooMuch(copied));
+                }
+                let v = v.clone();
                 add(&mut out, path, v, name)?;
             }
             "test" => {

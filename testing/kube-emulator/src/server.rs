@@ -360,17 +360,141 @@ async fn read_json(req: Request<Incoming>) -> Result<(Option<String>, Value), Ap
         .await
         .map_err(|e| ApiError::bad_request(format!("reading the request body failed: {e}")))?
         .to_bytes();
-    if bytes.is_empty() {
-        return Ok((content_type, Value::Null));
-    }
-    if content_type.as_deref() == Some(crate::protobuf::MEDIA_TYPE) {
-        let value = crate::protobuf::decode(&bytes)?;
-        return Ok((content_type, value));
-    }
-    let value = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::bad_request(format!("error decoding the request body as JSON: {e}"))
-    })?;
+    let value = decode_body(content_type.as_deref(), &bytes)?;
     Ok((content_type, value))
+}
+
+/// The verb a request asks for, `None` for a method its path does not take:
+/// writes to a collection other than POST, and a POST outside a namespace
+/// for a namespaced type.
+fn verb_of(
+    method: &Method,
+    collection: bool,
+    watching: bool,
+    resource: Resource,
+    namespace: Option<&str>,
+) -> Option<Verb> {
+    let verb = match (method, collection) {
+        (&Method::GET, _) if watching => Verb::Watch,
+        (&Method::GET, true) => Verb::List,
+        (&Method::GET, false) => Verb::Get,
+        (&Method::POST, true) => Verb::Create,
+        (&Method::PUT, false) => Verb::Update,
+        (&Method::PATCH, false) => Verb::Patch,
+        (&Method::DELETE, false) => Verb::Delete,
+        _ => return None,
+    };
+    let outside_namespace = verb == Verb::Create && resource.namespaced() && namespace.is_none();
+    (!outside_namespace).then_some(verb)
+}
+
+/// A request body as JSON: `null` when empty, decoded from protobuf for the
+/// kinds [`crate::protobuf`] knows, else parsed; 400 when it is neither.
+pub(crate) fn decode_body(content_type: Option<&str>, bytes: &[u8]) -> Result<Value, ApiError> {
+    if bytes.is_empty() {
+        return Ok(Value::Null);
+    }
+    if content_type == Some(crate::protobuf::MEDIA_TYPE) {
+        return crate::protobuf::decode(bytes);
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("error decoding the request body as JSON: {e}")))
+}
+
+/// One request as [`handle`] answers it, without HTTP, faults or watches (a
+/// watch request is checked, then answered 200 without a stream), for the fuzz
+/// targets ([`crate::fuzzing`]): the path routed, the query read, the body
+/// decoded, the store read or written through admission, a Table printed when
+/// `accept` asks for one. The status code and the body answered.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plain_request(
+    shared: &Arc<Shared>,
+    client: &str,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+    content_type: Option<&str>,
+    accept: Option<&str>,
+    body: &[u8],
+) -> (u16, Value) {
+    let pairs = query_pairs(query);
+    let failed = |e: ApiError| (e.code, e.to_status());
+    let (resource, namespace, name, collection) = match route(path, shared) {
+        Route::Discovery(doc) => return (200, doc),
+        Route::OpenApi(key) => {
+            return match crate::openapi::group_version(&key, param(&pairs, "hash"), accept) {
+                None => failed(ApiError::no_route()),
+                Some(Answer::Document(doc)) => (200, doc),
+                Some(Answer::NotAcceptable) => failed(ApiError::not_acceptable("application/json")),
+                Some(Answer::Moved(url)) => (301, Value::String(url)),
+            };
+        }
+        Route::Unknown => return failed(ApiError::no_route()),
+        Route::Collection {
+            resource,
+            namespace,
+        } => (resource, namespace, String::new(), true),
+        Route::Object {
+            resource,
+            namespace,
+            name,
+        } => (resource, Some(namespace), name, false),
+    };
+    let table = TableRequest::of(accept, param(&pairs, "includeObject"));
+    let watching = truthy(param(&pairs, "watch"));
+    let Some(verb) = verb_of(method, collection, watching, resource, namespace.as_deref()) else {
+        return failed(ApiError::method_not_allowed(method.as_str()));
+    };
+    if verb == Verb::Watch {
+        // The stream needs a runtime; its query is checked as `execute` checks it.
+        let checked = Selectors::parse(
+            param(&pairs, "fieldSelector"),
+            param(&pairs, "labelSelector"),
+        )
+        .and_then(|_| match name.as_str() {
+            "" => Ok(()),
+            n => Selectors::parse(Some(&format!("metadata.name={n}")), None).map(|_| ()),
+        });
+        return match checked {
+            Ok(()) => (200, Value::Null),
+            Err(e) => failed(e),
+        };
+    }
+    let body = if verb.is_write() {
+        match decode_body(content_type, body) {
+            Ok(v) => v,
+            Err(e) => return failed(e),
+        }
+    } else {
+        Value::Null
+    };
+    let outcome = execute(
+        shared,
+        client,
+        verb,
+        resource,
+        namespace,
+        &name,
+        content_type,
+        body,
+        &pairs,
+        Vec::new(),
+        false,
+        table,
+    );
+    match outcome {
+        Outcome::Reply(r, _) => {
+            let r = match table {
+                Some(wanted) if matches!(verb, Verb::Get | Verb::List) => {
+                    wanted.print(resource, r, Timestamp::now())
+                }
+                _ => r,
+            };
+            (r.code, r.body)
+        }
+        Outcome::Error(e) => failed(e),
+        Outcome::Stream(_) => (200, Value::Null),
+    }
 }
 
 fn name_in_body(body: &Value) -> String {
@@ -458,21 +582,15 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
         param(&pairs, "includeObject"),
     );
     let watching = truthy(param(&pairs, "watch"));
-    let verb = match (&method, collection) {
-        (&Method::GET, _) if watching => Verb::Watch,
-        (&Method::GET, true) => Verb::List,
-        (&Method::GET, false) => Verb::Get,
-        (&Method::POST, true) => Verb::Create,
-        (&Method::PUT, false) => Verb::Update,
-        (&Method::PATCH, false) => Verb::Patch,
-        (&Method::DELETE, false) => Verb::Delete,
-        _ => return error_response(&ApiError::method_not_allowed(method.as_str())),
-    };
-    // Writes to a namespace collection other than POST are refused above;
-    // a POST outside a namespace is only allowed for cluster-scoped types.
-    if verb == Verb::Create && resource.namespaced() && namespace.is_none() {
+    let Some(verb) = verb_of(
+        &method,
+        collection,
+        watching,
+        resource,
+        namespace.as_deref(),
+    ) else {
         return error_response(&ApiError::method_not_allowed(method.as_str()));
-    }
+    };
     let ns = namespace.clone().unwrap_or_default();
 
     let (content_type, body) = if matches!(

@@ -670,10 +670,18 @@ impl Store {
                 PatchError::NotAnArray | PatchError::BadOperation(_) => {
                     ApiError::bad_request(e.to_string())
                 }
-                PatchError::MissingPath { .. } | PatchError::TestFailed { .. } => {
+                PatchError::MissingPath { .. }
+                | PatchError::TestFailed { .. }
+                | PatchError::CopiedTooMuch(_) => {
                     let mut err = ApiError::bad_request(e.to_string());
                     err.code = 422;
                     err.reason = "Invalid";
+                    err
+                }
+                PatchError::TooManyOperations(_) => {
+                    let mut err = ApiError::bad_request(e.to_string());
+                    err.code = 413;
+                    err.reason = "RequestEntityTooLarge";
                     err
                 }
             })?,
