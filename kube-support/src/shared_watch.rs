@@ -165,11 +165,33 @@ struct Sub<K> {
     map: ObjectMapper<K>,
     /// Until the hub has listed: the version it resumes from (`None`: fresh).
     waiting: Option<Option<Version>>,
+    /// The latest version the subscriber has (sent, read, or resumed from):
+    /// an event at or before it is not sent again. A subscription that read
+    /// the object before following it would otherwise get the object's
+    /// version twice when the shared watch's event for it comes after the
+    /// read (seen under load: the lock conformance suite's
+    /// `watch_delivers_in_order`).
+    seen: Option<Version>,
 }
 
 impl<K> Sub<K> {
-    /// Sends `event`; false if the subscriber is gone or too far behind.
+    /// Sends `event` unless the subscriber already has its version; false if
+    /// the subscriber is gone or too far behind.
     fn send(&mut self, event: WatchEvent, overflows: &AtomicU64) -> bool {
+        let version = match &event {
+            WatchEvent::Changed(obs) => Some(&obs.version),
+            WatchEvent::Deleted(version) => version.as_ref(),
+        };
+        if let Some(version) = version {
+            if self
+                .seen
+                .as_ref()
+                .is_some_and(|seen| !version.is_newer_than(seen))
+            {
+                return true;
+            }
+            self.seen = Some(version.clone());
+        }
         match self.tx.try_send(Ok(event)) {
             Ok(()) => true,
             Err(e) => {
@@ -375,6 +397,7 @@ impl<K: Watched> SharedWatch<K> {
         let mut sub = Sub {
             tx,
             map,
+            seen: from.clone(),
             waiting: Some(from),
         };
         let mut state = self.hub.lock();
