@@ -75,6 +75,31 @@ fn renew_until_leading(n: &mut Node, mut version: u32) -> Instant {
         .0
 }
 
+/// A claimed leader that stepped down (at the instant returned) and drained:
+/// its release write is in flight (the write and its record returned).
+fn releasing_after_a_step_down(id: &str) -> (Node, Instant, WriteId, LockRecord) {
+    let (mut n, _) = claimed_leader(id);
+    let stepped_down_at = n.now;
+    n.step_down();
+    n.work_stopped();
+    n.events();
+    let (op, _, release) = n.fire_until_action(10).into_update();
+    (n, stepped_down_at, op, release)
+}
+
+/// The node's next action claims "a"'s assignment at `version`, and not
+/// before its step-down pause (one 2 s lease from `stepped_down_at`) is over.
+fn claims_after_the_pause(n: &mut Node, stepped_down_at: Instant, version: &str) {
+    let (_, expected, claim) = n.fire_until_action(10).into_update();
+    assert!(
+        n.now >= stepped_down_at + ms(2_000),
+        "claimed during the step-down pause, at {:?}",
+        n.now
+    );
+    assert_eq!(expected, Version::new(version));
+    assert_eq!(claim.holder, "a".into());
+}
+
 /// C1: whatever the lock looks like (absent, released, held and long expired,
 /// held by a lower priority), a coordinated follower writes nothing: with a
 /// watch it waits for events, without one it only reads.
@@ -363,12 +388,7 @@ fn c3_an_assignment_that_overtakes_the_release_answer_is_read() {
 /// step-down pause is over. Found by the simulator (seeds 1176323, 1607794).
 #[test]
 fn c3_a_failed_read_after_the_release_is_read_again_and_the_assignment_claimed() {
-    let (mut n, _) = claimed_leader("a");
-    let stepped_down_at = n.now;
-    n.step_down();
-    n.work_stopped();
-    n.events();
-    let (op, _, release) = n.fire_until_action(10).into_update();
+    let (mut n, stepped_down_at, op, release) = releasing_after_a_step_down("a");
     n.watch(WatchEvent::Changed(obs("15", assigned("a", &release))));
     n.answer(op, Ok(obs("14", stamped(release, 6))));
     let read = n.get();
@@ -378,14 +398,7 @@ fn c3_a_failed_read_after_the_release_is_read_again_and_the_assignment_claimed()
     };
     let given_back = obs("15", assigned("a", &held("", 1, 3)));
     n.answer(again, Ok(given_back));
-    let (_, expected, claim) = n.fire_until_action(10).into_update();
-    assert!(
-        n.now >= stepped_down_at + ms(2_000),
-        "claimed during the step-down pause, at {:?}",
-        n.now
-    );
-    assert_eq!(expected, Version::new("15"));
-    assert_eq!(claim.holder, "a".into());
+    claims_after_the_pause(&mut n, stepped_down_at, "15");
 }
 
 /// C3: the Lease is deleted while the release is in flight, and the
@@ -397,12 +410,7 @@ fn c3_a_failed_read_after_the_release_is_read_again_and_the_assignment_claimed()
 /// 1375262).
 #[test]
 fn c3_a_release_answered_not_found_after_a_recreated_assignment_keeps_the_assignment() {
-    let (mut n, _) = claimed_leader("a");
-    let stepped_down_at = n.now;
-    n.step_down();
-    n.work_stopped();
-    n.events();
-    let (op, _, _) = n.fire_until_action(10).into_update();
+    let (mut n, stepped_down_at, op, _) = releasing_after_a_step_down("a");
     n.advance(ms(5));
     n.watch(WatchEvent::Deleted(Some(Version::new("14"))));
     n.advance(ms(5));
@@ -411,14 +419,7 @@ fn c3_a_release_answered_not_found_after_a_recreated_assignment_keeps_the_assign
         assigned("a", &LockRecord::default()),
     )));
     n.answer(op, Err(LockError::NotFound));
-    let (_, expected, claim) = n.fire_until_action(10).into_update();
-    assert!(
-        n.now >= stepped_down_at + ms(2_000),
-        "claimed during the step-down pause, at {:?}",
-        n.now
-    );
-    assert_eq!(expected, Version::new("15"));
-    assert_eq!(claim.holder, "a".into());
+    claims_after_the_pause(&mut n, stepped_down_at, "15");
 }
 
 /// C2: the lock was deleted under the leader and the coordinator re-created it
