@@ -4,6 +4,13 @@
 //! machine is suspended or the VM frozen: a leader resumed after an hour would
 //! believe only a moment passed and keep leading on a lease that expired long ago
 //! (docs/faults.md N4). [`BootClock`] reads `CLOCK_BOOTTIME` instead, which keeps counting.
+//!
+//! It reads it through the C library's `clock_gettime` (rustix's libc backend),
+//! like `Instant` and the runtimes' timers, not through the vDSO directly: a
+//! clock faker preloaded into the process (faketime's `LD_PRELOAD`) then moves
+//! the election's clock and the timers together, which is how a test runs a
+//! whole candidate on a fast or slow clock (docs/faults.md N12). glibc's
+//! `clock_gettime` is itself a vDSO call, so the read costs the same.
 
 use election_core::Instant;
 
@@ -192,6 +199,82 @@ mod tests {
         assert!(
             out.status.success() && stdout.contains("n4 child: "),
             "the child in the suspended namespace failed:\n{stdout}\n{stderr}"
+        );
+    }
+
+    /// The environment variable that makes
+    /// [`n12_a_preloaded_clock_faker_moves_the_clock`] the child side.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const FAKED_CHILD: &str = "ELECTION_DRIVER_N12_FAKED_CHILD";
+
+    /// Seconds since boot by the kernel's `/proc/uptime`, which no clock
+    /// faker reaches (it is a file, not a clock call).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn uptime() -> f64 {
+        let text = std::fs::read_to_string("/proc/uptime").expect("/proc/uptime");
+        let first = text.split_whitespace().next().expect("a reading");
+        first.parse().expect("seconds")
+    }
+
+    /// docs/faults.md N12 (clock rates): the clock follows a clock faker
+    /// preloaded into the process, as `Instant` and the timers do. This test
+    /// runs itself again under `faketime -f "+0 x2"` and checks the clock
+    /// advanced about twice as far as the kernel's uptime in the child. Ignored
+    /// in the workspace run because it needs faketime (Debian's `faketime`,
+    /// `bash .ci/install faketime`); CI runs it with `--ignored`, and it fails
+    /// when faketime is missing.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    #[ignore = "needs faketime (bash .ci/install faketime); CI runs it"]
+    fn n12_a_preloaded_clock_faker_moves_the_clock() {
+        if std::env::var_os(FAKED_CHILD).is_some() {
+            let clock = BootClock::new();
+            let start = uptime();
+            // Busy, not asleep: the faker scales sleeps too.
+            while uptime() - start < 0.5 {
+                std::hint::spin_loop();
+            }
+            let real = uptime() - start;
+            let seen = clock.now().as_nanos() as f64 / 1e9;
+            println!("n12 child: the clock saw {seen:.3} s in {real:.3} s of uptime");
+            return;
+        }
+        let exe = std::env::current_exe().expect("the test binary");
+        let out = std::process::Command::new("faketime")
+            .args(["-f", "+0 x2"])
+            .arg(exe)
+            .args([
+                "clock::tests::n12_a_preloaded_clock_faker_moves_the_clock",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(FAKED_CHILD, "1")
+            .output()
+            .expect("faketime is missing: install it with `bash .ci/install faketime`");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "the child failed:\n{stdout}\n{stderr}"
+        );
+        let line = stdout
+            .lines()
+            // libtest may print the test's name on the same line first.
+            .find_map(|l| {
+                l.split_once("n12 child: the clock saw ")
+                    .map(|(_, rest)| rest)
+            })
+            .unwrap_or_else(|| panic!("no reading from the child:\n{stdout}\n{stderr}"));
+        let mut words = line.split_whitespace();
+        let seen: f64 = words.next().and_then(|w| w.parse().ok()).expect("seen");
+        let real: f64 = words.nth(2).and_then(|w| w.parse().ok()).expect("real");
+        // x2 gives 2; the uptime's 10 ms steps and the reads' delays keep it near.
+        let ratio = seen / real;
+        assert!(
+            (1.7..2.3).contains(&ratio),
+            "under faketime x2 the clock ran {ratio:.2} times the uptime ({line})"
         );
     }
 }
