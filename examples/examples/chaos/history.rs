@@ -116,6 +116,15 @@ impl History {
             .map(|(_, w)| w)
     }
 
+    /// The last write by `client` committed before `to`.
+    pub fn last_by(&self, client: &str, to: Instant) -> Option<&LeaseWrite> {
+        self.writes
+            .range(..(to, 0))
+            .rev()
+            .map(|(_, w)| w)
+            .find(|w| w.client == client)
+    }
+
     /// The writes committed in `[from, to]`.
     pub fn between(&self, from: Instant, to: Instant) -> impl Iterator<Item = &LeaseWrite> {
         self.writes

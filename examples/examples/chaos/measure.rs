@@ -10,9 +10,12 @@
 //!   trail that write;
 //! - its SIGKILL (lines received later were written before it, and are moved to
 //!   it), the end of its process, the end of the run;
-//! - for a leader SIGSTOPped through its deadline (stopped at `S` and not
-//!   continued before `S + renew_deadline × max clock ratio`): that instant.
-//!   It cannot act while stopped, and finds itself past its deadline on resume
+//! - for a leader SIGSTOPped through its deadline: its deadline. It counts
+//!   the renew deadline on its own clock from the send of its last renew
+//!   answered success, which it sent before the stop `S` and which committed,
+//!   so no later than its last committed write `W`: the deadline is at most
+//!   `min(S, W) + renew_deadline / its clock rate`. Stopped through that
+//!   instant, it cannot act, and finds itself past its deadline on resume
 //!   (docs/faults.md N5), so its late `stopped leading` line says nothing about
 //!   when it led.
 //!
@@ -126,13 +129,14 @@ pub struct Interval {
     pub cause: EndedBy,
 }
 
-/// Builds every interval. `clip` is `renew_deadline × max clock ratio`.
+/// Builds every interval. `deadline(slot)` is the renew deadline in real
+/// time on that slot's clock (`renew_deadline / its rate`).
 pub fn intervals(
     lives: &[Life],
     marks: &[Mark],
     pauses: &[Pause],
     history: &History,
-    clip: Duration,
+    deadline: &dyn Fn(usize) -> Duration,
     run_end: Instant,
 ) -> Vec<Interval> {
     let mut out = Vec::new();
@@ -208,7 +212,11 @@ pub fn intervals(
                 .iter()
                 .filter(|p| p.slot == life.slot && p.life == life.life)
             {
-                let clip_at = p.stop + clip;
+                // Its last committed write: this term's acquire at the
+                // earliest (every start is backed by one).
+                let last_write = history.last_by(&life.identity, iv.end).map(|w| w.at);
+                let from = last_write.map_or(p.stop, |w| w.min(p.stop));
+                let clip_at = from + deadline(life.slot);
                 let through = p.cont.is_none_or(|c| c >= clip_at);
                 if through && p.stop >= iv.start && p.stop < iv.end && clip_at < iv.end {
                     iv.end = clip_at;

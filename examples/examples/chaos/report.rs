@@ -67,15 +67,23 @@ fn cause(c: EndedBy) -> &'static str {
 /// by a committed write).
 pub fn print(run: &Run, cx: &Context) -> bool {
     let t = |at: Instant| run.t(at);
-    let clip = cx.timings.renew.mul_f64(cx.max_ratio);
+    let deadline = |slot: usize| {
+        cx.timings
+            .renew
+            .div_f64(run.slots[slot].spec.rate.unwrap_or(1.0))
+    };
     let ivs = measure::intervals(
         &run.lives,
         &run.marks,
         &run.pauses,
         &run.history,
-        clip,
+        &deadline,
         cx.run_end,
     );
+    let longest_deadline = (0..run.slots.len())
+        .map(deadline)
+        .max()
+        .unwrap_or(cx.timings.renew);
     let overlaps = measure::overlaps(&ivs, false);
     let raw = measure::overlaps(&ivs, true);
     let run_len = cx.run_end - run.t0;
@@ -175,11 +183,11 @@ pub fn print(run: &Run, cx: &Context) -> bool {
     println!(
         "  rules      a term ends at the earliest of its stop line, its own release's commit \
          ({} terms, up to {:.1} ms before the line), SIGKILL, its exit, and for a leader SIGSTOPped \
-         through its deadline: stop + renew deadline x max clock ratio = stop + {:.3} s \
-         ({} terms, up to {:.1} ms before the line; docs/faults.md N5)",
+         through its deadline: the earlier of the stop and its last committed write, + renew deadline / \
+         its clock rate (up to {:.3} s) ({} terms, up to {:.1} ms before the line; docs/faults.md N5)",
         released.len(),
         ms(released.iter().max().copied().unwrap_or_default()),
-        clip.as_secs_f64(),
+        longest_deadline.as_secs_f64(),
         clipped.len(),
         ms(clipped.iter().max().copied().unwrap_or_default()),
     );

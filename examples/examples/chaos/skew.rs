@@ -2,15 +2,14 @@
 //! election's clock.
 //!
 //! faketime (`LD_PRELOAD` of libfaketime) fakes the clocks a program reads
-//! through libc. Rust's `std::time::Instant` is such a read
-//! (`clock_gettime(CLOCK_MONOTONIC)` in glibc), and so are tokio's timers. The
-//! election driver, though, reads `CLOCK_BOOTTIME` through rustix
-//! (`election-driver/src/clock.rs`), which calls the vDSO or the kernel without
-//! libc. The probe settles which clock a sidecar's election runs on: a sidecar
-//! under `faketime -f "+0 x2"` creates a fresh Lease and, by the strict lock
-//! delay (design §4), leads one lease duration after its create's answer, on
-//! its election clock. If that clock ran twice as fast, it would lead after
-//! half a lease of real time; if it ignores faketime, after a whole one.
+//! through libc: Rust's `std::time::Instant`, tokio's timers, and the election
+//! driver's `CLOCK_BOOTTIME` (read through libc for this reason:
+//! `election-driver/src/clock.rs`). The probe checks the last of these in a
+//! real sidecar before the run counts on it: a sidecar under `faketime -f "+0
+//! x2"` creates a fresh Lease and, by the strict lock delay (design §4), leads
+//! one lease duration after its create's answer, on its election clock. On a
+//! clock twice as fast that is half a lease of real time; a whole one means
+//! the election's clock ignores faketime, and the run stops with that finding.
 
 use std::path::Path;
 use std::sync::mpsc::Receiver;
@@ -47,17 +46,9 @@ pub fn ensure_faketime() -> Result<(), String> {
         .to_owned())
 }
 
-/// What the probe found.
-#[derive(Debug, Clone)]
-pub struct Verdict {
-    /// Whether faketime's rate reached the election's clock.
-    pub reaches_election_clock: bool,
-    /// One line for the report.
-    pub summary: String,
-}
-
 /// Runs the probe (a few seconds): one sidecar under `faketime -f "+0 x2"` on
-/// a Lease of its own.
+/// a Lease of its own. `Ok` is the report's line; `Err` says why the
+/// election's clock cannot be skewed this way.
 pub async fn probe(
     emu: &Emulator,
     dir: &Path,
@@ -65,7 +56,7 @@ pub async fn probe(
     reader: &Reader,
     msgs: &Receiver<Msg>,
     timings: Timings,
-) -> Result<Verdict, String> {
+) -> Result<String, String> {
     const NAME: &str = "chaos-probe";
     let kubeconfig = dir.join("probe.kubeconfig");
     emu.write_kubeconfig(&kubeconfig, NAME)
@@ -110,35 +101,26 @@ pub async fn probe(
     let lease = timings.lease;
     let Some((created, started)) = created.zip(started) else {
         let tail = last_lines[last_lines.len().saturating_sub(5)..].join("\n  ");
-        return Ok(Verdict {
-            reaches_election_clock: false,
-            summary: format!(
-                "left out: the faketime probe did not lead within {:.0} s, so faketime's effect is unknown; last lines:\n  {tail}",
-                wait_for.as_secs_f64()
-            ),
-        });
+        return Err(format!(
+            "the faketime probe did not lead within {:.0} s, so faketime's effect is unknown; last lines:\n  {tail}",
+            wait_for.as_secs_f64()
+        ));
     };
     let waited = started.saturating_duration_since(created);
-    let reaches = waited < lease.mul_f64(0.75);
-    let summary = if reaches {
-        format!(
+    if waited < lease.mul_f64(0.75) {
+        Ok(format!(
             "on: a sidecar under faketime x2 led {:.3} s after its create (strict lock delay of one {} s lease): faketime reaches its election clock",
             waited.as_secs_f64(),
             lease.as_secs()
-        )
+        ))
     } else {
-        format!(
-            "left out: a sidecar under faketime x2 led {:.3} s (real) after its create, a whole {} s lease \
+        Err(format!(
+            "a sidecar under faketime x2 led {:.3} s (real) after its create, a whole {} s lease \
              (x2 would take {:.1} s): faketime does not reach the election's clock \
-             (CLOCK_BOOTTIME, read through rustix without libc), only libc's clock reads \
-             (Rust's Instant, tokio's timers), so no clock-rate skew can be injected this way",
+             (election-driver/src/clock.rs must read it through libc)",
             waited.as_secs_f64(),
             lease.as_secs(),
             lease.as_secs_f64() / 2.0
-        )
-    };
-    Ok(Verdict {
-        reaches_election_clock: reaches,
-        summary,
-    })
+        ))
+    }
 }
