@@ -38,14 +38,22 @@ fn replica(emu: &Emulator, dir: &std::path::Path, id: &str) -> Replica {
     Replica { child, lines }
 }
 
-async fn copied(r: &mut Replica, name: &str) -> String {
-    let seen = tokio::time::timeout(
-        Duration::from_secs(20),
-        read_until(&mut r.lines, &format!("copied {name} in term")),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("{name} copied within 20 s"));
-    let line = seen.last().expect("a line").clone();
+/// Waits until `r` has copied every one of `names`, in any order (the
+/// controller reconciles objects concurrently), and returns the term of the
+/// last copy.
+async fn copied(r: &mut Replica, names: &[&str]) -> String {
+    let mut left = names.to_vec();
+    let mut line = String::new();
+    while !left.is_empty() {
+        let seen = tokio::time::timeout(
+            Duration::from_secs(20),
+            read_until(&mut r.lines, " in term "),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{left:?} copied within 20 s"));
+        line = seen.last().expect("a line").clone();
+        left.retain(|name| !line.contains(&format!("copied {name} in term")));
+    }
     line.rsplit(' ').next().expect("the term").to_owned()
 }
 
@@ -91,7 +99,8 @@ async fn controller_replicas_hand_over_on_sigterm_and_fail_over_on_sigkill() {
     std::fs::create_dir_all(&dir).expect("temp dir");
 
     let mut a = replica(&emu, &dir, "ctl-a");
-    let first = copied(&mut a, "s2").await;
+    // All three: the test reads s0's copy next.
+    let first = copied(&mut a, &["s0", "s1", "s2"]).await;
     let mut b = replica(&emu, &dir, "ctl-b");
     let copies: Api<ConfigMap> = Api::namespaced(admin.clone(), "mirror");
     let copy = copies.get("s0").await.expect("copy");
@@ -116,7 +125,7 @@ async fn controller_replicas_hand_over_on_sigterm_and_fail_over_on_sigkill() {
         .expect("status");
     assert!(status.success(), "{status:?}");
     set_value(&sources, "s1", "2").await;
-    let second = copied(&mut b, "s1").await;
+    let second = copied(&mut b, &["s1"]).await;
     assert_ne!(second, first, "a new term");
     assert_eq!(
         lists(&emu, "ctl-b"),
@@ -133,7 +142,7 @@ async fn controller_replicas_hand_over_on_sigterm_and_fail_over_on_sigkill() {
     );
     let _ = b.child.wait().await;
     set_value(&sources, "s2", "2").await;
-    let third = copied(&mut c, "s2").await;
+    let third = copied(&mut c, &["s2"]).await;
     assert!(third != first && third != second, "a third term");
     let copy = copies.get("s2").await.expect("copy");
     assert_eq!(copy.data, Some([("v".to_owned(), "2".to_owned())].into()));
