@@ -26,7 +26,7 @@ pub struct LeaseWrite {
     pub holder: Option<String>,
     /// `spec.leaseDurationSeconds` as written.
     pub duration: Option<i64>,
-    /// The version it produced (none for a deletion).
+    /// The version it committed (a deletion's too).
     pub version: Option<u64>,
 }
 
@@ -92,11 +92,7 @@ impl History {
                 verb: w.verb,
                 holder: spec.map(|s| s["holderIdentity"].as_str().unwrap_or("").to_owned()),
                 duration: spec.and_then(|s| s["leaseDurationSeconds"].as_i64()),
-                version: if w.verb == Verb::Delete {
-                    None
-                } else {
-                    version
-                },
+                version,
             };
             self.next += 1;
             self.writes.insert((write.at, self.next), write);

@@ -255,8 +255,9 @@ impl Emulator {
     }
 
     /// The writes that changed the store, in the order the server committed
-    /// them (by the version each produced; the history itself is in the order
-    /// the requests were answered, which concurrent writes may swap).
+    /// them (by the version each produced, deletions included; the history
+    /// itself is in the order the requests were answered, which concurrent
+    /// writes may swap).
     pub fn committed_writes(&self) -> Vec<WriteRecord> {
         let mut writes = self.write_history();
         writes.retain(|w| w.committed);

@@ -183,7 +183,10 @@ pub struct WriteRecord {
     pub code: u16,
     /// Whether the store changed (`code` 2xx and not a no-op update).
     pub committed: bool,
-    /// The resourceVersion of the object after the write, when it succeeded.
+    /// The resourceVersion the write committed, when it succeeded: the
+    /// object's after the write, or for a deletion the version of the deletion
+    /// (the one its watch event carries; a deletion of a namespace: the
+    /// namespace's own).
     pub resource_version: Option<String>,
     /// A fault that spoiled the answer after the write (the client saw that instead).
     pub spoiled_by: Option<Fault>,

@@ -846,12 +846,13 @@ impl Written<'_> {
     fn record(&self, shared: &Shared, outcome: &Outcome, spoiled_by: Option<Fault>) {
         let (code, committed, rv, object) = match outcome {
             Outcome::Reply(r, changed) => {
-                let rv = r
-                    .body
-                    .get("metadata")
-                    .and_then(|m| m.get("resourceVersion"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                let rv = r.deleted_at.clone().or_else(|| {
+                    r.body
+                        .get("metadata")
+                        .and_then(|m| m.get("resourceVersion"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                });
                 (r.code, *changed, rv, Some(r.body.clone()))
             }
             Outcome::Error(e) => (e.code, false, None, None),

@@ -71,6 +71,9 @@ pub(crate) struct Reply {
     pub(crate) code: u16,
     pub(crate) body: Value,
     pub(crate) warnings: Vec<String>,
+    /// The version a deletion committed, which its answer (a `Status`) does
+    /// not carry; every other write's is in its body.
+    pub(crate) deleted_at: Option<String>,
 }
 
 impl Reply {
@@ -79,6 +82,7 @@ impl Reply {
             code,
             body,
             warnings: Vec::new(),
+            deleted_at: None,
         }
     }
 
@@ -834,6 +838,7 @@ impl Store {
             }
         }
         let gone = self.commit(resource, ns, name, existing, ChangeKind::Deleted);
+        let deleted_at = Some(self.rv.to_string());
         gone_uids.push(uid.clone());
         self.collect_garbage(gone_uids, orphan);
         let body = if resource == Resource::Namespace {
@@ -843,7 +848,10 @@ impl Store {
         } else {
             delete_success(resource, name, &uid)
         };
-        Ok(Reply::new(200, body))
+        Ok(Reply {
+            deleted_at,
+            ..Reply::new(200, body)
+        })
     }
 }
 

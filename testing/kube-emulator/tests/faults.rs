@@ -396,3 +396,43 @@ async fn w3_stale_read_serves_the_version_before_the_latest_write() {
         updated.metadata.resource_version
     );
 }
+
+/// `committed_writes` is the commit order, deletions in their place: a
+/// deletion records the version it committed (its answer, a `Status`, carries
+/// none), so a Lease created, updated, deleted and created again reads back in
+/// that order, with growing versions.
+#[tokio::test]
+async fn committed_writes_keep_deletions_in_commit_order() {
+    let emu = Emulator::start().await.expect("start");
+    let api: Api<Lease> = Api::namespaced(emu.client("a").expect("client"), "default");
+    let created = api
+        .create(&PostParams::default(), &lease("lock", "a"))
+        .await
+        .expect("create");
+    let mut next = created.clone();
+    next.spec.as_mut().expect("spec").holder_identity = Some("b".into());
+    api.replace("lock", &PostParams::default(), &next)
+        .await
+        .expect("update");
+    api.delete("lock", &kube::api::DeleteParams::default())
+        .await
+        .expect("delete");
+    api.create(&PostParams::default(), &lease("lock", "c"))
+        .await
+        .expect("create again");
+
+    let writes = emu.committed_writes();
+    let verbs: Vec<Verb> = writes.iter().map(|w| w.verb).collect();
+    assert_eq!(
+        verbs,
+        [Verb::Create, Verb::Update, Verb::Delete, Verb::Create]
+    );
+    let versions: Vec<u64> = writes
+        .iter()
+        .map(|w| w.version().expect("every committed write has a version"))
+        .collect();
+    assert!(
+        versions.windows(2).all(|v| v[0] < v[1]),
+        "versions grow in commit order: {versions:?}"
+    );
+}
