@@ -238,3 +238,52 @@ fn r13_a_leader_that_sees_its_duration_shortened_renews_at_once() {
     assert_eq!(expected.as_str(), "11", "at once, on the edited version");
     assert_eq!(record.lease_duration_secs, Some(2), "its own duration back");
 }
+
+/// R1, the chaos soak's case (seed 12): a human sets the holder to a follower's
+/// identity while another node leads. The follower once had a takeover write
+/// whose outcome it never learned, but that write (a compare-and-swap on an
+/// older version) cannot be the edited record: the lock moved on to another
+/// holder's version since. So the record is treated as held by another (N2):
+/// the follower waits a lease from seeing it, as the leader, which stops when
+/// it sees the edit, may not have seen it yet.
+#[test]
+fn r1_a_follower_named_by_an_edit_waits_a_lease_despite_an_old_unknown_write() {
+    let mut n = Node::new(fast("a"));
+    n.watch_active(true);
+    let op = n.get();
+    let held_by_b = obs("7", held("b", 2, 1));
+    n.answer(op, Ok(held_by_b.clone()));
+    let (_, write) = n.campaign(|_| Ok(held_by_b.clone()), 1_000);
+    let (op, expected, _) = write.into_update();
+    assert_eq!(expected.as_str(), "7", "a takeover of b's expired lease");
+    n.advance(ms(1_000));
+    n.answer(
+        op,
+        Err(LockError::unknown("no answer within the request timeout")),
+    );
+    // c took the lock meanwhile: a's compare-and-swap on version 7 lost for good.
+    let held_by_c = obs("9", held("c", 2, 2));
+    if n.has_action() {
+        let op = n.get();
+        n.answer(op, Ok(held_by_c.clone()));
+    } else {
+        n.watch(WatchEvent::Changed(held_by_c.clone()));
+    }
+    assert!(!n.e.is_leader(n.now));
+    n.advance(ms(300));
+    // The operator's patch: c's record with a's name.
+    let mut named_a = held_by_c.record.clone();
+    named_a.holder = "a".into();
+    let edit = obs("10", named_a);
+    let seen = n.now;
+    n.watch(WatchEvent::Changed(edit.clone()));
+    let (at, write) = first_write(&mut n, &edit, seen + ms(2_000));
+    assert!(
+        matches!(write, Action::Update { ref expected, .. } if expected.as_str() == "10"),
+        "{write:?}"
+    );
+    assert!(
+        n.started().is_none(),
+        "not leading before its write succeeded: {at:?}"
+    );
+}

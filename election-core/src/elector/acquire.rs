@@ -90,9 +90,7 @@ impl Elector {
         let me = self.identity();
         let expiry = self.expiry();
 
-        if rec.holder == *me
-            && (self.own.wrote(&seen.obs.version) || self.own.unknown_sent.is_some())
-        {
+        if rec.holder == *me && self.own.may_have_written(&seen.obs.version, rec) {
             // Our own record (a late write of ours, or one whose outcome we did not
             // learn): take it back by compare-and-swap, as a new term.
             return self.take(Purpose::Acquire, seen);
@@ -237,7 +235,7 @@ impl Elector {
                     // lead only once local observation says so too.
                     self.lead_not_before = self.lead_not_before.max(self.others_until.until());
                 }
-                self.own.unknown_sent = None;
+                self.own.settle_unknown();
                 self.own.foreign_self_versions = 0;
                 self.take_holding(term, call.sent_at, now);
             }

@@ -260,7 +260,8 @@ impl Elector {
         self.failures = self.failures.saturating_add(1);
         self.stats.lock_errors += 1;
         if call.purpose.is_write() && error.outcome_unknown() {
-            self.own.sent_unknown(call.sent_at);
+            self.own
+                .sent_unknown(call.sent_at, call.expected.as_ref(), call.transitions);
             if call.purpose == Purpose::Create {
                 self.own.create_unknown = self.own.create_unknown.max(Some(call.transitions));
             }

@@ -39,7 +39,7 @@ impl Elector {
         if rec.holder != *self.identity() {
             return self.follow_move(None, now);
         }
-        let ours = self.own.wrote(&seen.obs.version) || self.own.unknown_sent.is_some();
+        let ours = self.own.may_have_written(&seen.obs.version, rec);
         if ours || self.is_assignment(rec) {
             // One more than any count seen: the coordinator keeps the count of
             // the record it overwrites, and starts a re-created lock at none.

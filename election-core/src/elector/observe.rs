@@ -72,6 +72,9 @@ impl Elector {
             other if rec.is_held() => self.warn(Warning::LeaseDurationMissing(other)),
             _ => {}
         }
+        if self.holding.is_none() && rec.holder != *self.identity() {
+            self.own.superseded_by(&obs.version);
+        }
         self.max_transitions = Some(self.max_transitions.unwrap_or(0).max(rec.transitions));
         let leader = rec.is_held().then(|| rec.holder.clone());
         if leader != self.reported_leader {
@@ -285,7 +288,7 @@ impl Elector {
                 self.contiguous = false;
                 self.lose(StopReason::LockDeleted, now);
                 if self.phase == super::Phase::ShuttingDown {
-                    self.own.unknown_sent = None; // nothing of ours to release
+                    self.own.settle_unknown(); // nothing of ours to release
                 }
                 self.note_absent(None, now);
                 self.timers.set(crate::timer::Timer::Attempt, now);

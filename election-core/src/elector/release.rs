@@ -161,8 +161,10 @@ impl Elector {
             return;
         };
         let ours = seen.obs.record.holder == *self.identity()
-            && (self.own.wrote(&seen.obs.version) || self.own.unknown_sent.is_some());
-        self.own.unknown_sent = None;
+            && self
+                .own
+                .may_have_written(&seen.obs.version, &seen.obs.record);
+        self.own.settle_unknown();
         if !ours || !self.config.release_on_shutdown {
             return;
         }

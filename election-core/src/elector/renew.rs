@@ -77,7 +77,7 @@ impl Elector {
             Ok(obs) => {
                 self.own.remember(&obs.version);
                 self.observe(obs, true, now);
-                self.own.unknown_sent = None;
+                self.own.settle_unknown();
                 self.stats.renews += 1;
                 self.extend(call.sent_at);
                 self.schedule_renew(call.sent_at, self.config.renew_every(), now);
@@ -177,7 +177,7 @@ impl Elector {
             // An unknown-outcome write of ours did not land before this version
             // (it would have stamped a new renew time), and cannot land after it
             // (it was a compare-and-swap on an older version).
-            self.own.unknown_sent = None;
+            self.own.settle_unknown();
             self.own.remember(&obs.version);
             let novelty = self.observe(obs, true, now);
             if is_request && novelty == Novelty::New && self.honoured_handover_seen() {
@@ -185,7 +185,7 @@ impl Elector {
                 self.begin_giving_up(StopReason::Preempted { by }, now);
             }
             self.timers.set(Timer::Attempt, now);
-        } else if let Some(sent) = self.own.unknown_sent.take() {
+        } else if let Some(sent) = self.own.take_unknown() {
             // A write of ours whose outcome we did not learn landed: it counts from
             // the earliest such send time.
             self.own.remember(&obs.version);

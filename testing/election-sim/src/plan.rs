@@ -162,6 +162,10 @@ pub enum Fault {
     /// Someone patches the holder by hand (`""`: emptied, as `kubectl patch`
     /// with `holderIdentity: null` leaves it), the rest of the record as stored.
     HumanEdit { holder: &'static str },
+    /// Someone patches the holder by hand to a candidate's identity (a forced
+    /// handover by `kubectl patch`; the chaos soak's seed 12), the rest of the
+    /// record as stored.
+    HumanEditNaming { node: usize },
     /// Someone patches `leaseDurationSeconds` of a held record by hand (FAULTS
     /// R13), the rest of the record as stored.
     DurationEdit { secs: i64 },
@@ -288,10 +292,13 @@ pub fn draw_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Fault)>, M
             }
             5 => faults.push((at, Fault::DeleteLock)),
             6 => {
-                let edit = match rng.range(0, 4) {
+                let edit = match rng.range(0, 5) {
                     0 => Fault::HumanEdit { holder: "" },
                     1 => Fault::HumanEdit { holder: "mallory" },
                     2 => Fault::MetadataEdit,
+                    3 => Fault::HumanEditNaming {
+                        node: rng.range(0, opts.nodes as u64) as usize,
+                    },
                     // The shortest a Lease allows.
                     _ => Fault::DurationEdit { secs: 1 },
                 };

@@ -752,6 +752,10 @@ impl World {
             Fault::HumanEdit { holder } => {
                 self.patch_record(|r| r.holder = holder.into());
             }
+            Fault::HumanEditNaming { node } => {
+                let id = self.nodes[node].id.clone();
+                self.patch_record(|r| r.holder = id);
+            }
             Fault::DurationEdit { secs } => {
                 self.patch_record(|r| r.lease_duration_secs = Some(secs));
             }
