@@ -364,6 +364,46 @@ impl Inner {
         .map(|_| ())
     }
 
+    /// Removes the request annotation if it still holds `seen`, by a JSON
+    /// patch that tests the value first; `false` when it no longer does (the
+    /// test fails with 422), so a teardown decided on an old request never
+    /// removes the asker's new one.
+    async fn remove_request(
+        &self,
+        name: &str,
+        seen: &str,
+        deadline: Option<Instant>,
+    ) -> Result<bool, DriverError> {
+        let path = format!(
+            "/metadata/annotations/{}",
+            WINDOW_ANNOTATION.replace('~', "~0").replace('/', "~1")
+        );
+        let patch: json_patch::Patch = serde_json::from_value(json!([
+            {"op": "test", "path": path, "value": seen},
+            {"op": "remove", "path": path},
+        ]))
+        .map_err(|e| DriverError::Api {
+            what: format!("remove the request from node {name}"),
+            source: kube::Error::SerdeError(e),
+        })?;
+        let sent = self
+            .bounded(
+                || format!("remove the request from node {name}"),
+                deadline,
+                self.nodes
+                    .patch(name, &PatchParams::default(), &Patch::Json::<()>(patch)),
+            )
+            .await;
+        match sent {
+            Ok(_) => Ok(true),
+            Err(DriverError::Api {
+                source: kube::Error::Api(status),
+                ..
+            }) if status.code == 422 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn reconcile(&self, name: &str) -> Result<Action, DriverError> {
         let node = self
             .bounded(
@@ -455,14 +495,11 @@ impl Inner {
                     )
                     .await?;
                 }
-                Write::RemoveRequest => {
-                    self.patch_node(
-                        name,
-                        "remove the request from",
-                        deadline,
-                        json!({"metadata": {"annotations": {WINDOW_ANNOTATION: null}}}),
-                    )
-                    .await?;
+                Write::RemoveRequest { seen } => {
+                    if !self.remove_request(name, &seen, deadline).await? {
+                        // Changed since the step read it: decide again on it.
+                        return Ok(Action::requeue(std::time::Duration::ZERO));
+                    }
                 }
                 Write::Cordon => {
                     self.patch_node(

@@ -216,8 +216,13 @@ pub enum Write {
     Lease(LeaseWrite),
     /// Set the status annotations on the Node.
     Status(Status),
-    /// Remove the request annotation from the Node.
-    RemoveRequest,
+    /// Remove the request annotation from the Node, only while it still
+    /// holds the value the step decided on: a request the asker changed since
+    /// is theirs, and the next step decides on it.
+    RemoveRequest {
+        /// The request annotation's value the step saw.
+        seen: String,
+    },
     /// Set `spec.unschedulable: true` on the Node.
     Cordon,
     /// Clear `spec.unschedulable` on the Node.
@@ -602,8 +607,8 @@ fn teardown(
     remove_request: bool,
     config: &WindowConfig,
 ) {
-    if remove_request {
-        d.writes.push(Write::RemoveRequest);
+    if remove_request && let Some(seen) = input.annotations.get(WINDOW_ANNOTATION) {
+        d.writes.push(Write::RemoveRequest { seen: seen.clone() });
     }
     if status != Some(Status::Ended) {
         d.writes.push(Write::Status(Status::Ended));

@@ -671,3 +671,51 @@ async fn the_lease_is_gone_and_the_drain_cancelled_when_the_node_is_deleted() {
     assert_eq!(log.statuses("a"), ["new (create)", "active"]);
     a.abort();
 }
+
+/// The request changed while the teardown's removal of the old one is on its
+/// way (held 1.5 s by the emulator): the removal tests the value it decided
+/// on, fails (422), and the controller decides again on the new request, an
+/// update of the same window, instead of removing the asker's new request.
+/// (`.ci/repeat` series 5 caught the old removal, a plain merge patch, wiping
+/// the new request in `the_request_removed_recreated_and_changed_at_each_state`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_changed_under_the_teardown_is_kept_and_updates_the_window() {
+    let (emu, nodes, leases) = setup().await;
+    let log = Log::default();
+    let a = spawn(&emu, "a", 2, &log, None);
+    annotate(&nodes, Some("1")).await;
+    wait_for("cordoned and active", Duration::from_secs(5), || async {
+        node_state(&nodes).await == (Some("1".into()), Some("active".into()), true)
+    })
+    .await;
+    // The next Node patch of a is the teardown's first write: the removal.
+    let patches = || emu.request_counts().get("a", Verb::Patch, Resource::Node);
+    let before = patches();
+    emu.faults("a")
+        .on(Match::verbs(&[Verb::Patch]).resource(Resource::Node))
+        .times(1)
+        .latency(Duration::from_millis(1_500));
+    wait_for("the removal sent", Duration::from_secs(3), || async {
+        patches() > before
+    })
+    .await;
+    annotate(&nodes, Some("5")).await;
+    wait_for("updated to 7 s", Duration::from_secs(5), || async {
+        leases
+            .get(NODE)
+            .await
+            .expect("lease")
+            .spec
+            .and_then(|s| s.lease_duration_seconds)
+            == Some(7)
+    })
+    .await;
+    wait_status(&nodes, "active", Duration::from_secs(3)).await;
+    assert_eq!(
+        node_state(&nodes).await.0.as_deref(),
+        Some("5"),
+        "the new request kept"
+    );
+    assert!(log.statuses("a").contains(&"updated".to_owned()));
+    a.abort();
+}

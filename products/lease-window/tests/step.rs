@@ -108,7 +108,7 @@ fn shorthand(w: &Write) -> String {
             Some(r) => format!("status:{}/{}", s.as_str(), r.as_str()),
             None => format!("status:{}", s.as_str()),
         },
-        Write::RemoveRequest => "remove-request".into(),
+        Write::RemoveRequest { .. } => "remove-request".into(),
         Write::Cordon => "cordon".into(),
         Write::Uncordon => "uncordon".into(),
         Write::StartDrain => "drain".into(),
