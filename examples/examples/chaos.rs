@@ -44,11 +44,11 @@
 //!
 //! **Clock skew.** With faketime (Debian's `faketime`, installed with `bash
 //! .ci/install faketime` when missing and running as root; else the run fails
-//! unless `--no-faketime`), a probe first runs one sidecar under `faketime -f
-//! "+0 x2"` and times its strict lock delay, to check that faketime reaches
-//! the election's clock (the driver reads it through libc for this reason);
-//! if it does not, the run fails. Odd candidates then run under `faketime -f
-//! "+0 xR"`, `R` drawn so that any two rates differ by less than 0.9 ×
+//! unless `--no-faketime`), a probe first runs one sidecar with libfaketime
+//! preloaded and `FAKETIME="+0 x2"`, and times its strict lock delay, to check
+//! that faketime reaches the election's clock (the driver reads it through
+//! libc for this reason); if it does not, the run fails. Odd candidates then
+//! run with `FAKETIME="+0 xR"`, `R` drawn so that any two rates differ by less than 0.9 ×
 //! `Config::tolerated_clock_ratio`.
 //!
 //! **Measurement**, all on this process's monotonic clock: leadership
@@ -182,13 +182,13 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
         }
     );
     let began = Instant::now();
+    if !args.no_faketime {
+        skew::ensure_faketime()?;
+    }
     let bins = procs::build(args.mix)?;
     eprintln!("chaos: built in {:.1} s", began.elapsed().as_secs_f64());
     if procs::which("kubectl").is_none() {
         return Err("kubectl is not on PATH (the kubectl faults run the real one)".into());
-    }
-    if !args.no_faketime {
-        skew::ensure_faketime()?;
     }
     let dir = TempDir::new().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
     let emu = Emulator::start()

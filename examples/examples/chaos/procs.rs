@@ -40,6 +40,28 @@ pub struct Bins {
     pub quickstart: Option<PathBuf>,
     /// `setpriv`, when installed: children get SIGKILL if the harness dies.
     pub setpriv: Option<PathBuf>,
+    /// libfaketime, when installed: preloaded into a candidate with a clock rate.
+    pub libfaketime: Option<PathBuf>,
+}
+
+/// Debian's libfaketime (package `libfaketime`, installed with `faketime`).
+/// Preloaded directly rather than through the `faketime` wrapper, which keeps a
+/// semaphore named after its pid: one left by a SIGKILLed wrapper made a later
+/// wrapper with the same pid exit with `sem_open: File exists`.
+pub fn libfaketime() -> Option<PathBuf> {
+    let dirs = std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("faketime"));
+    [
+        PathBuf::from("/usr/lib/faketime"),
+        PathBuf::from("/usr/local/lib/faketime"),
+    ]
+    .into_iter()
+    .chain(dirs)
+    .map(|dir| dir.join("libfaketime.so.1"))
+    .find(|p| p.is_file())
 }
 
 /// The first `name` on `PATH`.
@@ -121,6 +143,7 @@ pub fn build(mix: bool) -> Result<Bins, String> {
             None
         },
         setpriv: which("setpriv"),
+        libfaketime: libfaketime(),
     })
 }
 
@@ -157,7 +180,7 @@ fn ms(d: Duration) -> String {
 }
 
 /// The command that starts `spec` (wrapped in `setpriv --pdeathsig KILL` when
-/// installed, and in `faketime` when it has a rate).
+/// installed, with libfaketime preloaded when it has a rate).
 pub fn command(spec: &Spec, bins: &Bins) -> Command {
     let mut argv: Vec<String> = Vec::new();
     if let Some(setpriv) = &bins.setpriv {
@@ -167,9 +190,6 @@ pub fn command(spec: &Spec, bins: &Bins) -> Command {
             "KILL".into(),
             "--".into(),
         ]);
-    }
-    if let Some(rate) = spec.rate {
-        argv.extend(["faketime".into(), "-f".into(), format!("+0 x{rate:.4}")]);
     }
     let t = spec.timings;
     let sidecar = |mode: &str| {
@@ -213,11 +233,19 @@ pub fn command(spec: &Spec, bins: &Bins) -> Command {
         .env("ELECTION_IDENTITY", &spec.identity)
         .env("KUBECONFIG", &spec.kubeconfig)
         .env("PROBE_ADDR", "127.0.0.1:0");
+    if let Some(rate) = spec.rate {
+        let lib = bins
+            .libfaketime
+            .as_ref()
+            .expect("a clock rate only when libfaketime is installed (skew::ensure_faketime)");
+        cmd.env("LD_PRELOAD", lib)
+            .env("FAKETIME", format!("+0 x{rate:.4}"));
+    }
     cmd
 }
 
-/// A running child in a process group of its own (so that signals reach a
-/// faketime wrapper's child too, and a Ctrl-C at the terminal reaches only the
+/// A running child in a process group of its own (so that signals reach the
+/// `setpriv` wrapper's child too, and a Ctrl-C at the terminal reaches only the
 /// harness). Dropping it kills the group and reaps the child, so that no exit
 /// path (a panic included) leaves it running.
 #[derive(Debug)]

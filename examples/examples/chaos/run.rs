@@ -270,8 +270,8 @@ impl<'a> Run<'a> {
                 && let Some(status) = proc.exited()
             {
                 let seen = *self.slots[i].exit_seen.get_or_insert(now);
-                // Done once its output ended too (a faketime wrapper exits
-                // before its child), or after 2 s whatever holds the pipe.
+                // Done once its output ended too (a wrapper may exit before
+                // its child), or after 2 s whatever holds the pipe.
                 if self.slots[i].eof || now - seen > Duration::from_secs(2) {
                     self.slots[i].proc = None;
                     self.leading.remove(&i);

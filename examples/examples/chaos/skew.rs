@@ -5,8 +5,8 @@
 //! through libc: Rust's `std::time::Instant`, tokio's timers, and the election
 //! driver's `CLOCK_BOOTTIME` (read through libc for this reason:
 //! `election-driver/src/clock.rs`). The probe checks the last of these in a
-//! real sidecar before the run counts on it: a sidecar under `faketime -f "+0
-//! x2"` creates a fresh Lease and, by the strict lock delay (design §4), leads
+//! real sidecar before the run counts on it: a sidecar with libfaketime
+//! preloaded and `FAKETIME="+0 x2"` creates a fresh Lease and, by the strict lock delay (design §4), leads
 //! one lease duration after its create's answer, on its election clock. On a
 //! clock twice as fast that is half a lease of real time; a whole one means
 //! the election's clock ignores faketime, and the run stops with that finding.
@@ -19,12 +19,12 @@ use kube_emulator::{Emulator, Verb};
 
 use crate::history::History;
 use crate::logs::{Change, Msg, Reader, Source, change};
-use crate::procs::{Bins, Kind, Proc, Spec, Timings, command, which, workspace_root};
+use crate::procs::{Bins, Kind, Proc, Spec, Timings, command, libfaketime, workspace_root};
 
 /// Makes sure faketime is installed, installing it with the repository's
 /// `.ci/install` when running as root; `Err` says what to do.
 pub fn ensure_faketime() -> Result<(), String> {
-    if which("faketime").is_some() {
+    if libfaketime().is_some() {
         return Ok(());
     }
     let script = workspace_root().join(".ci").join("install");
@@ -36,7 +36,7 @@ pub fn ensure_faketime() -> Result<(), String> {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .status();
-        if status.is_ok_and(|s| s.success()) && which("faketime").is_some() {
+        if status.is_ok_and(|s| s.success()) && libfaketime().is_some() {
             return Ok(());
         }
     }
@@ -92,7 +92,7 @@ pub async fn probe(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    drop(proc); // SIGKILL to its group (faketime and the sidecar), reaped
+    drop(proc); // SIGKILL to its group, reaped
     history.collect(emu);
     let created = history
         .writes()
