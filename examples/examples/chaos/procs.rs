@@ -255,6 +255,8 @@ pub struct Proc {
     /// When it was started.
     pub spawned: Instant,
     reaped: bool,
+    /// Whether libfaketime was preloaded into it (see [`Proc::reaped`]).
+    faked: bool,
 }
 
 impl Proc {
@@ -275,6 +277,9 @@ impl Proc {
                 Stdio::null()
             })
             .stderr(Stdio::piped());
+        let faked = cmd
+            .get_envs()
+            .any(|(k, v)| k == "LD_PRELOAD" && v.is_some());
         let spawned = Instant::now();
         let mut child = cmd.spawn()?;
         let pid = Pid::from_child(&child);
@@ -289,7 +294,21 @@ impl Proc {
             pid,
             spawned,
             reaped: false,
+            faked,
         })
+    }
+
+    /// Marks it reaped. libfaketime keeps a semaphore and a shared memory
+    /// object named after the pid, which only a clean exit removes: those of a
+    /// killed candidate go here, so that they pile up neither in `/dev/shm` nor
+    /// in the way of a later process given the same pid.
+    fn reaped(&mut self) {
+        self.reaped = true;
+        if self.faked {
+            let pid = self.pid.as_raw_nonzero();
+            let _ = std::fs::remove_file(format!("/dev/shm/sem.faketime_sem_{pid}"));
+            let _ = std::fs::remove_file(format!("/dev/shm/faketime_shm_{pid}"));
+        }
     }
 
     /// Sends `sig` to its group.
@@ -304,7 +323,7 @@ impl Proc {
         let at = Instant::now();
         self.signal(Signal::KILL);
         let _ = self.child.wait();
-        self.reaped = true;
+        self.reaped();
         at
     }
 
@@ -315,7 +334,7 @@ impl Proc {
         }
         match self.child.try_wait() {
             Ok(Some(status)) => {
-                self.reaped = true;
+                self.reaped();
                 Some(status)
             }
             _ => None,
