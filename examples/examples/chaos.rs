@@ -91,6 +91,8 @@ mod procs;
 mod report;
 #[path = "chaos/run.rs"]
 mod run;
+#[path = "chaos/sched.rs"]
+mod sched;
 #[path = "chaos/skew.rs"]
 mod skew;
 

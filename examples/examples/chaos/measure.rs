@@ -446,3 +446,48 @@ pub fn stale_belief(
     }
     (total, longest, worst)
 }
+
+/// A term whose stop line for its renew deadline came late.
+#[derive(Debug, Clone, Copy)]
+pub struct LateStop {
+    /// The interval's index.
+    pub iv: usize,
+    /// Its last committed write + the renew deadline (on its clock): at or
+    /// after its real deadline, which counts from the write's sending.
+    pub due: Instant,
+}
+
+/// Terms whose `stopped leading` for the renew deadline came more than `slack`
+/// after it was due by the committed writes, SIGSTOPped ones left out (their
+/// lateness is the stop's). `deadline(slot)` as in [`intervals`].
+pub fn late_stops(
+    ivs: &[Interval],
+    lives: &[Life],
+    history: &History,
+    deadline: &dyn Fn(usize) -> Duration,
+    slack: Duration,
+) -> Vec<LateStop> {
+    let mut out = Vec::new();
+    for (i, iv) in ivs.iter().enumerate() {
+        if iv.raw_cause != EndedBy::StopLine
+            || iv.cause == EndedBy::PauseClip
+            || iv.reason != "renew deadline exceeded"
+        {
+            continue;
+        }
+        let Some(life) = lives
+            .iter()
+            .find(|l| (l.slot, l.life) == (iv.slot, iv.life))
+        else {
+            continue;
+        };
+        let Some(last) = history.last_by(&life.identity, iv.raw_end) else {
+            continue;
+        };
+        let due = last.at + deadline(iv.slot);
+        if iv.raw_end > due + slack {
+            out.push(LateStop { iv: i, due });
+        }
+    }
+    out
+}

@@ -311,6 +311,11 @@ impl Proc {
         }
     }
 
+    /// Its pid, while it has not been reaped.
+    pub fn pid(&self) -> Option<i32> {
+        (!self.reaped).then(|| self.pid.as_raw_nonzero().get())
+    }
+
     /// Sends `sig` to its group.
     pub fn signal(&self, sig: Signal) {
         if !self.reaped {

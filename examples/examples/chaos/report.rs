@@ -12,6 +12,7 @@ use crate::measure::{self, EndedBy, Interval, Overlap};
 use crate::plan::Action;
 use crate::procs::Timings;
 use crate::run::Run;
+use crate::sched::Usage;
 
 /// What the report needs besides the run.
 pub struct Context {
@@ -310,6 +311,42 @@ pub fn print(run: &Run, cx: &Context) -> bool {
             ""
         }
     );
+    let late = measure::late_stops(
+        &ivs,
+        &run.lives,
+        &run.history,
+        &deadline,
+        Duration::from_millis(250),
+    );
+    let deadline_ends = ivs
+        .iter()
+        .filter(|iv| {
+            iv.raw_cause == EndedBy::StopLine
+                && iv.cause != EndedBy::PauseClip
+                && iv.reason == "renew deadline exceeded"
+        })
+        .count();
+    let mut got = measure_cpu(run, &ivs, &late);
+    got.sort_by_key(|(_, late, _)| std::cmp::Reverse(*late));
+    println!(
+        "late stops   {} of {} terms ended by the renew deadline (not SIGSTOPped) printed their stop \
+         line more than 250 ms after their last committed write + renew deadline{}",
+        late.len(),
+        deadline_ends,
+        got.first().map_or(String::new(), |(i, late, u)| format!(
+            "; the latest by {:.0} ms: {} (life {}) term {}{}",
+            ms(*late),
+            id(ivs[*i].slot),
+            ivs[*i].life,
+            ivs[*i].term,
+            u.map_or(String::new(), |u| format!(
+                ", which in those {:.0} ms ran {:.0} ms and waited {:.0} ms for a CPU",
+                ms(u.span),
+                ms(u.run),
+                ms(u.wait)
+            ))
+        ))
+    );
     for &i in &unbacked {
         let iv = &ivs[i];
         println!(
@@ -377,6 +414,22 @@ pub fn print(run: &Run, cx: &Context) -> bool {
     pass
 }
 
+/// For each late stop: its interval, how late, and what CPU the candidate got
+/// from when the stop was due to its line.
+fn measure_cpu(
+    run: &Run,
+    ivs: &[Interval],
+    late: &[measure::LateStop],
+) -> Vec<(usize, Duration, Option<Usage>)> {
+    late.iter()
+        .map(|l| {
+            let iv = &ivs[l.iv];
+            let u = run.cpu.usage(iv.slot, iv.life, l.due, iv.raw_end);
+            (l.iv, iv.raw_end - l.due, u)
+        })
+        .collect()
+}
+
 /// The trace of one overlap: both terms, the faults, writes and lines around it.
 fn trace(run: &Run, ivs: &[Interval], o: &Overlap) {
     let t = |at: Instant| run.t(at);
@@ -439,6 +492,23 @@ fn trace(run: &Run, ivs: &[Interval], o: &Overlap) {
             w.duration.map_or("-".to_owned(), |d| d.to_string()),
             w.version.map_or("-".to_owned(), |v| v.to_string())
         );
+    }
+    for iv in [a, b] {
+        let last = run.history.last_by(&id(iv), iv.raw_end).map(|w| w.at);
+        let from = last.unwrap_or(iv.start);
+        if let Some(u) = run.cpu.usage(iv.slot, iv.life, from, iv.raw_end) {
+            println!(
+                "  cpu of {} (life {}) from its last committed write ({:.3} s) to its end ({:.3} s): \
+                 over {:.0} ms of samples, ran {:.0} ms and waited {:.0} ms for a CPU (threads summed)",
+                id(iv),
+                iv.life,
+                t(from),
+                t(iv.raw_end),
+                ms(u.span),
+                ms(u.run),
+                ms(u.wait)
+            );
+        }
     }
     for iv in [a, b] {
         println!("  lines of {} (life {}):", id(iv), iv.life);

@@ -13,6 +13,7 @@ use crate::history::History;
 use crate::logs::{Change, Msg, Reader, Source, change};
 use crate::measure::{FaultRecord, Life, Mark, Pause};
 use crate::procs::{Bins, Proc, Spec, Timings, command};
+use crate::sched::Cpu;
 
 /// Where a slot's candidate is.
 #[derive(Debug, Clone, Copy)]
@@ -115,6 +116,8 @@ pub struct Run<'a> {
     pub lines: BTreeMap<Source, Vec<(Instant, String)>>,
     /// The Lease's committed writes.
     pub history: History,
+    /// What CPU each candidate got.
+    pub cpu: Cpu,
     /// Candidates that exited on their own, with their last lines.
     pub unexpected: Vec<String>,
     /// SIGTERMs that did not end the process in time (SIGKILLed then).
@@ -157,6 +160,7 @@ impl<'a> Run<'a> {
             faults: Vec::new(),
             lines: BTreeMap::new(),
             history,
+            cpu: Cpu::new(Duration::from_millis(100)),
             unexpected: Vec::new(),
             term_timeouts: 0,
             kubectl_failed: 0,
@@ -262,8 +266,14 @@ impl<'a> Run<'a> {
         })
     }
 
-    /// Restarts, continues, heals and reaps what is due.
+    /// Restarts, continues, heals and reaps what is due; samples the CPU the
+    /// candidates got.
     pub fn housekeeping(&mut self, now: Instant) {
+        let live = self.slots.iter().enumerate().filter_map(|(i, s)| {
+            let pid = s.proc.as_ref()?.pid()?;
+            Some((i, s.life, pid))
+        });
+        self.cpu.sample(now, live);
         for i in 0..self.slots.len() {
             // Exits.
             if let Some(proc) = self.slots[i].proc.as_mut()

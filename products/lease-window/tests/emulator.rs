@@ -169,6 +169,15 @@ async fn wait_status(nodes: &Api<Node>, status: &str, within: Duration) {
     .await;
 }
 
+/// Waits until the window Lease lasts `secs` (its `leaseDurationSeconds`).
+async fn wait_duration(leases: &Api<Lease>, secs: i32, within: Duration) {
+    wait_for(&format!("updated to {secs} s"), within, || async {
+        let lease = leases.get(NODE).await.expect("lease");
+        lease.spec.and_then(|s| s.lease_duration_seconds) == Some(secs)
+    })
+    .await;
+}
+
 /// The committed window Lease writes, in order: (server time, client, holder, duration).
 fn lease_writes(emu: &Emulator) -> Vec<(SystemTime, String, Option<String>, i64)> {
     emu.write_history()
@@ -450,11 +459,7 @@ async fn the_request_removed_recreated_and_changed_at_each_state() {
 
     // active: changed to 6 s → updated, the same window with the new duration.
     annotate(&nodes, Some("6")).await;
-    wait_for("updated", Duration::from_secs(3), || async {
-        let l = leases.get(NODE).await.expect("lease");
-        l.spec.and_then(|s| s.lease_duration_seconds) == Some(8)
-    })
-    .await;
+    wait_duration(&leases, 8, Duration::from_secs(3)).await;
     wait_status(&nodes, "active", Duration::from_secs(3)).await;
     assert!(log.statuses("a").contains(&"updated".to_owned()));
     let after_update = leases.get(NODE).await.expect("lease").spec.expect("spec");
@@ -488,16 +493,7 @@ async fn the_request_removed_recreated_and_changed_at_each_state() {
     );
     annotate(&nodes, Some("5")).await;
     emu.faults("a").clear();
-    wait_for("updated to 7 s", Duration::from_secs(3), || async {
-        leases
-            .get(NODE)
-            .await
-            .expect("lease")
-            .spec
-            .and_then(|s| s.lease_duration_seconds)
-            == Some(7)
-    })
-    .await;
+    wait_duration(&leases, 7, Duration::from_secs(3)).await;
     wait_status(&nodes, "active", Duration::from_secs(3)).await;
 
     // ended while the lease is still held (its end refused), then re-created
@@ -700,16 +696,7 @@ async fn a_request_changed_under_the_teardown_is_kept_and_updates_the_window() {
     })
     .await;
     annotate(&nodes, Some("5")).await;
-    wait_for("updated to 7 s", Duration::from_secs(5), || async {
-        leases
-            .get(NODE)
-            .await
-            .expect("lease")
-            .spec
-            .and_then(|s| s.lease_duration_seconds)
-            == Some(7)
-    })
-    .await;
+    wait_duration(&leases, 7, Duration::from_secs(5)).await;
     wait_status(&nodes, "active", Duration::from_secs(3)).await;
     assert_eq!(
         node_state(&nodes).await.0.as_deref(),
