@@ -405,6 +405,16 @@ impl Inner {
     }
 
     async fn reconcile(&self, name: &str) -> Result<Action, DriverError> {
+        // The Lease first, then the Node: a Lease gone with its Node (owner
+        // garbage collection) is then never judged "absent" beside a Node read
+        // before the deletion, which would create a window for a deleted Node.
+        let lease = self
+            .bounded(
+                || format!("get lease {name}"),
+                None,
+                self.leases.get_opt(name),
+            )
+            .await?;
         let node = self
             .bounded(
                 || format!("get node {name}"),
@@ -416,13 +426,6 @@ impl Inner {
             self.forget(name).await;
             return Ok(Action::await_change());
         };
-        let lease = self
-            .bounded(
-                || format!("get lease {name}"),
-                None,
-                self.leases.get_opt(name),
-            )
-            .await?;
         let view = lease.as_ref().map(lease_view);
         let mut state = self.state(name);
         let annotations = node.metadata.annotations.clone().unwrap_or_default();

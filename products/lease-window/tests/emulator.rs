@@ -668,6 +668,51 @@ async fn the_lease_is_gone_and_the_drain_cancelled_when_the_node_is_deleted() {
     a.abort();
 }
 
+/// The Node is deleted (its window Lease collected with it) while a reconcile
+/// is reading: held 500 ms at the emulator, its read of the Lease comes back
+/// "absent" after the deletion. The controller reads the Node after the Lease,
+/// finds it gone, and creates no window for it. (`.ci/repeat` caught the old
+/// order, Node then Lease, creating one in
+/// `the_lease_is_gone_and_the_drain_cancelled_when_the_node_is_deleted`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_deleted_under_a_reconcile_gets_no_new_window() {
+    let (emu, nodes, leases) = setup().await;
+    let log = Log::default();
+    let a = spawn(&emu, "a", 30, &log, None);
+    annotate(&nodes, Some("60")).await;
+    wait_status(&nodes, "active", Duration::from_secs(5)).await;
+    let gets = || emu.request_counts().get("a", Verb::Get, Resource::Lease);
+    let before = gets();
+    emu.faults("a")
+        .on(Match::verbs(&[Verb::Get]).resource(Resource::Lease))
+        .times(1)
+        .latency(Duration::from_millis(500));
+    // Any change of the Node makes the controller reconcile it.
+    nodes
+        .patch(
+            NODE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"poke": "1"}}})),
+        )
+        .await
+        .expect("poke");
+    wait_for("the Lease read sent", Duration::from_secs(3), || async {
+        gets() > before
+    })
+    .await;
+    nodes
+        .delete(NODE, &DeleteParams::default())
+        .await
+        .expect("delete the node");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert!(
+        leases.get_opt(NODE).await.expect("get").is_none(),
+        "no window Lease for a deleted Node"
+    );
+    assert_eq!(log.statuses("a"), ["new (create)", "active"]);
+    a.abort();
+}
+
 /// The request changed while the teardown's removal of the old one is on its
 /// way (held 1.5 s by the emulator): the removal tests the value it decided
 /// on, fails (422), and the controller decides again on the new request, an
