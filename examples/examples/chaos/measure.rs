@@ -366,6 +366,13 @@ pub fn latencies(ivs: &[Interval], faults: &[FaultRecord], grace: Duration) -> L
     out
 }
 
+/// The life an interval belongs to.
+fn life_of<'a>(lives: &'a [Life], iv: &Interval) -> Option<&'a Life> {
+    lives
+        .iter()
+        .find(|l| (l.slot, l.life) == (iv.slot, iv.life))
+}
+
 /// Starts with no committed write naming their candidate, by that candidate,
 /// since its previous start in the same life (or its spawn): indices.
 pub fn unbacked_starts(
@@ -376,10 +383,7 @@ pub fn unbacked_starts(
 ) -> Vec<usize> {
     let mut out = Vec::new();
     for (i, iv) in ivs.iter().enumerate() {
-        let Some(life) = lives
-            .iter()
-            .find(|l| (l.slot, l.life) == (iv.slot, iv.life))
-        else {
+        let Some(life) = life_of(lives, iv) else {
             continue;
         };
         let since = ivs[..i]
@@ -411,10 +415,7 @@ pub fn stale_belief(
 ) -> (Duration, Duration, Option<usize>) {
     let (mut total, mut longest, mut worst) = (Duration::ZERO, Duration::ZERO, None);
     for (i, iv) in ivs.iter().enumerate() {
-        let Some(life) = lives
-            .iter()
-            .find(|l| (l.slot, l.life) == (iv.slot, iv.life))
-        else {
+        let Some(life) = life_of(lives, iv) else {
             continue;
         };
         let names_me = |holder: &Option<String>| holder.as_deref() == Some(life.identity.as_str());
@@ -475,10 +476,7 @@ pub fn late_stops(
         {
             continue;
         }
-        let Some(life) = lives
-            .iter()
-            .find(|l| (l.slot, l.life) == (iv.slot, iv.life))
-        else {
+        let Some(life) = life_of(lives, iv) else {
             continue;
         };
         let Some(last) = history.last_by(&life.identity, iv.raw_end) else {
