@@ -59,7 +59,13 @@
 //! emulator's committed Lease writes (holder, time) back every start (a write
 //! by that candidate naming it, since its previous start) and appear in the
 //! trace of any overlap. An overlap, or a start without such a write, prints
-//! the seed and a replay command, and the run exits 1.
+//! the seed and a replay command, and the run exits 1. The CPU each candidate
+//! got is sampled every 100 ms from the kernel's scheduler statistics of its
+//! threads (`chaos/sched.rs`): the trace of an overlap gives what each term's
+//! process ran and waited for a CPU after its last committed write, and the
+//! `late stops` line counts terms whose stop for the renew deadline came over
+//! 250 ms after it was due, with what the latest one ran and waited (a starved
+//! process, one that slept, and one that worked look alike in the log lines).
 //!
 //! **Replay.** One seed gives one fault schedule (times, kinds, durations,
 //! fallback targets), and a longer run extends a shorter one's. Which process
