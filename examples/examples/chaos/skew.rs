@@ -46,7 +46,7 @@ pub fn ensure_faketime() -> Result<(), String> {
         .to_owned())
 }
 
-/// Runs the probe (a few seconds): one sidecar under `faketime -f "+0 x2"` on
+/// Runs the probe (a few seconds): one sidecar with libfaketime at `FAKETIME="+0 x2"` on
 /// a Lease of its own. `Ok` is the report's line; `Err` says why the
 /// election's clock cannot be skewed this way.
 pub async fn probe(
