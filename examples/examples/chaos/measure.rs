@@ -458,9 +458,17 @@ pub struct LateStop {
     pub due: Instant,
 }
 
-/// Terms whose `stopped leading` for the renew deadline came more than `slack`
-/// after it was due by the committed writes, SIGSTOPped ones left out (their
-/// lateness is the stop's). `deadline(slot)` as in [`intervals`].
+/// Whether a term ended by its own stop line for the renew deadline, not
+/// SIGSTOPped through it (a stopped term's lateness is the stop's).
+pub fn stopped_by_deadline(iv: &Interval) -> bool {
+    iv.raw_cause == EndedBy::StopLine
+        && iv.cause != EndedBy::PauseClip
+        && iv.reason == "renew deadline exceeded"
+}
+
+/// Terms [`stopped_by_deadline`] whose `stopped leading` came more than `slack`
+/// after it was due by the committed writes. `deadline(slot)` as in
+/// [`intervals`].
 pub fn late_stops(
     ivs: &[Interval],
     lives: &[Life],
@@ -470,10 +478,7 @@ pub fn late_stops(
 ) -> Vec<LateStop> {
     let mut out = Vec::new();
     for (i, iv) in ivs.iter().enumerate() {
-        if iv.raw_cause != EndedBy::StopLine
-            || iv.cause == EndedBy::PauseClip
-            || iv.reason != "renew deadline exceeded"
-        {
+        if !stopped_by_deadline(iv) {
             continue;
         }
         let Some(life) = life_of(lives, iv) else {

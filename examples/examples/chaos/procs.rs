@@ -255,7 +255,7 @@ pub struct Proc {
     /// When it was started.
     pub spawned: Instant,
     reaped: bool,
-    /// Whether libfaketime was preloaded into it (see [`Proc::reaped`]).
+    /// Whether libfaketime was preloaded into it (see [`Proc::mark_reaped`]).
     faked: bool,
 }
 
@@ -302,7 +302,7 @@ impl Proc {
     /// object named after the pid, which only a clean exit removes: those of a
     /// killed candidate go here, so that they pile up neither in `/dev/shm` nor
     /// in the way of a later process given the same pid.
-    fn reaped(&mut self) {
+    fn mark_reaped(&mut self) {
         self.reaped = true;
         if self.faked {
             let pid = self.pid.as_raw_nonzero();
@@ -328,7 +328,7 @@ impl Proc {
         let at = Instant::now();
         self.signal(Signal::KILL);
         let _ = self.child.wait();
-        self.reaped();
+        self.mark_reaped();
         at
     }
 
@@ -339,7 +339,7 @@ impl Proc {
         }
         match self.child.try_wait() {
             Ok(Some(status)) => {
-                self.reaped();
+                self.mark_reaped();
                 Some(status)
             }
             _ => None,

@@ -12,7 +12,6 @@ use crate::measure::{self, EndedBy, Interval, Overlap};
 use crate::plan::Action;
 use crate::procs::Timings;
 use crate::run::Run;
-use crate::sched::Usage;
 
 /// What the report needs besides the run.
 pub struct Context {
@@ -31,6 +30,10 @@ pub struct Context {
     /// Print every term and latency sample.
     pub verbose: bool,
 }
+
+/// How late a stop for the renew deadline may print before it counts as late
+/// (the `late stops` line).
+const LATE_SLACK: Duration = Duration::from_millis(250);
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -311,41 +314,35 @@ pub fn print(run: &Run, cx: &Context) -> bool {
             ""
         }
     );
-    let late = measure::late_stops(
-        &ivs,
-        &run.lives,
-        &run.history,
-        &deadline,
-        Duration::from_millis(250),
-    );
-    let deadline_ends = ivs
-        .iter()
-        .filter(|iv| {
-            iv.raw_cause == EndedBy::StopLine
-                && iv.cause != EndedBy::PauseClip
-                && iv.reason == "renew deadline exceeded"
-        })
-        .count();
-    let mut got = measure_cpu(run, &ivs, &late);
-    got.sort_by_key(|(_, late, _)| std::cmp::Reverse(*late));
+    let late = measure::late_stops(&ivs, &run.lives, &run.history, &deadline, LATE_SLACK);
+    let latest = late.iter().max_by_key(|l| ivs[l.iv].raw_end - l.due);
     println!(
         "late stops   {} of {} terms ended by the renew deadline (not SIGSTOPped) printed their stop \
-         line more than 250 ms after their last committed write + renew deadline{}",
+         line more than {:.0} ms after their last committed write + renew deadline{}",
         late.len(),
-        deadline_ends,
-        got.first().map_or(String::new(), |(i, late, u)| format!(
-            "; the latest by {:.0} ms: {} (life {}) term {}{}",
-            ms(*late),
-            id(ivs[*i].slot),
-            ivs[*i].life,
-            ivs[*i].term,
-            u.map_or(String::new(), |u| format!(
-                ", which in those {:.0} ms ran {:.0} ms and waited {:.0} ms for a CPU",
-                ms(u.span),
-                ms(u.run),
-                ms(u.wait)
-            ))
-        ))
+        ivs.iter()
+            .filter(|iv| measure::stopped_by_deadline(iv))
+            .count(),
+        ms(LATE_SLACK),
+        latest.map_or(String::new(), |l| {
+            let iv = &ivs[l.iv];
+            format!(
+                "; the latest by {:.0} ms: {} (life {}) term {}{}",
+                ms(iv.raw_end - l.due),
+                id(iv.slot),
+                iv.life,
+                iv.term,
+                run.cpu.usage(iv.slot, iv.life, l.due, iv.raw_end).map_or(
+                    String::new(),
+                    |u| format!(
+                        ", which in those {:.0} ms ran {:.0} ms and waited {:.0} ms for a CPU",
+                        ms(u.span),
+                        ms(u.run),
+                        ms(u.wait)
+                    )
+                )
+            )
+        })
     );
     for &i in &unbacked {
         let iv = &ivs[i];
@@ -412,22 +409,6 @@ pub fn print(run: &Run, cx: &Context) -> bool {
         );
     }
     pass
-}
-
-/// For each late stop: its interval, how late, and what CPU the candidate got
-/// from when the stop was due to its line.
-fn measure_cpu(
-    run: &Run,
-    ivs: &[Interval],
-    late: &[measure::LateStop],
-) -> Vec<(usize, Duration, Option<Usage>)> {
-    late.iter()
-        .map(|l| {
-            let iv = &ivs[l.iv];
-            let u = run.cpu.usage(iv.slot, iv.life, l.due, iv.raw_end);
-            (l.iv, iv.raw_end - l.due, u)
-        })
-        .collect()
 }
 
 /// The trace of one overlap: both terms, the faults, writes and lines around it.
