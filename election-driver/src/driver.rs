@@ -516,6 +516,10 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 return core::ops::ControlFlow::Break(());
             }
             Wake::Answer(op, result) => {
+                match &result {
+                    Ok(obs) => debug!(?op, version = %obs.version, "lock call answered"),
+                    Err(e) => debug!(?op, error = %e, "lock call failed"),
+                }
                 let read = self.call.take().is_some_and(|c| c.kind == OpKind::Get);
                 let behind = read
                     && result
@@ -529,6 +533,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             Wake::CallTimedOut(op) => {
                 self.call = None;
                 let timeout = self.elector.config().request_timeout;
+                debug!(?op, ?timeout, "lock call timed out");
                 let result = Err(LockError::unknown(format!(
                     "no answer within the request timeout ({timeout:?})"
                 )));

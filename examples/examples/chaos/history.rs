@@ -30,7 +30,20 @@ pub struct LeaseWrite {
     pub version: Option<u64>,
 }
 
-/// The Lease's committed writes so far.
+/// A write of the Lease that the store refused (a conflict, a stale version).
+#[derive(Debug, Clone)]
+pub struct RefusedWrite {
+    /// When the server handled it, on the harness's clock.
+    pub at: Instant,
+    /// The writer, as in [`LeaseWrite::client`].
+    pub client: String,
+    /// Create, update, patch or delete.
+    pub verb: Verb,
+    /// The HTTP code the store answered.
+    pub code: u16,
+}
+
+/// The Lease's committed writes so far, and the writes the store refused.
 #[derive(Debug)]
 pub struct History {
     lease: String,
@@ -38,6 +51,7 @@ pub struct History {
     mono0: Instant,
     seen: HashSet<(Option<u64>, SystemTime, String)>,
     writes: BTreeMap<(Instant, u64), LeaseWrite>,
+    refused: Vec<RefusedWrite>,
     next: u64,
 }
 
@@ -50,6 +64,7 @@ impl History {
             mono0: Instant::now(),
             seen: HashSet::new(),
             writes: BTreeMap::new(),
+            refused: Vec::new(),
             next: 0,
         }
     }
@@ -71,14 +86,23 @@ impl History {
         wall.abs_diff(mono)
     }
 
-    /// Takes the emulator's new committed writes of the Lease.
+    /// Takes the emulator's new writes of the Lease.
     pub fn collect(&mut self, emu: &Emulator) {
         for w in emu.write_history() {
-            if !w.committed || w.resource != Resource::Lease || w.name != self.lease {
+            if w.resource != Resource::Lease || w.name != self.lease {
                 continue;
             }
             let version = w.version();
             if !self.seen.insert((version, w.at, w.client.clone())) {
+                continue;
+            }
+            if !w.committed {
+                self.refused.push(RefusedWrite {
+                    at: self.mono(w.at),
+                    client: w.client,
+                    verb: w.verb,
+                    code: w.code,
+                });
                 continue;
             }
             let spec = w
@@ -119,6 +143,17 @@ impl History {
             .rev()
             .map(|(_, w)| w)
             .find(|w| w.client == client)
+    }
+
+    /// The writes refused in `[from, to]`.
+    pub fn refused_between(
+        &self,
+        from: Instant,
+        to: Instant,
+    ) -> impl Iterator<Item = &RefusedWrite> {
+        self.refused
+            .iter()
+            .filter(move |w| w.at >= from && w.at <= to)
     }
 
     /// The writes committed in `[from, to]`.

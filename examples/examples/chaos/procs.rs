@@ -229,7 +229,9 @@ pub fn command(spec: &Spec, bins: &Bins) -> Command {
     }
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
-        .env("RUST_LOG", "info")
+        // The driver's lock calls and their answers too: the trace of an
+        // overlap or a late stop then shows whether the process was sending.
+        .env("RUST_LOG", "info,election_driver=debug")
         .env("ELECTION_IDENTITY", &spec.identity)
         .env("KUBECONFIG", &spec.kubeconfig)
         .env("PROBE_ADDR", "127.0.0.1:0");

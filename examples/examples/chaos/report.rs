@@ -344,6 +344,16 @@ pub fn print(run: &Run, cx: &Context) -> bool {
             )
         })
     );
+    if let Some(l) = latest {
+        // What the late process printed from its last committed write on
+        // (with the driver's lock calls: was it sending, or silent?).
+        let iv = &ivs[l.iv];
+        let from = run
+            .history
+            .last_by(id(iv.slot), iv.raw_end)
+            .map_or(iv.start, |w| w.at);
+        print_lines(run, iv, from, iv.raw_end);
+    }
     for &i in &unbacked {
         let iv = &ivs[i];
         println!(
@@ -474,6 +484,19 @@ fn trace(run: &Run, ivs: &[Interval], o: &Overlap) {
             w.version.map_or("-".to_owned(), |v| v.to_string())
         );
     }
+    let refused: Vec<_> = run.history.refused_between(from, to).collect();
+    if !refused.is_empty() {
+        println!("  refused Lease writes:");
+        for w in refused {
+            println!(
+                "    {:>9.3} s  {:<22} {:<6} {}",
+                t(w.at),
+                w.client.chars().take(22).collect::<String>(),
+                w.verb.as_str(),
+                w.code
+            );
+        }
+    }
     for iv in [a, b] {
         let last = run.history.last_by(&id(iv), iv.raw_end).map(|w| w.at);
         let from = last.unwrap_or(iv.start);
@@ -492,19 +515,27 @@ fn trace(run: &Run, ivs: &[Interval], o: &Overlap) {
         }
     }
     for iv in [a, b] {
-        println!("  lines of {} (life {}):", id(iv), iv.life);
-        let src = Source::Candidate {
-            slot: iv.slot,
-            life: iv.life,
-        };
-        for (at, line) in run
-            .lines
-            .get(&src)
-            .into_iter()
-            .flatten()
-            .filter(|(at, _)| *at >= from && *at <= to)
-        {
-            println!("    {:>9.3} s  {line}", t(*at));
-        }
+        print_lines(run, iv, from, to);
+    }
+}
+
+/// The lines of the process of `iv` received in `[from, to]`.
+fn print_lines(run: &Run, iv: &Interval, from: Instant, to: Instant) {
+    println!(
+        "  lines of {} (life {}):",
+        run.slots[iv.slot].spec.identity, iv.life
+    );
+    let src = Source::Candidate {
+        slot: iv.slot,
+        life: iv.life,
+    };
+    for (at, line) in run
+        .lines
+        .get(&src)
+        .into_iter()
+        .flatten()
+        .filter(|(at, _)| *at >= from && *at <= to)
+    {
+        println!("    {:>9.3} s  {line}", run.t(*at));
     }
 }
