@@ -79,6 +79,8 @@
 
 #[path = "chaos/args.rs"]
 mod args;
+#[path = "chaos/canary.rs"]
+mod canary;
 #[path = "chaos/history.rs"]
 mod history;
 #[path = "chaos/inject.rs"]

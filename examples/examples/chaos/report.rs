@@ -327,7 +327,7 @@ pub fn print(run: &Run, cx: &Context) -> bool {
         latest.map_or(String::new(), |l| {
             let iv = &ivs[l.iv];
             format!(
-                "; the latest by {:.0} ms: {} (life {}) term {}{}",
+                "; the latest by {:.0} ms: {} (life {}) term {}{}; {}",
                 ms(iv.raw_end - l.due),
                 id(iv.slot),
                 iv.life,
@@ -340,9 +340,25 @@ pub fn print(run: &Run, cx: &Context) -> bool {
                         ms(u.run),
                         ms(u.wait)
                     )
-                )
+                ),
+                stalls(run, l.due, iv.raw_end)
             )
         })
+    );
+    let all = run.canaries.stalls();
+    let longest = all.iter().max_by_key(|s| s.late());
+    println!(
+        "stalls       {} wakeups of the canaries (one thread pinned to each of {} CPUs, napping 5 ms) \
+         came over {:.0} ms late{}",
+        all.len(),
+        run.canaries.pinned,
+        ms(crate::run::STALL),
+        longest.map_or(String::new(), |s| format!(
+            "; the worst {:.0} ms late, on CPU {} at {:.3} s",
+            ms(s.late()),
+            s.cpu,
+            t(s.from)
+        ))
     );
     if let Some(l) = latest {
         // What the late process printed from its last committed write on
@@ -514,8 +530,23 @@ fn trace(run: &Run, ivs: &[Interval], o: &Overlap) {
             );
         }
     }
+    println!("  the machine: {}", stalls(run, from, to));
     for iv in [a, b] {
         print_lines(run, iv, from, to);
+    }
+}
+
+/// The canaries' late wakeups over `[from, to]`, in words.
+fn stalls(run: &Run, from: Instant, to: Instant) -> String {
+    let during = run.canaries.during(from, to);
+    match during.iter().max_by_key(|s| s.late()) {
+        None => "no canary woke late meanwhile".to_owned(),
+        Some(s) => format!(
+            "{} canary wakeups late meanwhile, the worst {:.0} ms late on CPU {}",
+            during.len(),
+            ms(s.late()),
+            s.cpu
+        ),
     }
 }
 

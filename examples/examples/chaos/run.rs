@@ -9,11 +9,15 @@ use std::time::{Duration, Instant};
 use kube_emulator::Emulator;
 use rustix::process::Signal;
 
+use crate::canary::Canaries;
 use crate::history::History;
 use crate::logs::{Change, Msg, Reader, Source, change};
 use crate::measure::{FaultRecord, Life, Mark, Pause};
 use crate::procs::{Bins, Proc, Spec, Timings, command};
 use crate::sched::Cpu;
+
+/// How late a canary's wakeup must come to count as a stall of its CPU.
+pub const STALL: Duration = Duration::from_millis(100);
 
 /// Where a slot's candidate is.
 #[derive(Debug, Clone, Copy)]
@@ -118,6 +122,8 @@ pub struct Run<'a> {
     pub history: History,
     /// What CPU each candidate got.
     pub cpu: Cpu,
+    /// Wakeups of the per-CPU canaries that came late (the machine stalled).
+    pub canaries: Canaries,
     /// Candidates that exited on their own, with their last lines.
     pub unexpected: Vec<String>,
     /// SIGTERMs that did not end the process in time (SIGKILLed then).
@@ -161,6 +167,7 @@ impl<'a> Run<'a> {
             lines: BTreeMap::new(),
             history,
             cpu: Cpu::new(Duration::from_millis(100)),
+            canaries: Canaries::start(STALL),
             unexpected: Vec::new(),
             term_timeouts: 0,
             kubectl_failed: 0,
