@@ -65,7 +65,14 @@
 //! process ran and waited for a CPU after its last committed write, and the
 //! `late stops` line counts terms whose stop for the renew deadline came over
 //! 250 ms after it was due, with what the latest one ran and waited (a starved
-//! process, one that slept, and one that worked look alike in the log lines).
+//! process, one that slept, and one that worked look alike in the log lines)
+//! and the lines it printed since its last committed write: candidates log the
+//! driver's lock calls and their answers (`election_driver=debug`), so a
+//! process that kept sending shows apart from a silent one. One canary thread
+//! pinned to each CPU naps 5 ms at a time and notes every wakeup over 100 ms
+//! late (`chaos/canary.rs`): the `stalls` line, and the same for the window of
+//! an overlap or of the latest late stop, tell a stalled machine from a
+//! candidate alone.
 //!
 //! **Replay.** One seed gives one fault schedule (times, kinds, durations,
 //! fallback targets), and a longer run extends a shorter one's. Which process
