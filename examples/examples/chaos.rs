@@ -11,7 +11,8 @@
 //! `--seed S` (default: drawn and printed), `--candidates K` (default 4),
 //! `--no-faketime`, `--mix` (the quick start mixed in, below), `--verbose`
 //! (every term and latency sample too). Exit status: 0 when the run passed, 1
-//! on an overlap or a start no committed write backs, 2 when it could not run.
+//! on an overlap, a start no committed write backs or a late stop the machine
+//! does not explain (below), 2 when it could not run.
 //!
 //! **Shape.** The emulator runs in this process (`kube_emulator::Emulator` on
 //! 127.0.0.1, a free port), for its per-client fault injection and its write
@@ -70,9 +71,14 @@
 //! driver's lock calls and their answers (`election_driver=debug`), so a
 //! process that kept sending shows apart from a silent one. One canary thread
 //! pinned to each CPU naps 5 ms at a time and notes every wakeup over 100 ms
-//! late (`chaos/canary.rs`): the `stalls` line, and the same for the window of
-//! an overlap or of the latest late stop, tell a stalled machine from a
-//! candidate alone.
+//! late (`chaos/canary.rs`), with how long it waited for its CPU while
+//! runnable and how much of it the host took (steal): the `stalls` line, and
+//! the same for the window of an overlap or of a late stop, tell a stalled
+//! machine from a candidate alone. A late stop is the machine's when its
+//! process waited for a CPU, or a canary stalled, as long as the stop was late
+//! (beyond the 250 ms): kept from a CPU it was paused like a SIGSTOPped leader,
+//! and its term ends at its deadline's bound (docs/faults.md N5). Any other
+//! late stop fails the run.
 //!
 //! **Replay.** One seed gives one fault schedule (times, kinds, durations,
 //! fallback targets), and a longer run extends a shorter one's. Which process

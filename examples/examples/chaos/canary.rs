@@ -25,6 +25,13 @@ pub struct Stall {
     pub from: Instant,
     /// When it woke.
     pub to: Instant,
+    /// How long the canary was runnable but waited for its CPU meanwhile (read
+    /// after its previous wakeup and after this one, so over a little more than
+    /// the nap).
+    pub waited: Duration,
+    /// How much time the host took its CPU away over the same span (steal, to a
+    /// clock tick).
+    pub stolen: Duration,
 }
 
 impl Stall {
@@ -61,14 +68,28 @@ impl Canaries {
                         let mut set = rustix::thread::CpuSet::new();
                         set.set(cpu);
                         let _ = pinned.send(rustix::thread::sched_setaffinity(None, &set).is_ok());
+                        let tick = Duration::from_secs(1)
+                            / u32::try_from(rustix::param::clock_ticks_per_second())
+                                .unwrap_or(100)
+                                .max(1);
+                        // Unreadable figures count as zero: the stall is still noted.
+                        let figures = || (own_wait().unwrap_or_default(), steal(cpu).unwrap_or(0));
+                        let mut before = figures();
                         while !stop.load(Ordering::Relaxed) {
                             let from = Instant::now();
                             std::thread::sleep(NAP);
+                            let to = Instant::now();
+                            let after = figures();
                             let stall = Stall {
                                 cpu,
                                 from,
-                                to: Instant::now(),
+                                to,
+                                waited: after.0.saturating_sub(before.0),
+                                stolen: tick
+                                    * u32::try_from(after.1.saturating_sub(before.1))
+                                        .unwrap_or(u32::MAX),
                             };
+                            before = after;
                             if stall.late() > threshold {
                                 stalls.lock().expect("no canary panics").push(stall);
                             }
@@ -96,6 +117,19 @@ impl Canaries {
         self.stalls.lock().expect("no canary panics").clone()
     }
 
+    /// How many of `stalls` overlapped a late wakeup on another CPU (the whole
+    /// machine stalled, not one CPU).
+    pub fn machine_wide(stalls: &[Stall]) -> usize {
+        stalls
+            .iter()
+            .filter(|s| {
+                stalls
+                    .iter()
+                    .any(|o| o.cpu != s.cpu && o.from < s.to && o.to > s.from)
+            })
+            .count()
+    }
+
     /// The late wakeups whose sleep overlapped `[from, to]`.
     pub fn during(&self, from: Instant, to: Instant) -> Vec<Stall> {
         self.stalls()
@@ -103,6 +137,31 @@ impl Canaries {
             .filter(|s| s.from < to && s.to > from)
             .collect()
     }
+}
+
+/// How long the calling thread has been runnable but waiting for a CPU.
+fn own_wait() -> Option<Duration> {
+    wait_in(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
+}
+
+/// The second figure of a `schedstat` (nanoseconds runnable and waiting).
+fn wait_in(schedstat: &str) -> Option<Duration> {
+    let nanos = schedstat.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
+}
+
+/// The clock ticks the host has taken `cpu` away from this machine.
+fn steal(cpu: usize) -> Option<u64> {
+    steal_in(&std::fs::read_to_string("/proc/stat").ok()?, cpu)
+}
+
+/// The `steal` figure of `cpu` in a `/proc/stat` (the eighth after its name).
+fn steal_in(stat: &str, cpu: usize) -> Option<u64> {
+    let name = format!("cpu{cpu}");
+    let line = stat
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+    line.split_whitespace().nth(8)?.parse().ok()
 }
 
 /// The CPUs this process may run on (CPU 0 alone if that cannot be read).
@@ -150,5 +209,26 @@ mod tests {
                 .during(later, later + Duration::from_secs(1))
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn the_waits_and_the_steal_are_read_from_the_kernels_figures() {
+        let stat = "cpu  10 0 20 300 4 0 5 9 0 0\n\
+                    cpu0 5 0 10 150 2 0 3 7 0 0\n\
+                    cpu1 5 0 10 150 2 0 2 2 0 0\n\
+                    intr 12345 0 1\n";
+        assert_eq!(steal_in(stat, 0), Some(7));
+        assert_eq!(steal_in(stat, 1), Some(2));
+        assert_eq!(steal_in(stat, 2), None);
+        assert_eq!(
+            wait_in("123456 789000 42\n"),
+            Some(Duration::from_nanos(789_000))
+        );
+        assert_eq!(wait_in("garbage"), None);
+        // And this kernel's files read that way.
+        assert!(own_wait().is_some());
+        for cpu in allowed_cpus() {
+            assert!(steal(cpu).is_some(), "no steal figure for CPU {cpu}");
+        }
     }
 }

@@ -17,7 +17,14 @@
 //!   `min(S, W) + renew_deadline / its clock rate`. Stopped through that
 //!   instant, it cannot act, and finds itself past its deadline on resume
 //!   (docs/faults.md N5), so its late `stopped leading` line says nothing about
-//!   when it led.
+//!   when it led;
+//! - for a leader whose stop for its renew deadline came late while the
+//!   machine did not run it (it waited for a CPU, or a canary on a CPU stalled,
+//!   as long as the stop was late): its deadline, bounded the same way by its
+//!   last committed write ([`clip_withheld`]). Kept from a CPU it is paused as
+//!   a SIGSTOPped one is, and its outward claims (`is_leader`, the write guard)
+//!   turn false at the deadline by themselves. A late stop the machine does
+//!   not explain is not clipped, and fails the run.
 //!
 //! The raw intervals apply only the line, kill, exit and end-of-run rules.
 
@@ -102,6 +109,8 @@ pub enum EndedBy {
     RunEnd,
     /// SIGSTOPped through its deadline.
     PauseClip,
+    /// Late to stop for its deadline while the machine withheld the CPU.
+    WithheldClip,
     /// A second start line before a stop line (should not happen).
     NextStart,
 }
@@ -464,6 +473,19 @@ pub fn stopped_by_deadline(iv: &Interval) -> bool {
     iv.raw_cause == EndedBy::StopLine
         && iv.cause != EndedBy::PauseClip
         && iv.reason == "renew deadline exceeded"
+}
+
+/// Ends each late stop of `late` at its due instant (its deadline's bound),
+/// as [`EndedBy::WithheldClip`]: the caller found that the machine did not run
+/// its process meanwhile.
+pub fn clip_withheld(ivs: &mut [Interval], late: &[LateStop]) {
+    for l in late {
+        let iv = &mut ivs[l.iv];
+        if l.due < iv.end {
+            iv.end = l.due;
+            iv.cause = EndedBy::WithheldClip;
+        }
+    }
 }
 
 /// Terms [`stopped_by_deadline`] whose `stopped leading` came more than `slack`

@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 use examples::percentile;
 use kube_emulator::{RequestCounts, Verb};
 
+use crate::canary::{Canaries, Stall};
 use crate::kubectl::is_kubectl;
 use crate::logs::Source;
-use crate::measure::{self, EndedBy, Interval, Overlap};
+use crate::measure::{self, EndedBy, Interval, LateStop, Overlap};
 use crate::plan::Action;
 use crate::procs::Timings;
 use crate::run::Run;
@@ -63,6 +64,7 @@ fn cause(c: EndedBy) -> &'static str {
         EndedBy::Exit => "its exit",
         EndedBy::RunEnd => "the end of the run",
         EndedBy::PauseClip => "SIGSTOP through its deadline (clip)",
+        EndedBy::WithheldClip => "kept from a CPU through its deadline (clip)",
         EndedBy::NextStart => "a second start line",
     }
 }
@@ -76,7 +78,7 @@ pub fn print(run: &Run, cx: &Context) -> bool {
             .renew
             .div_f64(run.slots[slot].spec.rate.unwrap_or(1.0))
     };
-    let ivs = measure::intervals(
+    let mut ivs = measure::intervals(
         &run.lives,
         &run.marks,
         &run.pauses,
@@ -84,6 +86,14 @@ pub fn print(run: &Run, cx: &Context) -> bool {
         &deadline,
         cx.run_end,
     );
+    // Late stops: the machine's (clipped at their deadline) or unexplained
+    // (the run fails).
+    let late = measure::late_stops(&ivs, &run.lives, &run.history, &deadline, LATE_SLACK);
+    let (withheld_late, unexplained): (Vec<_>, Vec<_>) = late
+        .iter()
+        .partition(|l| withheld(run, &ivs[l.iv], l.due).is_some());
+    measure::clip_withheld(&mut ivs, &withheld_late);
+    let ivs = ivs;
     let longest_deadline = (0..run.slots.len())
         .map(deadline)
         .max()
@@ -179,21 +189,27 @@ pub fn print(run: &Run, cx: &Context) -> bool {
         .filter(|iv| iv.cause == EndedBy::Release)
         .map(|iv| iv.raw_end - iv.end)
         .collect();
-    let clipped: Vec<Duration> = ivs
-        .iter()
-        .filter(|iv| iv.cause == EndedBy::PauseClip)
-        .map(|iv| iv.raw_end - iv.end)
-        .collect();
+    let clipped = |by: EndedBy| -> Vec<Duration> {
+        ivs.iter()
+            .filter(|iv| iv.cause == by)
+            .map(|iv| iv.raw_end - iv.end)
+            .collect()
+    };
+    let (stopped, kept) = (clipped(EndedBy::PauseClip), clipped(EndedBy::WithheldClip));
     println!(
         "  rules      a term ends at the earliest of its stop line, its own release's commit \
          ({} terms, up to {:.1} ms before the line), SIGKILL, its exit, and for a leader SIGSTOPped \
          through its deadline: the earlier of the stop and its last committed write, + renew deadline / \
-         its clock rate (up to {:.3} s) ({} terms, up to {:.1} ms before the line; docs/faults.md N5)",
+         its clock rate (up to {:.3} s) ({} terms, up to {:.1} ms before the line; docs/faults.md N5); \
+         for a late stop the machine explains (kept from a CPU as long): its last committed write + \
+         the same ({} terms, up to {:.1} ms before the line)",
         released.len(),
         ms(released.iter().max().copied().unwrap_or_default()),
         longest_deadline.as_secs_f64(),
-        clipped.len(),
-        ms(clipped.iter().max().copied().unwrap_or_default()),
+        stopped.len(),
+        ms(stopped.iter().max().copied().unwrap_or_default()),
+        kept.len(),
+        ms(kept.iter().max().copied().unwrap_or_default()),
     );
 
     // Leaderless.
@@ -314,51 +330,65 @@ pub fn print(run: &Run, cx: &Context) -> bool {
             ""
         }
     );
-    let late = measure::late_stops(&ivs, &run.lives, &run.history, &deadline, LATE_SLACK);
     let latest = late.iter().max_by_key(|l| ivs[l.iv].raw_end - l.due);
+    let late_line = |l: &LateStop| {
+        let iv = &ivs[l.iv];
+        format!(
+            "by {:.0} ms: {} (life {}) term {}{}; {}; {}",
+            ms(iv.raw_end - l.due),
+            id(iv.slot),
+            iv.life,
+            iv.term,
+            run.cpu
+                .usage(iv.slot, iv.life, l.due, iv.raw_end)
+                .map_or(String::new(), |u| format!(
+                    ", which in those {:.0} ms ran {:.0} ms and waited {:.0} ms for a CPU",
+                    ms(u.span),
+                    ms(u.run),
+                    ms(u.wait)
+                )),
+            stalls(run, l.due, iv.raw_end),
+            withheld(run, iv, l.due).map_or("NOT EXPLAINED by the machine".to_owned(), |why| {
+                format!("kept from running: {why}")
+            })
+        )
+    };
     println!(
         "late stops   {} of {} terms ended by the renew deadline (not SIGSTOPped) printed their stop \
-         line more than {:.0} ms after their last committed write + renew deadline{}",
+         line more than {:.0} ms after their last committed write + renew deadline ({} kept from a CPU \
+         meanwhile, {} not explained){}",
         late.len(),
         ivs.iter()
             .filter(|iv| measure::stopped_by_deadline(iv))
             .count(),
         ms(LATE_SLACK),
-        latest.map_or(String::new(), |l| {
-            let iv = &ivs[l.iv];
-            format!(
-                "; the latest by {:.0} ms: {} (life {}) term {}{}; {}",
-                ms(iv.raw_end - l.due),
-                id(iv.slot),
-                iv.life,
-                iv.term,
-                run.cpu.usage(iv.slot, iv.life, l.due, iv.raw_end).map_or(
-                    String::new(),
-                    |u| format!(
-                        ", which in those {:.0} ms ran {:.0} ms and waited {:.0} ms for a CPU",
-                        ms(u.span),
-                        ms(u.run),
-                        ms(u.wait)
-                    )
-                ),
-                stalls(run, l.due, iv.raw_end)
-            )
-        })
+        withheld_late.len(),
+        unexplained.len(),
+        latest.map_or(String::new(), |l| format!("; the latest {}", late_line(l)))
     );
+    for l in &unexplained {
+        println!("  UNEXPLAINED LATE STOP {}", late_line(l));
+    }
     let all = run.canaries.stalls();
-    let longest = all.iter().max_by_key(|s| s.late());
     println!(
         "stalls       {} wakeups of the canaries (one thread pinned to each of {} CPUs, napping 5 ms) \
          came over {:.0} ms late{}",
         all.len(),
         run.canaries.pinned,
         ms(crate::run::STALL),
-        longest.map_or(String::new(), |s| format!(
-            "; the worst {:.0} ms late, on CPU {} at {:.3} s",
-            ms(s.late()),
-            s.cpu,
-            t(s.from)
-        ))
+        if all.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {:.1} s late in total: the canaries waited {:.1} s for their CPU (other threads ran), \
+                 the host took {:.1} s (steal); {} overlapped a late wakeup on another CPU; {}",
+                all.iter().map(Stall::late).sum::<Duration>().as_secs_f64(),
+                all.iter().map(|s| s.waited).sum::<Duration>().as_secs_f64(),
+                all.iter().map(|s| s.stolen).sum::<Duration>().as_secs_f64(),
+                Canaries::machine_wide(&all),
+                worst_stall(run, &all)
+            )
+        }
     );
     if let Some(l) = latest {
         // What the late process printed from its last committed write on
@@ -422,14 +452,15 @@ pub fn print(run: &Run, cx: &Context) -> bool {
     for o in overlaps.iter().take(5) {
         trace(run, &ivs, o);
     }
-    let pass = overlaps.is_empty() && unbacked.is_empty();
+    let pass = overlaps.is_empty() && unbacked.is_empty() && unexplained.is_empty();
     if pass {
         println!("result       PASS (seed {})", cx.seed);
     } else {
         println!(
-            "result       FAIL: {} overlaps, {} unbacked starts; seed {}; replay: {}",
+            "result       FAIL: {} overlaps, {} unbacked starts, {} unexplained late stops; seed {}; replay: {}",
             overlaps.len(),
             unbacked.len(),
+            unexplained.len(),
             cx.seed,
             cx.replay
         );
@@ -536,18 +567,61 @@ fn trace(run: &Run, ivs: &[Interval], o: &Overlap) {
     }
 }
 
+/// What kept the process of `iv`, late to stop for its deadline, from
+/// running from `due` to its stop line, if the machine shows it was kept from
+/// a CPU for as long as the stop was late (beyond the slack): its threads
+/// waited that long for one (summed), or a canary on some CPU woke that late.
+fn withheld(run: &Run, iv: &Interval, due: Instant) -> Option<String> {
+    let need = (iv.raw_end - due).saturating_sub(LATE_SLACK);
+    if let Some(u) = run.cpu.usage(iv.slot, iv.life, due, iv.raw_end)
+        && u.wait >= need
+    {
+        return Some(format!("its threads waited {:.0} ms for a CPU", ms(u.wait)));
+    }
+    let stall = run
+        .canaries
+        .during(due, iv.raw_end)
+        .into_iter()
+        .max_by_key(Stall::late)?;
+    (stall.late() >= need).then(|| {
+        format!(
+            "a canary on CPU {} woke {:.0} ms late",
+            stall.cpu,
+            ms(stall.late())
+        )
+    })
+}
+
 /// The canaries' late wakeups over `[from, to]`, in words.
 fn stalls(run: &Run, from: Instant, to: Instant) -> String {
     let during = run.canaries.during(from, to);
-    match during.iter().max_by_key(|s| s.late()) {
-        None => "no canary woke late meanwhile".to_owned(),
-        Some(s) => format!(
-            "{} canary wakeups late meanwhile, the worst {:.0} ms late on CPU {}",
-            during.len(),
-            ms(s.late()),
-            s.cpu
-        ),
+    if during.is_empty() {
+        return "no canary woke late meanwhile".to_owned();
     }
+    format!(
+        "{} canary wakeups late meanwhile ({} overlapping one on another CPU); {}",
+        during.len(),
+        Canaries::machine_wide(&during),
+        worst_stall(run, &during)
+    )
+}
+
+/// The latest of `stalls`, in words (with what kept its canary waiting).
+fn worst_stall(run: &Run, stalls: &[Stall]) -> String {
+    stalls
+        .iter()
+        .max_by_key(|s| s.late())
+        .map_or(String::new(), |s| {
+            format!(
+                "the worst {:.0} ms late, on CPU {} at {:.3} s (it waited {:.0} ms for the CPU, \
+                 the host took {:.0} ms)",
+                ms(s.late()),
+                s.cpu,
+                run.t(s.from),
+                ms(s.waited),
+                ms(s.stolen)
+            )
+        })
 }
 
 /// The lines of the process of `iv` received in `[from, to]`.
