@@ -7,7 +7,9 @@
 //! draining, stopped leading with a reason, leader changed, warnings). Lock
 //! backends implement [`Lock`]; runtime adapters drive the loop. The crate is
 //! `#![no_std]` with `alloc`; the `std` feature (on by default) adds
-//! `std::error::Error` impls and wall-clock conversions.
+//! `std::error::Error` impls and wall-clock conversions, and the `proptest`
+//! feature adds proptest strategies for lock records
+//! (`strategies`), for a backend's property tests.
 //!
 //! # What it promises
 //! - **Safety**: at no real instant do two electors report [`Elector::is_leader`],
@@ -89,6 +91,9 @@ mod layer;
 mod lock;
 mod record;
 mod rng;
+#[cfg(feature = "proptest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "proptest")))]
+pub mod strategies;
 pub mod testing;
 mod time;
 mod timer;

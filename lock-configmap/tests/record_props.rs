@@ -10,7 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
+use election_core::strategies::lock_record;
+use election_core::{LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use lock_configmap::record::{
@@ -34,44 +35,6 @@ fn config_map(annotations: impl IntoIterator<Item = (&'static str, String)>) -> 
         },
         ..ConfigMap::default()
     }
-}
-
-fn stamp() -> impl Strategy<Value = Stamp> {
-    prop_oneof![
-        Just(Stamp::Unset),
-        Just(Stamp::Now),
-        (-62_135_596_800i64..=253_402_300_799, 0u32..1_000_000_000)
-            .prop_map(|(s, n)| Stamp::At(WallTime::new(s, n))),
-    ]
-}
-
-fn record() -> impl Strategy<Value = LockRecord> {
-    (
-        (".{0,12}", prop::option::of(any::<i64>()), stamp(), stamp()),
-        (
-            any::<u32>(),
-            prop::option::of(any::<i64>()),
-            prop::option::of(("[a-z]{1,8}", prop::option::of(any::<i64>()))),
-            prop::option::of("[A-Za-z]{1,12}"),
-        ),
-    )
-        .prop_map(
-            |((holder, duration, acquire, renew), (transitions, priority, handover, strategy))| {
-                LockRecord {
-                    holder: holder.into(),
-                    lease_duration_secs: duration,
-                    acquire_time: acquire,
-                    renew_time: renew,
-                    transitions,
-                    priority,
-                    handover: handover.map(|(to, priority)| Handover {
-                        to: to.into(),
-                        priority,
-                    }),
-                    strategy: strategy.map(Into::into),
-                }
-            },
-        )
 }
 
 /// JSON objects with the record's field names and values of any type.
@@ -150,7 +113,7 @@ proptest! {
     /// Every record written reads back as client-go's form and the
     /// annotations keep it; the annotation alone holds client-go's fields.
     #[test]
-    fn written_records_read_back(record in record(), now in 0i64..4_000_000_000) {
+    fn written_records_read_back(record in lock_record(), now in 0i64..4_000_000_000) {
         let now = WallTime::new(now, 0);
         let at = |s: Stamp| match s {
             Stamp::Unset => Stamp::Unset,

@@ -8,7 +8,8 @@
 //! keeps (whole seconds, a duration of at least 1 s, no priority fields in
 //! client-go's form).
 
-use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
+use election_core::strategies::lock_record;
+use election_core::{LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
 use lock_json::{
     Encoding, HANDOVER_PRIORITY, HANDOVER_TO, MALFORMED_HOLDER, PRIORITY, RecordError,
     decode_record, encode_record, record_or_malformed,
@@ -58,45 +59,6 @@ fn json_value() -> impl Strategy<Value = Value> {
 fn record_like() -> impl Strategy<Value = Map<String, Value>> {
     prop::collection::btree_map(prop::sample::select(FIELDS), json_value(), 0..6)
         .prop_map(|m| m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
-
-fn stamp() -> impl Strategy<Value = Stamp> {
-    prop_oneof![
-        Just(Stamp::Unset),
-        Just(Stamp::Now),
-        // Go's years 1 to 9999, where RFC 3339 is defined.
-        (-62_135_596_800i64..=253_402_300_799, 0u32..1_000_000_000)
-            .prop_map(|(s, n)| Stamp::At(WallTime::new(s, n))),
-    ]
-}
-
-fn record() -> impl Strategy<Value = LockRecord> {
-    (
-        (".{0,12}", prop::option::of(any::<i64>()), stamp(), stamp()),
-        (
-            any::<u32>(),
-            prop::option::of(any::<i64>()),
-            prop::option::of(("[a-z]{1,8}", prop::option::of(any::<i64>()))),
-            prop::option::of("[A-Za-z]{1,12}"),
-        ),
-    )
-        .prop_map(
-            |((holder, duration, acquire, renew), (transitions, priority, handover, strategy))| {
-                LockRecord {
-                    holder: holder.into(),
-                    lease_duration_secs: duration,
-                    acquire_time: acquire,
-                    renew_time: renew,
-                    transitions,
-                    priority,
-                    handover: handover.map(|(to, priority)| Handover {
-                        to: to.into(),
-                        priority,
-                    }),
-                    strategy: strategy.map(Into::into),
-                }
-            },
-        )
 }
 
 /// What an encoding keeps of `record` written at `now`.
@@ -202,7 +164,7 @@ proptest! {
 
     /// Every record written reads back as the encoding keeps it.
     #[test]
-    fn written_records_read_back(record in record(), now in 0i64..4_000_000_000) {
+    fn written_records_read_back(record in lock_record(), now in 0i64..4_000_000_000) {
         let now = WallTime::new(now, 0);
         for encoding in [Encoding::WithPriority, Encoding::ClientGo] {
             let json = encode_record(&record, now, encoding);

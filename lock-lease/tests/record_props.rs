@@ -9,57 +9,14 @@
 
 use std::collections::BTreeMap;
 
-use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
+use election_core::strategies::{lock_record, wall_time};
+use election_core::{LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use lock_lease::record::{
     HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY, record_from_lease, write_record,
 };
 use proptest::prelude::*;
-
-/// Go's years 1 to 9999: what an API server stores.
-const GO_SECS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
-
-fn wall() -> impl Strategy<Value = WallTime> {
-    (GO_SECS, 0u32..1_000_000_000).prop_map(|(s, n)| WallTime::new(s, n))
-}
-
-fn stamp() -> impl Strategy<Value = Stamp> {
-    prop_oneof![
-        Just(Stamp::Unset),
-        Just(Stamp::Now),
-        wall().prop_map(Stamp::At)
-    ]
-}
-
-fn record() -> impl Strategy<Value = LockRecord> {
-    (
-        (".{0,12}", prop::option::of(any::<i64>()), stamp(), stamp()),
-        (
-            any::<u32>(),
-            prop::option::of(any::<i64>()),
-            prop::option::of(("[a-z]{1,8}", prop::option::of(any::<i64>()))),
-            prop::option::of("[A-Za-z]{1,12}"),
-        ),
-    )
-        .prop_map(
-            |((holder, duration, acquire, renew), (transitions, priority, handover, strategy))| {
-                LockRecord {
-                    holder: holder.into(),
-                    lease_duration_secs: duration,
-                    acquire_time: acquire,
-                    renew_time: renew,
-                    transitions,
-                    priority,
-                    handover: handover.map(|(to, priority)| Handover {
-                        to: to.into(),
-                        priority,
-                    }),
-                    strategy: strategy.map(Into::into),
-                }
-            },
-        )
-}
 
 /// A wall time (within Go's range) as a `MicroTime`, exactly.
 fn micro(t: WallTime) -> MicroTime {
@@ -79,8 +36,8 @@ fn foreign_lease() -> impl Strategy<Value = Lease> {
         (
             prop::option::of(".{0,8}"),
             prop::option::of(any::<i32>()),
-            prop::option::of(wall()),
-            prop::option::of(wall()),
+            prop::option::of(wall_time()),
+            prop::option::of(wall_time()),
             prop::option::of(any::<i32>()),
         ),
         (
@@ -194,7 +151,7 @@ proptest! {
     /// Every record written reads back as the Lease keeps it; through the
     /// Lease's JSON, with its times at the microsecond.
     #[test]
-    fn written_records_read_back(record in record(), now in wall(), start in foreign_lease()) {
+    fn written_records_read_back(record in lock_record(), now in wall_time(), start in foreign_lease()) {
         let mut lease = start;
         write_record(&mut lease, &record, now);
         let expected = kept(&record, now);
