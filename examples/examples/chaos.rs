@@ -74,11 +74,11 @@
 //! late (`chaos/canary.rs`), with how long it waited for its CPU while
 //! runnable and how much of it the host took (steal): the `stalls` line, and
 //! the same for the window of an overlap or of a late stop, tell a stalled
-//! machine from a candidate alone. A late stop is the machine's when its
-//! process waited for a CPU, or a canary stalled, as long as the stop was late
-//! (beyond the 250 ms): kept from a CPU it was paused like a SIGSTOPped leader,
-//! and its term ends at its deadline's bound (docs/faults.md N5). Any other
-//! late stop fails the run.
+//! machine from a candidate alone. A late stop is the machine's when one
+//! thread of its process waited for a CPU, or a canary stalled, as long as the
+//! stop was late (beyond the 250 ms): kept from a CPU it was paused like a
+//! SIGSTOPped leader, and its term ends at its deadline's bound
+//! (docs/faults.md N5). Any other late stop fails the run.
 //!
 //! **Replay.** One seed gives one fault schedule (times, kinds, durations,
 //! fallback targets), and a longer run extends a shorter one's. Which process

@@ -19,12 +19,13 @@
 //!   (docs/faults.md N5), so its late `stopped leading` line says nothing about
 //!   when it led;
 //! - for a leader whose stop for its renew deadline came late while the
-//!   machine did not run it (it waited for a CPU, or a canary on a CPU stalled,
-//!   as long as the stop was late): its deadline, bounded the same way by its
-//!   last committed write ([`clip_withheld`]). Kept from a CPU it is paused as
-//!   a SIGSTOPped one is, and its outward claims (`is_leader`, the write guard)
-//!   turn false at the deadline by themselves. A late stop the machine does
-//!   not explain is not clipped, and fails the run.
+//!   machine did not run it (one of its threads waited for a CPU, or a canary
+//!   on a CPU stalled, as long as the stop was late beyond a slack): its
+//!   deadline, bounded the same way by its last committed write
+//!   ([`clip_withheld`]). Kept from a CPU it is paused as a SIGSTOPped one is,
+//!   and its outward claims (`is_leader`, the write guard) turn false at the
+//!   deadline by themselves. A late stop the machine does not explain is not
+//!   clipped, and fails the run.
 //!
 //! The raw intervals apply only the line, kill, exit and end-of-run rules.
 

@@ -88,10 +88,14 @@ pub fn print(run: &Run, cx: &Context) -> bool {
     );
     // Late stops: the machine's (clipped at their deadline) or unexplained
     // (the run fails).
-    let late = measure::late_stops(&ivs, &run.lives, &run.history, &deadline, LATE_SLACK);
-    let (withheld_late, unexplained): (Vec<_>, Vec<_>) = late
-        .iter()
-        .partition(|l| withheld(run, &ivs[l.iv], l.due).is_some());
+    let late: Vec<(LateStop, Option<String>)> =
+        measure::late_stops(&ivs, &run.lives, &run.history, &deadline, LATE_SLACK)
+            .into_iter()
+            .map(|l| (l, withheld(run, &ivs[l.iv], l.due)))
+            .collect();
+    let (withheld_late, unexplained): (Vec<_>, Vec<_>) =
+        late.iter().partition(|(_, why)| why.is_some());
+    let withheld_late: Vec<LateStop> = withheld_late.iter().map(|(l, _)| *l).collect();
     measure::clip_withheld(&mut ivs, &withheld_late);
     let ivs = ivs;
     let longest_deadline = (0..run.slots.len())
@@ -330,8 +334,8 @@ pub fn print(run: &Run, cx: &Context) -> bool {
             ""
         }
     );
-    let latest = late.iter().max_by_key(|l| ivs[l.iv].raw_end - l.due);
-    let late_line = |l: &LateStop| {
+    let latest = late.iter().max_by_key(|(l, _)| ivs[l.iv].raw_end - l.due);
+    let late_line = |(l, why): &(LateStop, Option<String>)| {
         let iv = &ivs[l.iv];
         format!(
             "by {:.0} ms: {} (life {}) term {}{}; {}; {}",
@@ -348,9 +352,10 @@ pub fn print(run: &Run, cx: &Context) -> bool {
                     ms(u.wait)
                 )),
             stalls(run, l.due, iv.raw_end),
-            withheld(run, iv, l.due).map_or("NOT EXPLAINED by the machine".to_owned(), |why| {
-                format!("kept from running: {why}")
-            })
+            why.as_ref()
+                .map_or("NOT EXPLAINED by the machine".to_owned(), |why| {
+                    format!("kept from running: {why}")
+                })
         )
     };
     println!(
@@ -390,7 +395,7 @@ pub fn print(run: &Run, cx: &Context) -> bool {
             )
         }
     );
-    if let Some(l) = latest {
+    if let Some((l, _)) = latest {
         // What the late process printed from its last committed write on
         // (with the driver's lock calls: was it sending, or silent?).
         let iv = &ivs[l.iv];
@@ -569,14 +574,17 @@ fn trace(run: &Run, ivs: &[Interval], o: &Overlap) {
 
 /// What kept the process of `iv`, late to stop for its deadline, from
 /// running from `due` to its stop line, if the machine shows it was kept from
-/// a CPU for as long as the stop was late (beyond the slack): its threads
-/// waited that long for one (summed), or a canary on some CPU woke that late.
+/// a CPU for as long as the stop was late (beyond the slack): one of its
+/// threads waited that long for one, or a canary on some CPU woke that late.
 fn withheld(run: &Run, iv: &Interval, due: Instant) -> Option<String> {
     let need = (iv.raw_end - due).saturating_sub(LATE_SLACK);
     if let Some(u) = run.cpu.usage(iv.slot, iv.life, due, iv.raw_end)
-        && u.wait >= need
+        && u.longest_wait >= need
     {
-        return Some(format!("its threads waited {:.0} ms for a CPU", ms(u.wait)));
+        return Some(format!(
+            "one of its threads waited {:.0} ms for a CPU",
+            ms(u.longest_wait)
+        ));
     }
     let stall = run
         .canaries

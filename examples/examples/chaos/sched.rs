@@ -12,13 +12,15 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// One sample of one process.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Sample {
     at: Instant,
     /// On a CPU, summed over its threads.
     run: Duration,
     /// Runnable and waiting for a CPU, summed over its threads.
     wait: Duration,
+    /// Each thread's wait (thread id, time runnable and waiting).
+    waits: Vec<(u32, Duration)>,
 }
 
 /// What a process got between two instants.
@@ -30,6 +32,8 @@ pub struct Usage {
     pub run: Duration,
     /// Runnable and waiting for a CPU, summed over its threads.
     pub wait: Duration,
+    /// The longest any one thread (alive at both samples) waited for a CPU.
+    pub longest_wait: Duration,
 }
 
 /// Samples of every candidate life, taken at most every `every`.
@@ -40,20 +44,32 @@ pub struct Cpu {
     samples: BTreeMap<(usize, u32), Vec<Sample>>,
 }
 
-/// The sums over the threads of `pid`, or `None` once it is gone.
-fn read(pid: i32) -> Option<(Duration, Duration)> {
+/// The figures of the threads of `pid` now, or `None` once it is gone.
+fn read(pid: i32) -> Option<Sample> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    let (mut run, mut wait) = (0u64, 0u64);
+    let (mut run, mut wait, mut waits) = (0u64, 0u64, Vec::new());
     for task in tasks.flatten() {
         // A thread that ended since the listing is skipped.
         let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else {
             continue;
         };
         let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
-        run += fields.next().flatten().unwrap_or(0);
-        wait += fields.next().flatten().unwrap_or(0);
+        let (r, w) = (
+            fields.next().flatten().unwrap_or(0),
+            fields.next().flatten().unwrap_or(0),
+        );
+        run += r;
+        wait += w;
+        if let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) {
+            waits.push((tid, Duration::from_nanos(w)));
+        }
     }
-    Some((Duration::from_nanos(run), Duration::from_nanos(wait)))
+    Some(Sample {
+        at: Instant::now(),
+        run: Duration::from_nanos(run),
+        wait: Duration::from_nanos(wait),
+        waits,
+    })
 }
 
 impl Cpu {
@@ -74,12 +90,8 @@ impl Cpu {
         }
         self.last = Some(now);
         for (slot, life, pid) in procs {
-            if let Some((run, wait)) = read(pid) {
-                let at = Instant::now();
-                self.samples
-                    .entry((slot, life))
-                    .or_default()
-                    .push(Sample { at, run, wait });
+            if let Some(sample) = read(pid) {
+                self.samples.entry((slot, life)).or_default().push(sample);
             }
         }
     }
@@ -92,10 +104,20 @@ impl Cpu {
         let samples = self.samples.get(&(slot, life))?;
         let a = samples.iter().rev().find(|s| s.at <= from)?;
         let b = samples.iter().find(|s| s.at >= to)?;
+        let longest_wait = b
+            .waits
+            .iter()
+            .filter_map(|(tid, w)| {
+                let (_, before) = a.waits.iter().find(|(t, _)| t == tid)?;
+                Some(w.saturating_sub(*before))
+            })
+            .max()
+            .unwrap_or_default();
         Some(Usage {
             span: b.at - a.at,
             run: b.run.saturating_sub(a.run),
             wait: b.wait.saturating_sub(a.wait),
+            longest_wait,
         })
     }
 }
@@ -118,5 +140,6 @@ mod tests {
         let u = cpu.usage(0, 0, start, end).expect("two samples");
         assert!(u.run + u.wait >= Duration::from_millis(40), "{u:?}");
         assert!(u.run > Duration::ZERO, "{u:?}");
+        assert!(u.longest_wait <= u.wait, "{u:?}");
     }
 }
