@@ -421,24 +421,44 @@ fn three<R: Runtime>(c: &Cluster<R>) -> Vec<Node> {
 
 // ---- the cases ----
 
-/// Three candidates start together: exactly one leads, stays leader while it
-/// renews, and all three agree on who it is.
+/// Three candidates start together: exactly one leads, stays leader (holding
+/// a term) while it renews, and all three agree on who it is.
 pub async fn three_candidates_elect_exactly_one<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
     let mut nodes = three(&c);
-    let i = c.elected(&nodes, FIRST_ELECTION).await;
-    let leader = nodes[i].name.clone();
-    // Three leases of steady state: the same single leader throughout.
-    let end = c.rt.now() + 3 * LEASE;
-    while c.rt.now() < end {
+    let mut i = c.elected(&nodes, FIRST_ELECTION).await;
+    // Three leases of steady state: the same single leader throughout. On a
+    // real-time runtime the test shares the machine: a check that comes more
+    // than the renew deadline minus a retry after the one before may rightly
+    // find the leader past its deadline, since this process (its drivers
+    // with it) was not run meanwhile (docs/faults.md N5; a loaded machine once
+    // withheld it for 20 s). The window then starts again from the next
+    // election.
+    let mut end = c.rt.now() + 3 * LEASE;
+    let mut checked = c.rt.now();
+    loop {
         let leaders: Vec<&str> = nodes
             .iter()
             .filter(|n| n.is_leader())
             .map(|n| n.name.as_str())
             .collect();
-        assert_eq!(leaders, [leader.as_str()]);
+        let term = nodes[i].h().term();
+        let gap = c.rt.now() - checked;
+        if gap > RENEW_DEADLINE - RETRY {
+            eprintln!("this process was not run for {gap:?}: the window starts again");
+            i = c.elected(&nodes, FIRST_ELECTION).await;
+            end = c.rt.now() + 3 * LEASE;
+        } else {
+            assert_eq!(leaders, [nodes[i].name.as_str()]);
+            assert!(term.is_some(), "{} leads without a term", nodes[i].name);
+            if c.rt.now() >= end {
+                break;
+            }
+        }
+        checked = c.rt.now();
         c.sleep(ms(50)).await;
     }
+    let leader = nodes[i].name.clone();
     for n in &nodes {
         assert_eq!(
             n.h().leader().as_deref(),
@@ -448,7 +468,6 @@ pub async fn three_candidates_elect_exactly_one<R: Runtime>(rt: R) {
         );
     }
     assert_eq!(c.holder().as_deref(), Some(leader.as_str()));
-    assert!(nodes[i].h().term().is_some());
     c.shutdown_all(&mut nodes).await;
     for n in &nodes {
         n.states.assert_paired(&n.name);
