@@ -12,7 +12,10 @@
 //! - [`story`]: the three-candidate election story on any lock and runtime, and
 //!   the check of the leadership Events a Kubernetes lock records during it;
 //! - [`rbac`]: a lock's RBAC Role checked against the requests a lock session
-//!   makes on the emulator.
+//!   makes on the emulator;
+//! - [`stall`]: a watch that tells a real-time test whether the machine
+//!   withheld its whole process (then a leader rightly loses at its deadline)
+//!   or only an executor was blocked.
 //!
 //! Add it as a dev-dependency:
 //!
@@ -29,4 +32,5 @@ pub mod driver_suite;
 pub mod kube_lock;
 pub mod rbac;
 pub mod runtimes;
+pub mod stall;
 pub mod story;
