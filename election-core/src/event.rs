@@ -74,7 +74,10 @@ pub enum StopReason {
     },
     /// The host asked to step down.
     SteppedDown,
-    /// The host is shutting down.
+    /// The host is shutting down. A drain that began for another graceful
+    /// reason (a preemption, a step-down) and ends once the host asked to shut
+    /// down ends as a shutdown too; its [`Event::Draining`] kept its first reason.
+    /// A loss during a shutdown's drain is reported as that loss.
     ShutDown,
     /// Another process uses our identity: a version we did not write names us.
     IdentityCollision,
@@ -228,7 +231,9 @@ pub enum Event {
         reason: StopReason,
     },
     /// This node no longer leads. Always follows a [`Event::StartedLeading`] of the
-    /// same term, exactly once.
+    /// same term, exactly once. After a drain its reason is the drain's, or
+    /// [`StopReason::ShutDown`] once a shutdown was asked (whatever the drain
+    /// began for).
     StoppedLeading {
         /// The term that ended.
         term: Term,

@@ -306,6 +306,202 @@ fn c3_a_preferred_holder_ends_the_term_by_a_release() {
     assert_eq!(release.lease_duration_secs, Some(1));
 }
 
+/// The record `mine` with the coordinator's `preferredHolder` naming `to` (every
+/// stamp of the holder kept: a foreign edit).
+fn preferring(mine: &LockRecord, to: &str) -> LockRecord {
+    let mut preferred = mine.clone();
+    preferred.handover = Some(Handover {
+        to: to.into(),
+        priority: None,
+    });
+    preferred
+}
+
+/// The leader `a` after it read the coordinator's `preferredHolder` `b1` at
+/// version 14 (and so drains); with its term and the record read.
+fn preempted_by_b1() -> (Node, Term, LockRecord) {
+    let (mut n, mine) = claimed_leader("a");
+    let term = n.e.term().cloned().expect("leads");
+    n.events();
+    n.advance(ms(50));
+    let preferred = preferring(&mine, "b1");
+    n.watch(WatchEvent::Changed(obs("14", preferred.clone())));
+    let op = n.get();
+    n.answer(op, Ok(obs("14", preferred.clone())));
+    (n, term, preferred)
+}
+
+/// Answers the holder's lock calls until it has released and terminated: each
+/// write as stored at the next version from `version` on, a read with the record
+/// last stored (`lock` at first). Returns the release's record. No event but the
+/// release's `LeaderChanged` and `Terminated` may come meanwhile.
+fn release_and_terminate(n: &mut Node, lock: &LockRecord, mut version: u32) -> LockRecord {
+    let mut last = lock.clone();
+    for _ in 0..10 {
+        match n.fire_until_action(10) {
+            Action::Get { op } => n.answer(op, Ok(obs(&(version - 1).to_string(), last.clone()))),
+            Action::Update { op, record, .. } => {
+                let released = record.holder.is_empty();
+                last = stamped(record, 7);
+                n.answer(op, Ok(obs(&version.to_string(), last.clone())));
+                version += 1;
+                if released {
+                    assert_eq!(
+                        n.events(),
+                        vec![Event::LeaderChanged { leader: None }, Event::Terminated]
+                    );
+                    assert!(n.e.is_terminated());
+                    return last;
+                }
+            }
+            other => panic!("a renew or the release expected, got {other:?}"),
+        }
+        n.no_events();
+    }
+    panic!("no release");
+}
+
+/// C3 (issue 36): a stop the user asked for is a shutdown, whatever arrived
+/// before it. The sidecar withdraws its candidacy before it shuts the elector
+/// down, so the coordinator's `preferredHolder` can come first: the leader
+/// drains for the preemption, then `shutdown` is asked while the work still
+/// drains. The stop that follows is reported as
+/// `ShutDown` (an INFO "shut down", not a WARN "preempted"), and nothing else
+/// changes: no second `Draining`, still leading until the work ends, the
+/// release written as the preemption asked.
+#[test]
+fn c3_shutdown_asked_while_draining_for_a_preferred_holder_is_reported_as_shut_down() {
+    let (mut n, term, preferred) = preempted_by_b1();
+    assert_eq!(
+        n.events(),
+        vec![Event::Draining {
+            reason: StopReason::Preempted { by: "b1".into() }
+        }]
+    );
+    n.advance(ms(10));
+    n.shutdown();
+    n.no_events();
+    assert!(n.e.is_leader(n.now), "still leads until the work has ended");
+    assert_eq!(n.e.role(), Role::Draining);
+    n.advance(ms(20));
+    n.work_stopped();
+    assert_eq!(
+        n.events(),
+        vec![Event::StoppedLeading {
+            term,
+            reason: StopReason::ShutDown
+        }]
+    );
+    assert!(!n.e.is_leader(n.now));
+    let release = release_and_terminate(&mut n, &preferred, 15);
+    assert_eq!(release.lease_duration_secs, Some(1));
+    assert_eq!(release.handover, preferred.handover, "the request is kept");
+}
+
+/// The same when the work never ends: the release budget ends the leadership,
+/// reported as `ShutDown`, and the lease is left to expire.
+#[test]
+fn c3_shutdown_asked_while_draining_for_a_preferred_holder_is_shut_down_at_the_budget() {
+    let (mut n, term, _) = preempted_by_b1();
+    n.events();
+    n.shutdown();
+    let mut version = 15;
+    while !n.e.is_terminated() {
+        if !n.has_action() {
+            n.fire();
+            continue;
+        }
+        match n.action() {
+            Action::Update { op, record, .. } => {
+                assert_eq!(record.holder.as_ref(), "a", "no release under running work");
+                n.answer(op, Ok(obs(&version.to_string(), stamped(record, 7))));
+                version += 1;
+            }
+            other => panic!("a renew expected, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        n.events_no_warnings(),
+        vec![
+            Event::StoppedLeading {
+                term,
+                reason: StopReason::ShutDown
+            },
+            Event::Terminated
+        ]
+    );
+}
+
+/// The other order (shutdown first, the `preferredHolder` during its drain)
+/// keeps the shutdown's reason too.
+#[test]
+fn c3_a_preferred_holder_seen_during_a_shutdown_drain_is_reported_as_shut_down() {
+    let (mut n, mine) = claimed_leader("a");
+    let term = n.e.term().cloned().expect("leads");
+    n.events();
+    n.advance(ms(50));
+    n.shutdown();
+    assert_eq!(
+        n.events(),
+        vec![Event::Draining {
+            reason: StopReason::ShutDown
+        }]
+    );
+    n.advance(ms(10));
+    let preferred = preferring(&mine, "b1");
+    n.watch(WatchEvent::Changed(obs("14", preferred.clone())));
+    let op = n.get();
+    n.answer(op, Ok(obs("14", preferred.clone())));
+    n.no_events();
+    n.advance(ms(20));
+    n.work_stopped();
+    assert_eq!(
+        n.events(),
+        vec![Event::StoppedLeading {
+            term,
+            reason: StopReason::ShutDown
+        }]
+    );
+    release_and_terminate(&mut n, &preferred, 15);
+}
+
+/// A real loss during a shutdown drain is not a shutdown: another holder's
+/// version ends leadership at once, as early as ever, reported as the loss it
+/// is (the operator must learn that the work may have outlived the lease), and
+/// nothing is released.
+#[test]
+fn c3_another_holder_seen_during_a_shutdown_drain_is_reported_as_the_loss() {
+    let (mut n, term, preferred) = preempted_by_b1();
+    n.events();
+    n.shutdown();
+    n.advance(ms(10));
+    n.watch(WatchEvent::Changed(obs("15", assigned("b1", &preferred))));
+    assert_eq!(
+        n.events(),
+        vec![
+            Event::StoppedLeading {
+                term,
+                reason: StopReason::ObservedOtherHolder {
+                    holder: "b1".into()
+                }
+            },
+            Event::LeaderChanged {
+                leader: Some("b1".into())
+            },
+        ]
+    );
+    assert!(!n.e.is_leader(n.now), "stops at once");
+    n.work_stopped();
+    n.no_events();
+    // The renew owed for the adopted version was in flight: once it failed
+    // (b1's write made it conflict), the node terminates without a release.
+    let (op, _, renew) = n.update();
+    assert_eq!(renew.holder.as_ref(), "a");
+    n.answer(op, Err(LockError::Conflict));
+    assert_eq!(n.events(), vec![Event::Terminated]);
+    n.no_action();
+}
+
 /// C4: a version naming this node, with an acquire time, that it did not write
 /// (its own previous life, or a twin) is no assignment: it is timed like another
 /// holder's lease and taken back after a read past its expiry.

@@ -284,6 +284,45 @@ fn shutdown_without_release_leaves_the_lease_to_expire() {
     n.no_action();
 }
 
+/// A stop the user asked for is a shutdown (issue 36): a shutdown asked while a
+/// step-down drains is reported as `ShutDown` when the work ends. Only the
+/// report changes: the step-down's release is written even without
+/// `release_on_shutdown`, as before.
+#[test]
+fn shutdown_asked_while_a_step_down_drains_is_reported_as_shut_down() {
+    let mut cfg = fast("a");
+    cfg.release_on_shutdown = false;
+    let mut n = Node::leader(cfg.clone(), "1");
+    n.set_clock(t(100));
+    n.step_down();
+    assert_eq!(
+        n.events(),
+        vec![Event::Draining {
+            reason: StopReason::SteppedDown
+        }]
+    );
+    n.set_clock(t(110));
+    n.shutdown();
+    n.no_events();
+    n.set_clock(t(120));
+    n.work_stopped();
+    assert_eq!(
+        n.events(),
+        vec![Event::StoppedLeading {
+            term: term(0, "1"),
+            reason: StopReason::ShutDown
+        }]
+    );
+    let (op, expected, record) = n.update();
+    assert_eq!(expected, Version::new("1"));
+    assert_eq!(record, released(stamped(acquiring(&cfg, 0), 1)));
+    n.answer(op, Ok(obs("2", stamped(record, 2))));
+    assert_eq!(
+        n.events(),
+        vec![Event::LeaderChanged { leader: None }, Event::Terminated]
+    );
+}
+
 /// H1: shutdown while a renew is in flight: the release uses the version the renew
 /// produced, and retries on 409 after a fresh read.
 #[test]

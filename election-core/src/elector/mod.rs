@@ -386,7 +386,11 @@ impl Elector {
     /// ([`Event::Draining`], then the host's [`work_stopped`](Self::work_stopped))
     /// and releases (when [`Config::release_on_shutdown`]); then the elector emits
     /// [`Event::Terminated`]. Without leadership and without a write in flight it
-    /// terminates at once.
+    /// terminates at once. A leader already draining for another reason (a
+    /// preemption, a step-down) goes on with that drain and its release, and its
+    /// [`Event::StoppedLeading`] then says [`StopReason::ShutDown`]: a stop the
+    /// host asked for is a shutdown. A loss meanwhile still stops at once and is
+    /// reported as that loss.
     pub fn shutdown(&mut self, now: Instant) {
         let now = self.clock(now);
         self.check_deadline(now);

@@ -49,9 +49,26 @@ impl Elector {
         let term = h.term.clone();
         self.emit(Event::StoppedLeading {
             term,
-            reason: reason.clone(),
+            reason: self.drained_reason(&reason),
         });
         self.after_stop(&reason, now);
+    }
+
+    /// The reason reported for a stop that ends a drain begun for `reason`: a
+    /// stop the user asked for is a shutdown, whatever else came meanwhile. A
+    /// drain begun for a preemption (the coordinator's `preferredHolder`, which
+    /// withdrawing the candidacy before the shutdown can bring first) or a
+    /// step-down, and ended once [`shutdown`](Elector::shutdown) was asked, is
+    /// reported as [`StopReason::ShutDown`]. Only the report changes: the release
+    /// follows the reason the drain began for (a preemption or a step-down always
+    /// releases). A loss ([`lose`](Elector::lose): another holder, the lock
+    /// deleted, the deadline) is not a drain's end: it stops at once and is
+    /// reported as what it is, shutting down or not.
+    fn drained_reason(&self, reason: &StopReason) -> StopReason {
+        match self.phase {
+            Phase::Running => reason.clone(),
+            Phase::ShuttingDown | Phase::Terminated => StopReason::ShutDown,
+        }
     }
 
     /// After leadership stopped for `reason`: release if due, else let go.
@@ -198,7 +215,8 @@ impl Elector {
     pub(super) fn on_release_budget_spent(&mut self, now: Instant) {
         if let Some(h) = self.holding.take() {
             self.timers.stop(Timer::Deadline);
-            if let Lead::Draining(reason) = h.state {
+            if let Lead::Draining(reason) = &h.state {
+                let reason = self.drained_reason(reason);
                 self.emit(Event::StoppedLeading {
                     term: h.term,
                     reason,
