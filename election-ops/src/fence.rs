@@ -3,20 +3,43 @@
 //!
 //! The write guard ([`crate::guard`]) refuses to send once this replica is not
 //! sure it leads, but a write sent just before the deadline can still reach the
-//! server after another replica took over (a paused process, a slow network). The
-//! policy closes that window on the server: it takes the election's Lease as its
-//! parameter and admits a protected write only if the object carries the stamp of
-//! the Lease's current term, as [`TermAnnotationLayer`](crate::guard::TermAnnotationLayer)
-//! writes it:
+//! server after another replica took over (a paused process, a slow network, a
+//! retry). The policy closes that window on the server: it takes the election's
+//! Lease as its parameter and admits a write to a protected resource only if it
+//! brings the stamp of the Lease's current term *of its own*, as
+//! [`TermAnnotationLayer`](crate::stamp::TermAnnotationLayer) writes it on every
+//! verb:
 //!
-//! - `election.rs/holder`: the holder the write was made for, equal to the Lease's
-//!   `holderIdentity` (a Lease with no holder refuses every protected write);
-//! - `election.rs/term`: `<transitions>@<version>`, whose transitions equal the
+//! - `election.rs/holder` equal to the Lease's `holderIdentity` (a Lease with no
+//!   holder refuses every protected write);
+//! - `election.rs/term`, `<transitions>@<version>`, whose transitions equal the
 //!   Lease's `leaseTransitions` (the version moves with every renewal, so the
 //!   policy does not compare it);
+//! - `election.rs/write`, a token unique to the write: on an update it must
+//!   differ from the stored object's. The policy judges the object as it will be
+//!   stored, so a write that leaves the annotations alone (a JSON patch of one
+//!   field, a merge patch without them) would otherwise inherit the last writer's
+//!   stamp; now it is refused, whoever sends it;
+//! - a delete carries no object: the object it removes must be marked for
+//!   deletion in the current term (a token starting with `delete-`), which the
+//!   stamp layer writes just before the delete;
 //! - optionally the writer itself ([`Writer`]): the Pod its service-account token
-//!   names, or its username, equal to the holder. That check also fences deletes,
-//!   which carry no object to stamp; without it deletes are not fenced.
+//!   names, or its username, equal to the holder.
+//!
+//! What each mode does not fence: with [`Writer::Any`] (the default) a writer
+//! that forges the stamp (reads the Lease and writes its holder and transitions
+//! with a token it made up) is admitted: the stamp is a fencing token, not an
+//! identity. The writer check closes that, and needs pod-bound service-account
+//! tokens (Kubernetes 1.30+) and the identity to be the Pod's name
+//! ([`Writer::PodName`]), or one user per replica ([`Writer::Username`]).
+//!
+//! The trade-offs: every write through the stamp layer changes the object (a
+//! new token), so an idempotent update or a repeated server-side apply is a real
+//! write, with a new `resourceVersion` and a watch event; a delete is two
+//! requests. Writers that do not stamp (kubectl by hand, other controllers) are
+//! refused on protected resources unless exempt: the control plane's
+//! controllers are by default ([`DEFAULT_EXEMPT_USERS`], [`DEFAULT_EXEMPT_GROUPS`]),
+//! others with [`FencePolicy::exempt_user`] and [`FencePolicy::exempt_group`].
 //!
 //! ```
 //! use election_ops::fence::{FencePolicy, Protected, Writer};
@@ -31,15 +54,36 @@
 //!
 //! What it cannot do: the API server reads the parameter from its cache, so the
 //! policy may see a takeover a few milliseconds late; CEL has no clock, so a lease
-//! that expired but that nobody took yet still admits its holder's writes; and
-//! it needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy is GA there).
+//! that expired but that nobody took yet still admits its holder's writes; a
+//! write to a subresource (`deployments/status`) is fenced only when the
+//! subresource is protected too, and the API server keeps the stored
+//! annotations on a status write, so the stamp cannot travel with it; and it
+//! needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy is GA there). With
+//! the Lease absent (`parameterNotFoundAction: Deny`) every protected write is
+//! refused, in the API server's words for a binding it cannot configure rather
+//! than the policy's message: `422 Invalid`, "ValidatingAdmissionPolicy
+//! 'fence-…' with binding 'fence-…' denied request: failed to configure binding:
+//! no params found for policy binding with `Deny` parameterNotFoundAction".
 
 use serde_json::{Value, json};
 
-pub use crate::guard::{HOLDER_ANNOTATION, TERM_ANNOTATION};
+pub use crate::stamp::{DELETE_MARK, HOLDER_ANNOTATION, TERM_ANNOTATION, WRITE_ANNOTATION};
 
 /// The userInfo extra a pod-bound service-account token carries: the Pod's name.
 pub const POD_NAME_EXTRA: &str = "authentication.kubernetes.io/pod-name";
+
+/// The users exempt from the policy by default: kube-controller-manager when it
+/// runs with one identity for all its controllers (the deployment controller
+/// updates a Deployment's annotations, the garbage collector removes owner
+/// references and deletes dependents, the namespace controller deletes a
+/// namespace's objects).
+pub const DEFAULT_EXEMPT_USERS: [&str; 1] = ["system:kube-controller-manager"];
+
+/// The groups exempt from the policy by default: the service accounts of
+/// `kube-system`, as which kube-controller-manager's controllers write with
+/// `--use-service-account-credentials` (kubeadm's default). Not applied when a
+/// fenced namespace is `kube-system`: the election's own writers would be in it.
+pub const DEFAULT_EXEMPT_GROUPS: [&str; 1] = ["system:serviceaccounts:kube-system"];
 
 /// One kind of object the policy fences: its API group (`""` for the core group),
 /// version and plural resource (`deployments`, or a subresource such as
@@ -104,14 +148,15 @@ fn is_version(s: &str) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Writer {
-    /// Anyone whose write carries the current term's stamp; deletes are not
-    /// fenced.
+    /// Anyone whose write brings the current term's stamp of its own (a delete:
+    /// whoever deletes an object marked for deletion in this term). A writer
+    /// that forges the stamp is not fenced.
     Any,
     /// Only the holder's Pod: the writer's pod-bound service-account token names a
     /// Pod ([`POD_NAME_EXTRA`]) whose name is the holder (the identity taken from
-    /// `metadata.name`, as `deploy/quickstart.yaml` does). Deletes are fenced too.
+    /// `metadata.name`, as `deploy/quickstart.yaml` does).
     PodName,
-    /// Only the user whose name is the holder's identity. Deletes are fenced too.
+    /// Only the user whose name is the holder's identity.
     Username,
 }
 
@@ -163,6 +208,9 @@ pub struct FencePolicy {
     writer: Writer,
     enforcement: Enforcement,
     term_key: String,
+    exempt_users: Vec<String>,
+    exempt_groups: Vec<String>,
+    default_exemptions: bool,
 }
 
 impl FencePolicy {
@@ -178,6 +226,9 @@ impl FencePolicy {
             writer: Writer::Any,
             enforcement: Enforcement::Deny,
             term_key: TERM_ANNOTATION.to_owned(),
+            exempt_users: Vec::new(),
+            exempt_groups: Vec::new(),
+            default_exemptions: true,
         }
     }
 
@@ -217,6 +268,32 @@ impl FencePolicy {
         self
     }
 
+    /// Admits the writes of the user `name` without a stamp (the policy does not
+    /// apply to them), besides the default exemptions ([`DEFAULT_EXEMPT_USERS`],
+    /// [`DEFAULT_EXEMPT_GROUPS`]).
+    #[must_use]
+    pub fn exempt_user(mut self, name: &str) -> Self {
+        self.exempt_users.push(name.to_owned());
+        self
+    }
+
+    /// Admits the writes of members of the group `name` without a stamp, besides
+    /// the default exemptions.
+    #[must_use]
+    pub fn exempt_group(mut self, name: &str) -> Self {
+        self.exempt_groups.push(name.to_owned());
+        self
+    }
+
+    /// Whether the default exemptions apply (on by default): the control plane's
+    /// controllers ([`DEFAULT_EXEMPT_USERS`], and [`DEFAULT_EXEMPT_GROUPS`] unless
+    /// a fenced namespace is `kube-system`).
+    #[must_use]
+    pub fn default_exemptions(mut self, on: bool) -> Self {
+        self.default_exemptions = on;
+        self
+    }
+
     /// The term annotation's key, where [`TermAnnotationLayer::key`](crate::guard::TermAnnotationLayer::key)
     /// set another.
     #[must_use]
@@ -249,15 +326,73 @@ impl FencePolicy {
         Ok(())
     }
 
+    /// The users and groups the policy does not apply to.
+    fn exemptions(&self) -> (Vec<&str>, Vec<&str>) {
+        let mut users: Vec<&str> = self.exempt_users.iter().map(String::as_str).collect();
+        let mut groups: Vec<&str> = self.exempt_groups.iter().map(String::as_str).collect();
+        if self.default_exemptions {
+            users.extend(DEFAULT_EXEMPT_USERS);
+            let kube_system = std::iter::once(&self.namespace)
+                .chain(&self.namespaces)
+                .any(|ns| ns == "kube-system");
+            if !kube_system {
+                groups.extend(DEFAULT_EXEMPT_GROUPS);
+            }
+        }
+        (users, groups)
+    }
+
+    /// The match conditions: not the Lease itself, not an exempt writer.
+    fn match_conditions(&self) -> Vec<Value> {
+        let (ns, lease) = (&self.namespace, &self.lease);
+        let mut conditions = vec![json!({
+            "name": "not-the-lease",
+            "expression": format!(
+                "!(request.resource.group == 'coordination.k8s.io' && \
+                 request.resource.resource == 'leases' && \
+                 request.namespace == '{ns}' && request.name == '{lease}')"
+            ),
+        })];
+        let (users, groups) = self.exemptions();
+        let list = |items: &[&str]| {
+            let quoted: Vec<String> = items.iter().map(|i| cel_string(i)).collect();
+            format!("[{}]", quoted.join(", "))
+        };
+        let mut exempt = Vec::new();
+        if !users.is_empty() {
+            exempt.push(format!("request.userInfo.username in {}", list(&users)));
+        }
+        if !groups.is_empty() {
+            exempt.push(format!(
+                "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {}))",
+                list(&groups)
+            ));
+        }
+        if !exempt.is_empty() {
+            conditions.push(json!({
+                "name": "not-exempt",
+                "expression": format!("!({})", exempt.join(" || ")),
+            }));
+        }
+        conditions
+    }
+
     /// The ValidatingAdmissionPolicy, as the JSON object the API takes.
+    ///
+    /// A protected write is admitted when the object it leaves (for a delete,
+    /// the object it removes) carries the stamp of the Lease's current term and
+    /// a write token of its own:
+    ///
+    /// - create: the stamp, and a token;
+    /// - update (any verb and patch type): the stamp, and a token unlike the one
+    ///   stored before, so that a write that leaves the annotations alone, and so
+    ///   inherits the last writer's stamp, is refused;
+    /// - delete: the stored object's stamp is this term's and its token is a
+    ///   deletion mark (`delete-…`), written just before by the stamp layer.
     pub fn policy(&self) -> Result<Value, FenceError> {
         self.check()?;
         let name = self.policy_name();
         let (ns, lease) = (&self.namespace, &self.lease);
-        let mut operations = vec!["CREATE", "UPDATE"];
-        if self.writer != Writer::Any {
-            operations.push("DELETE");
-        }
         let rules: Vec<Value> = self
             .protected
             .iter()
@@ -266,17 +401,30 @@ impl FencePolicy {
                     "apiGroups": [p.group],
                     "apiVersions": [p.version],
                     "resources": [p.resource],
-                    "operations": operations,
+                    "operations": ["CREATE", "UPDATE", "DELETE"],
                 })
             })
             .collect();
-        let annotation = |key: &str| {
+        // The annotation `key` of the object the write leaves, or of the one a
+        // delete removes ('' when absent).
+        let stamped = |key: &str| {
+            let of = |obj: &str| {
+                format!(
+                    "(has({obj}.metadata.annotations) && '{key}' in {obj}.metadata.annotations ? \
+                     {obj}.metadata.annotations['{key}'] : '')"
+                )
+            };
             format!(
-                "request.operation != 'DELETE' && has(object.metadata.annotations) && \
-                 '{key}' in object.metadata.annotations ? \
-                 object.metadata.annotations['{key}'] : ''"
+                "request.operation == 'DELETE' ? {} : {}",
+                of("oldObject"),
+                of("object")
             )
         };
+        let prior_token = format!(
+            "request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && \
+             '{WRITE_ANNOTATION}' in oldObject.metadata.annotations ? \
+             oldObject.metadata.annotations['{WRITE_ANNOTATION}'] : ''"
+        );
         let mut validations = vec![
             json!({
                 "expression": "variables.holder != ''",
@@ -286,14 +434,27 @@ impl FencePolicy {
                 "reason": "Forbidden",
             }),
             json!({
-                "expression": "request.operation == 'DELETE' || \
-                    (variables.writtenHolder == variables.holder && \
-                    variables.writtenTerm.startsWith(string(variables.transitions) + '@'))",
+                "expression": "variables.writtenHolder == variables.holder && \
+                    variables.writtenTerm.startsWith(string(variables.transitions) + '@')",
                 "messageExpression": format!(
-                    "'fenced by {name}: the write is stamped for holder \"' + \
+                    "'fenced by {name}: the ' + (request.operation == 'DELETE' ? 'deleted object' : 'write') + \
+                     ' is stamped for holder \"' + \
                      variables.writtenHolder + '\" term \"' + variables.writtenTerm + \
                      '\", the Lease {ns}/{lease} is held by \"' + variables.holder + \
                      '\" at transitions ' + string(variables.transitions)"
+                ),
+                "reason": "Forbidden",
+            }),
+            json!({
+                "expression": format!(
+                    "request.operation == 'DELETE' ? variables.writeToken.startsWith('{DELETE_MARK}') : \
+                     (variables.writeToken != '' && variables.writeToken != variables.priorToken)"
+                ),
+                "messageExpression": format!(
+                    "'fenced by {name}: ' + (request.operation == 'DELETE' ? \
+                     'the object was not marked for deletion in this term (delete through the stamp layer)' : \
+                     variables.writeToken == '' ? 'the write carries no {WRITE_ANNOTATION} token' : \
+                     'the write brings no stamp of its own (its {WRITE_ANNOTATION} is the stored one)')"
                 ),
                 "reason": "Forbidden",
             }),
@@ -330,14 +491,7 @@ impl FencePolicy {
                 "failurePolicy": "Fail",
                 "paramKind": { "apiVersion": "coordination.k8s.io/v1", "kind": "Lease" },
                 "matchConstraints": { "resourceRules": rules },
-                "matchConditions": [{
-                    "name": "not-the-lease",
-                    "expression": format!(
-                        "!(request.resource.group == 'coordination.k8s.io' && \
-                         request.resource.resource == 'leases' && \
-                         request.namespace == '{ns}' && request.name == '{lease}')"
-                    ),
-                }],
+                "matchConditions": self.match_conditions(),
                 "variables": [
                     {
                         "name": "holder",
@@ -347,8 +501,10 @@ impl FencePolicy {
                         "name": "transitions",
                         "expression": "has(params.spec.leaseTransitions) ? params.spec.leaseTransitions : 0",
                     },
-                    { "name": "writtenHolder", "expression": annotation(HOLDER_ANNOTATION) },
-                    { "name": "writtenTerm", "expression": annotation(&self.term_key) },
+                    { "name": "writtenHolder", "expression": stamped(HOLDER_ANNOTATION) },
+                    { "name": "writtenTerm", "expression": stamped(&self.term_key) },
+                    { "name": "writeToken", "expression": stamped(WRITE_ANNOTATION) },
+                    { "name": "priorToken", "expression": prior_token },
                 ],
                 "validations": validations,
             },
@@ -402,6 +558,15 @@ impl FencePolicy {
         }
         Ok(out)
     }
+}
+
+/// `s` as a CEL string literal, in single quotes.
+fn cel_string(s: &str) -> String {
+    let escaped = s
+        .replace('\\', "\\\\")
+        .replace('\'', "\\'")
+        .replace('\n', "\\n");
+    format!("'{escaped}'")
 }
 
 /// `value` as block YAML at `indent`, strings quoted as JSON strings (which YAML

@@ -6,7 +6,8 @@
 //! | [`identity`] | — | `POD_NAME` or hostname plus a random suffix; `ELECTION_IDENTITY` to set it exactly |
 //! | [`LeadershipView`] | — | what the helpers read: implemented for `election_driver::Handle` (every runtime's), or a fake in tests |
 //! | [`Monitor`] | — | `tracing` spans and events with lock, identity and term; last renew and last error; wraps the lock ([`ObservedLock`]) to see renewals |
-//! | `guard` | `guard` | a tower layer that refuses writes locally unless this node leads with a margin; one that writes the term into written objects (fencing) |
+//! | `guard` | `guard` | a tower layer that refuses writes locally unless this node leads with a margin; the stamp layer, re-exported |
+//! | `stamp` | `guard` | a tower layer that stamps every write (create, update, each patch type, delete) with the current term, for the fence |
 //! | `fence` | `fence` | server-side fencing: the ValidatingAdmissionPolicy (and binding) that makes the API server refuse writes not stamped with the Lease's current term |
 //! | `health` | `health` | liveness with client-go's healthz meaning, readiness per role, JSON status |
 //! | `http` | `http` | `/healthz`, `/readyz`, `/status` (and `/metrics`) on hyper 1 |
@@ -48,6 +49,8 @@ pub mod health;
 pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "guard")]
+pub mod stamp;
 
 pub use monitor::{Monitor, MonitorBuilder, Observed, ObservedLock, Snapshot};
 pub use view::LeadershipView;

@@ -198,61 +198,98 @@ fn h6_stalled_leader_work_fails_liveness() {
     assert_eq!(health.liveness(), Ok(()));
 }
 
-/// Records the body of what reaches it.
+type Full = http_body_util::Full<hyper::body::Bytes>;
+
+/// Records each request that reaches it (method, path, JSON body) and answers
+/// with the next status of its script (200 once the script is spent).
 #[derive(Clone, Default)]
 struct BodySink {
-    bodies: Arc<Mutex<Vec<serde_json::Value>>>,
+    sent: Arc<Mutex<Vec<(Method, String, serde_json::Value)>>>,
+    answers: Arc<Mutex<Vec<u16>>>,
 }
 
-impl Service<Request<http_body_util::Full<hyper::body::Bytes>>> for BodySink {
-    type Response = ();
+impl BodySink {
+    fn answer(&self, statuses: &[u16]) {
+        *self.answers.lock().unwrap() = statuses.iter().rev().copied().collect();
+    }
+    fn take(&self) -> Vec<(Method, String, serde_json::Value)> {
+        std::mem::take(&mut *self.sent.lock().unwrap())
+    }
+}
+
+impl Service<Request<Full>> for BodySink {
+    type Response = hyper::Response<Full>;
     type Error = std::convert::Infallible;
-    type Future = std::future::Ready<Result<(), Self::Error>>;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))
     }
-    fn call(&mut self, req: Request<http_body_util::Full<hyper::body::Bytes>>) -> Self::Future {
+    fn call(&mut self, req: Request<Full>) -> Self::Future {
         use hyper::body::Body;
+        let (method, path) = (req.method().clone(), req.uri().path().to_owned());
         let mut cx = Context::from_waker(Waker::noop());
         let mut body = req.into_body();
         let mut data = Vec::new();
         while let Poll::Ready(Some(Ok(frame))) = std::pin::Pin::new(&mut body).poll_frame(&mut cx) {
             data.extend_from_slice(&frame.into_data().unwrap_or_default());
         }
-        self.bodies
-            .lock()
-            .unwrap()
-            .push(serde_json::from_slice(&data).expect("a JSON body"));
-        std::future::ready(Ok(()))
+        let json = serde_json::from_slice(&data).expect("a JSON body");
+        self.sent.lock().unwrap().push((method, path, json));
+        let status = self.answers.lock().unwrap().pop().unwrap_or(200);
+        let answer = hyper::Response::builder()
+            .status(status)
+            .body(Full::new(format!("answer {status}").into()))
+            .unwrap();
+        std::future::ready(Ok(answer))
     }
 }
 
-/// `TermAnnotationLayer`: which writes get the term in their object, and which pass
-/// unchanged (a JSON patch, a delete's options, anything while not leading).
+/// `TermAnnotationLayer` stamps every write, whatever its verb (docs/faults.md
+/// N17): objects and merge-like patches get the three annotations merged in, a
+/// JSON patch gets `add` operations appended (and, answered 422, is sent once
+/// more creating the annotations map behind a `null` test), a delete of one
+/// object is preceded by a stamping merge patch (the deletion mark). Reads, a
+/// collection's delete and anything sent while not leading pass unchanged.
 #[test]
-fn the_term_annotation_goes_into_objects_and_merge_patches_only() {
-    use election_ops::guard::{TERM_ANNOTATION, TermAnnotationLayer};
+fn n17_every_write_verb_is_stamped_with_the_term_and_a_token_of_its_own() {
+    use election_ops::stamp::{
+        DELETE_MARK, HOLDER_ANNOTATION, TERM_ANNOTATION, TermAnnotationLayer, WRITE_ANNOTATION,
+    };
+    use http_body_util::BodyExt;
     let view = Fake::leader(10_000);
     let sink = BodySink::default();
     let mut svc = TermAnnotationLayer::new(view.clone()).layer(sink.clone());
-    let mut send = |method: Method, content_type: &str, body: serde_json::Value| {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let mut send = |method: Method, uri: &str, content_type: &str, body: serde_json::Value| {
         let req = Request::builder()
             .method(method)
-            .uri("/api/v1/namespaces/default/configmaps/x")
+            .uri(uri)
             .header("content-type", content_type)
-            .body(http_body_util::Full::new(hyper::body::Bytes::from(
-                body.to_string(),
-            )))
+            .body(Full::new(body.to_string().into()))
             .unwrap();
-        let mut cx = Context::from_waker(Waker::noop());
-        let mut fut = std::pin::pin!(svc.call(req));
-        assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
-        sink.bodies.lock().unwrap().pop().expect("sent")
+        let answer = rt.block_on(svc.call(req)).expect("answered");
+        let status = answer.status().as_u16();
+        let body = rt
+            .block_on(answer.into_body().collect())
+            .expect("body")
+            .to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
     };
-    let annotation = |v: &serde_json::Value| v["metadata"]["annotations"][TERM_ANNOTATION].clone();
+    const X: &str = "/api/v1/namespaces/default/configmaps/x";
+    let stamp_of = |v: &serde_json::Value| {
+        let a = &v["metadata"]["annotations"];
+        (
+            a[TERM_ANNOTATION].clone(),
+            a[HOLDER_ANNOTATION].clone(),
+            a[WRITE_ANNOTATION].as_str().unwrap_or("").to_owned(),
+        )
+    };
     let cm = serde_json::json!({"metadata": {"name": "x"}, "data": {"k": "v"}});
 
     view.at(1_000);
+    let mut tokens = std::collections::HashSet::new();
     for (method, content_type) in [
         (Method::POST, "application/json"),
         (Method::PUT, "application/json"),
@@ -260,28 +297,120 @@ fn the_term_annotation_goes_into_objects_and_merge_patches_only() {
         (Method::PATCH, "application/strategic-merge-patch+json"),
         (Method::PATCH, "application/apply-patch+yaml"),
     ] {
-        let sent = send(method.clone(), content_type, cm.clone());
-        assert_eq!(annotation(&sent), "3@42", "{method} {content_type}");
+        send(method.clone(), X, content_type, cm.clone());
+        let [(_, _, sent)] = <[_; 1]>::try_from(sink.take()).expect("one request");
+        let (term, holder, token) = stamp_of(&sent);
+        assert_eq!(
+            (term, holder),
+            ("3@42".into(), "fake".into()),
+            "{method} {content_type}"
+        );
+        assert!(
+            !token.is_empty() && tokens.insert(token),
+            "a token of its own"
+        );
         assert_eq!(sent["data"]["k"], "v", "the rest is kept");
     }
-    let json_patch = serde_json::json!([{"op": "add", "path": "/data/k", "value": "v"}]);
+
+    // A JSON patch: the operations kept, the stamp added after them.
+    let ops = serde_json::json!([{"op": "replace", "path": "/data/k", "value": "w"}]);
+    send(Method::PATCH, X, "application/json-patch+json", ops.clone());
+    let [(_, _, sent)] = <[_; 1]>::try_from(sink.take()).expect("one request");
+    let sent = sent.as_array().expect("operations").clone();
+    assert_eq!(sent[0], ops[0]);
+    let added: std::collections::BTreeMap<&str, &serde_json::Value> = sent[1..]
+        .iter()
+        .map(|op| {
+            assert_eq!(op["op"], "add");
+            (op["path"].as_str().unwrap(), &op["value"])
+        })
+        .collect();
     assert_eq!(
-        send(
-            Method::PATCH,
-            "application/json-patch+json",
-            json_patch.clone()
-        ),
-        json_patch
+        added.keys().copied().collect::<Vec<_>>(),
+        [
+            "/metadata/annotations/election.rs~1holder",
+            "/metadata/annotations/election.rs~1term",
+            "/metadata/annotations/election.rs~1write",
+        ]
     );
+    assert_eq!(added["/metadata/annotations/election.rs~1term"], "3@42");
+
+    // Answered 422 (no annotations to add to): sent again, creating the map.
+    sink.answer(&[422, 200]);
+    let (status, _) = send(Method::PATCH, X, "application/json-patch+json", ops.clone());
+    assert_eq!(status, 200);
+    let [_, (_, _, second)] = <[_; 2]>::try_from(sink.take()).expect("two requests");
+    let second = second.as_array().expect("operations").clone();
+    assert_eq!(second[0], ops[0]);
+    assert_eq!(
+        second[1],
+        serde_json::json!({"op": "test", "path": "/metadata/annotations", "value": null})
+    );
+    assert_eq!(
+        (second[2]["op"].as_str(), second[2]["path"].as_str()),
+        (Some("add"), Some("/metadata/annotations"))
+    );
+    assert_eq!(second[2]["value"][TERM_ANNOTATION], "3@42");
+    // Both refused 422: the first answer is the one the caller gets.
+    sink.answer(&[422, 422]);
+    let (status, body) = send(Method::PATCH, X, "application/json-patch+json", ops.clone());
+    assert_eq!((status, body.as_str()), (422, "answer 422"));
+    assert_eq!(sink.take().len(), 2);
+    // Another refusal is not sent again.
+    sink.answer(&[403]);
+    assert_eq!(
+        send(Method::PATCH, X, "application/json-patch+json", ops.clone()).0,
+        403
+    );
+    assert_eq!(sink.take().len(), 1);
+
+    // A delete of one object: the mark, then the delete as it was.
     let options = serde_json::json!({"propagationPolicy": "Background"});
+    send(Method::DELETE, X, "application/json", options.clone());
+    let [(m1, p1, mark), (m2, p2, delete)] = <[_; 2]>::try_from(sink.take()).expect("two requests");
+    assert_eq!((m1, p1.as_str()), (Method::PATCH, X));
+    let (term, _, token) = stamp_of(&mark);
+    assert_eq!(term, "3@42");
+    assert!(token.starts_with(DELETE_MARK), "{token}");
     assert_eq!(
-        send(Method::DELETE, "application/json", options.clone()),
-        options
+        (m2, p2.as_str(), delete),
+        (Method::DELETE, X, options.clone())
     );
+    // The mark refused: the delete is not sent, the caller gets the refusal.
+    sink.answer(&[403]);
+    assert_eq!(
+        send(Method::DELETE, X, "application/json", options.clone()).0,
+        403
+    );
+    assert_eq!(sink.take().len(), 1);
+    // A collection's delete cannot be marked: sent unchanged.
+    send(
+        Method::DELETE,
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        options.clone(),
+    );
+    assert_eq!(
+        sink.take(),
+        [(
+            Method::DELETE,
+            "/api/v1/namespaces/default/configmaps".to_owned(),
+            options.clone()
+        )]
+    );
+
     // Past the deadline there is no term: nothing is added (the guard refuses
-    // such writes anyway when it wraps this layer).
+    // such writes anyway when this layer wraps it).
     view.at(10_000);
-    assert_eq!(send(Method::POST, "application/json", cm.clone()), cm);
+    send(Method::POST, X, "application/json", cm.clone());
+    send(Method::DELETE, X, "application/json", options.clone());
+    assert_eq!(
+        sink.take(),
+        [
+            (Method::POST, X.to_owned(), cm),
+            (Method::DELETE, X.to_owned(), options)
+        ]
+    );
 }
 
 /// docs/faults.md H6: the heartbeat is checked only while the leader work of the current

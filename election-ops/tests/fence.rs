@@ -5,7 +5,7 @@
 
 use election_ops::fence::{
     Enforcement, FenceError, FencePolicy, HOLDER_ANNOTATION, POD_NAME_EXTRA, Protected,
-    TERM_ANNOTATION, Writer,
+    TERM_ANNOTATION, WRITE_ANNOTATION, Writer,
 };
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
@@ -49,7 +49,7 @@ fn every_field_is_one_kubernetes_knows() {
     assert_eq!(
         policy["spec"]["matchConstraints"]["resourceRules"][0]["operations"],
         json!(["CREATE", "UPDATE", "DELETE"]),
-        "the writer check fences deletes"
+        "deletes are fenced"
     );
     let many = self::policy()
         .namespaces(["shop", "shop-2"])
@@ -65,8 +65,8 @@ fn every_field_is_one_kubernetes_knows() {
     let any = policy_json(&self::policy());
     assert_eq!(
         any["spec"]["matchConstraints"]["resourceRules"][1]["operations"],
-        json!(["CREATE", "UPDATE"]),
-        "without it, deletes are not matched"
+        json!(["CREATE", "UPDATE", "DELETE"]),
+        "without it, deletes are fenced by their mark"
     );
 }
 
@@ -141,7 +141,10 @@ fn policy_json(p: &FencePolicy) -> Value {
 /// What the API server binds for one request.
 struct Request {
     operation: &'static str,
+    /// The object the write leaves (`null` for a delete).
     object: Value,
+    /// The object stored before (`null` for a create).
+    old: Value,
     params: Value,
     user: Value,
 }
@@ -159,19 +162,9 @@ fn admit(policy: &Value, r: &Request) -> Result<(), String> {
         "userInfo": r.user,
     });
     let mut ctx = cel::Context::default();
-    let object = if r.operation == "DELETE" {
-        Value::Null
-    } else {
-        r.object.clone()
-    };
-    let old_object = if r.operation == "CREATE" {
-        Value::Null
-    } else {
-        r.object.clone()
-    };
     for (name, value) in [
-        ("object", object),
-        ("oldObject", old_object),
+        ("object", r.object.clone()),
+        ("oldObject", r.old.clone()),
         ("params", r.params.clone()),
         ("request", request),
     ] {
@@ -183,9 +176,12 @@ fn admit(policy: &Value, r: &Request) -> Result<(), String> {
             .execute(ctx)
             .unwrap_or_else(|e| panic!("{src}: {e}"))
     };
+    // A condition that does not hold: the policy does not apply, the write passes.
     for condition in spec["matchConditions"].as_array().unwrap() {
         let src = condition["expression"].as_str().unwrap();
-        assert_eq!(eval(&ctx, src), cel::Value::Bool(true), "matched: {src}");
+        if eval(&ctx, src) != cel::Value::Bool(true) {
+            return Ok(());
+        }
     }
     let mut variables = std::collections::HashMap::new();
     for v in spec["variables"].as_array().unwrap() {
@@ -226,9 +222,18 @@ fn lease(holder: Option<&str>, transitions: Option<u32>) -> Value {
     json!({ "metadata": { "name": "orders", "namespace": "shop" }, "spec": spec })
 }
 
+/// An object stamped for `holder` at `term`, with a write token no other
+/// object of these tests carries.
 fn stamped(holder: &str, term: &str) -> Value {
+    static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    stamped_with(holder, term, &format!("{n:016x}"))
+}
+
+fn stamped_with(holder: &str, term: &str, token: &str) -> Value {
     json!({ "metadata": { "name": "web", "annotations": {
-        HOLDER_ANNOTATION: holder, TERM_ANNOTATION: term, "other": "x" } } })
+        HOLDER_ANNOTATION: holder, TERM_ANNOTATION: term, WRITE_ANNOTATION: token,
+        "other": "x" } } })
 }
 
 fn user(pod: Option<&str>) -> Value {
@@ -239,10 +244,23 @@ fn user(pod: Option<&str>) -> Value {
     }
 }
 
+/// An update to an object an earlier term stamped last.
 fn write(object: Value, params: Value) -> Request {
     Request {
         operation: "UPDATE",
         object,
+        old: stamped("app-9", "1@1"),
+        params,
+        user: user(Some("app-0")),
+    }
+}
+
+/// A delete of `old`.
+fn delete(old: Value, params: Value) -> Request {
+    Request {
+        operation: "DELETE",
+        object: Value::Null,
+        old,
         params,
         user: user(Some("app-0")),
     }
@@ -258,6 +276,7 @@ fn the_current_holders_stamped_writes_pass_and_the_rest_are_refused() {
     );
     let mut create = write(stamped("app-0", "3@1042"), current.clone());
     create.operation = "CREATE";
+    create.old = Value::Null;
     assert_eq!(admit(&p, &create), Ok(()));
 
     // A deposed holder's write: another holds the Lease now.
@@ -296,6 +315,128 @@ fn the_current_holders_stamped_writes_pass_and_the_rest_are_refused() {
     );
 }
 
+/// docs/faults.md N17, by the policy's CEL alone: an update must bring a write
+/// token unlike the stored one (a write that leaves the annotations alone
+/// inherits them, token included), and a delete needs the stored object marked
+/// for deletion in the current term.
+#[test]
+fn n17_a_write_that_brings_no_stamp_of_its_own_is_refused() {
+    let p = policy_json(&policy());
+    let current = lease(Some("app-1"), Some(4));
+    // The current holder stamped the object last; a deposed writer's patch that
+    // leaves the annotations alone arrives with exactly that stamp.
+    let stored = stamped_with("app-1", "4@30", "b-token");
+    let mut inherited = write(stored.clone(), current.clone());
+    inherited.old = stored.clone();
+    let refused = admit(&p, &inherited).unwrap_err();
+    assert!(refused.contains("brings no stamp of its own"), "{refused}");
+    // With a token of its own, the current holder's write passes.
+    let mut fresh = write(stamped_with("app-1", "4@31", "b-next"), current.clone());
+    fresh.old = stored.clone();
+    assert_eq!(admit(&p, &fresh), Ok(()));
+    // A token that is there but empty, or missing, is no token.
+    let mut empty = write(stamped_with("app-1", "4@31", ""), current.clone());
+    empty.old = stamped_with("app-1", "4@30", "");
+    assert!(admit(&p, &empty).is_err());
+    let mut none = write(
+        json!({ "metadata": { "annotations": {
+        HOLDER_ANNOTATION: "app-1", TERM_ANNOTATION: "4@31" } } }),
+        current.clone(),
+    );
+    none.old = json!({ "metadata": { "name": "web" } });
+    assert!(admit(&p, &none).is_err());
+
+    // Deletes: only of an object marked for deletion in this term.
+    assert_eq!(
+        admit(
+            &p,
+            &delete(stamped_with("app-1", "4@32", "delete-9"), current.clone())
+        ),
+        Ok(())
+    );
+    let unmarked = admit(&p, &delete(stored, current.clone())).unwrap_err();
+    assert!(unmarked.contains("not marked for deletion"), "{unmarked}");
+    let old_mark = admit(
+        &p,
+        &delete(stamped_with("app-0", "3@9", "delete-1"), current.clone()),
+    );
+    assert!(
+        old_mark
+            .unwrap_err()
+            .contains("deleted object is stamped for holder \"app-0\"")
+    );
+    let bare = admit(
+        &p,
+        &delete(json!({ "metadata": { "name": "web" } }), current),
+    );
+    assert!(bare.is_err());
+}
+
+/// The control plane's controllers write protected objects without a stamp
+/// (the deployment controller's annotations, the garbage collector, the
+/// namespace controller): exempt by default, unless the fenced namespace is
+/// `kube-system`, where the election's own writers would be exempt too.
+#[test]
+fn the_control_planes_writers_are_exempt_and_the_exemptions_can_be_set() {
+    let bare = json!({ "metadata": { "name": "web" } });
+    let as_user = |username: &str, groups: &[&str]| {
+        let mut w = write(bare.clone(), lease(Some("app-0"), Some(3)));
+        w.user = json!({ "username": username, "groups": groups });
+        w
+    };
+    let kcm = as_user("system:kube-controller-manager", &[]);
+    let gc = as_user(
+        "system:serviceaccount:kube-system:generic-garbage-collector",
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:kube-system",
+        ],
+    );
+    let app = as_user(
+        "system:serviceaccount:shop:app",
+        &["system:serviceaccounts", "system:serviceaccounts:shop"],
+    );
+    let p = policy_json(&policy());
+    assert_eq!(admit(&p, &kcm), Ok(()));
+    assert_eq!(admit(&p, &gc), Ok(()));
+    assert!(admit(&p, &app).is_err());
+
+    let in_kube_system = policy_json(
+        &FencePolicy::new("kube-system", "orders").protect(Protected::new("", "v1", "configmaps")),
+    );
+    assert_eq!(admit(&in_kube_system, &kcm), Ok(()));
+    assert!(
+        admit(&in_kube_system, &gc).is_err(),
+        "kube-system's accounts are fenced there"
+    );
+
+    let none = policy_json(&policy().default_exemptions(false));
+    assert!(admit(&none, &kcm).is_err());
+    assert!(admit(&none, &gc).is_err());
+    assert_eq!(
+        none["spec"]["matchConditions"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let more = policy_json(
+        &policy()
+            .exempt_user("ops-admin")
+            .exempt_user("o'brien \\ co")
+            .exempt_group("shop:operators"),
+    );
+    assert_eq!(admit(&more, &as_user("ops-admin", &[])), Ok(()));
+    assert_eq!(
+        admit(&more, &as_user("o'brien \\ co", &[])),
+        Ok(()),
+        "quoted for CEL"
+    );
+    assert!(admit(&more, &as_user("o'brien", &[])).is_err());
+    assert_eq!(
+        admit(&more, &as_user("someone", &["shop:operators"])),
+        Ok(())
+    );
+    assert!(admit(&more, &as_user("someone", &["shop:viewers"])).is_err());
+}
+
 #[test]
 fn the_writer_check_admits_only_the_holders_pod_and_fences_deletes() {
     let p = policy_json(&policy().writer(Writer::PodName));
@@ -311,17 +452,18 @@ fn the_writer_check_admits_only_the_holders_pod_and_fences_deletes() {
     let mut no_pod = write(stamped("app-0", "3@7"), current.clone());
     no_pod.user = user(None);
     assert!(admit(&p, &no_pod).is_err());
-    // Deletes carry no object: the writer alone decides.
-    let mut delete = write(Value::Null, current.clone());
-    delete.operation = "DELETE";
-    assert_eq!(admit(&p, &delete), Ok(()));
-    delete.user = user(Some("app-1"));
-    assert!(admit(&p, &delete).is_err());
-    // Without the writer check a delete is not matched at all; with it and a
-    // released Lease, nobody deletes.
-    let mut delete = write(Value::Null, lease(Some(""), Some(3)));
-    delete.operation = "DELETE";
-    assert!(admit(&p, &delete).is_err());
+    // A delete of an object marked in this term: the writer decides too.
+    let marked = stamped_with("app-0", "3@8", "delete-01");
+    let mut by_holder = delete(marked.clone(), current.clone());
+    assert_eq!(admit(&p, &by_holder), Ok(()));
+    by_holder.user = user(Some("app-1"));
+    assert!(
+        admit(&p, &by_holder)
+            .unwrap_err()
+            .contains("not the holder Pod")
+    );
+    // With a released Lease, nobody deletes.
+    assert!(admit(&p, &delete(marked, lease(Some(""), Some(3)))).is_err());
 }
 
 #[test]

@@ -7,69 +7,23 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{LEASE, candidate, wait_until};
+use common::{LEASE, candidate, fenced, hold, wait_until};
 use election_ops::LeadershipView;
-use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, Protected, TERM_ANNOTATION, Writer};
-use election_ops::guard::TermAnnotationLayer;
-use k8s_openapi::api::admissionregistration::v1::{
-    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+use election_ops::fence::{
+    FencePolicy, HOLDER_ANNOTATION, Protected, TERM_ANNOTATION, WRITE_ANNOTATION, Writer,
 };
+use election_ops::guard::TermAnnotationLayer;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube_emulator::{Emulator, Resource, UserInfo};
-
-/// An emulator with the Lease `default/orders` held by `holder` at `transitions`,
-/// and the policy that fences ConfigMaps with it applied.
-async fn fenced(policy: FencePolicy) -> Emulator {
-    let emu = Emulator::start().await.expect("emulator");
-    let admin = emu.client("admin").expect("client");
-    let p = policy.policy().expect("policy");
-    let b = policy.binding().expect("binding");
-    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
-        .create(&PostParams::default(), &serde_json::from_value(p).unwrap())
-        .await
-        .expect("policy created");
-    Api::<ValidatingAdmissionPolicyBinding>::all(admin)
-        .create(&PostParams::default(), &serde_json::from_value(b).unwrap())
-        .await
-        .expect("binding created");
-    for (token, pod) in [("app-0", "app-0"), ("app-1", "app-1")] {
-        emu.set_user(token, UserInfo::pod("default", "app", pod));
-    }
-    emu
-}
+use kube_emulator::{Emulator, Resource};
 
 fn policy() -> FencePolicy {
     FencePolicy::new("default", "orders").protect(Protected::new("", "v1", "configmaps"))
 }
 
-/// The Lease as `holder` takes it: every write to it passes (it is not fenced).
-async fn hold(emu: &Emulator, holder: &str, transitions: i32) {
-    let api: Api<Lease> = Api::namespaced(emu.client(holder).unwrap(), "default");
-    let mut lease: Lease = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "orders" },
-        "spec": { "holderIdentity": holder, "leaseTransitions": transitions,
-                  "leaseDurationSeconds": 15 },
-    }))
-    .unwrap();
-    match api.get_opt("orders").await.expect("read") {
-        None => {
-            api.create(&PostParams::default(), &lease)
-                .await
-                .expect("the Lease is not fenced");
-        }
-        Some(current) => {
-            lease.metadata.resource_version = current.metadata.resource_version;
-            api.replace("orders", &PostParams::default(), &lease)
-                .await
-                .expect("the Lease is not fenced");
-        }
-    }
-}
-
-/// A ConfigMap `name` written as `token`, stamped for `holder` at `term` (no
-/// stamp when `None`).
+/// A ConfigMap `name` created as `token`, stamped by hand for `holder` at `term`
+/// with a token of its own (no stamp when `None`).
 async fn write(
     emu: &Emulator,
     token: &str,
@@ -80,10 +34,13 @@ async fn write(
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(name.to_owned());
     if let Some((holder, term)) = stamp {
+        static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let token = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         cm.metadata.annotations = Some(
             [
                 (HOLDER_ANNOTATION.to_owned(), holder.to_owned()),
                 (TERM_ANNOTATION.to_owned(), term.to_owned()),
+                (WRITE_ANNOTATION.to_owned(), format!("{token:016x}")),
             ]
             .into(),
         );
@@ -101,10 +58,17 @@ fn refusal(result: Result<ConfigMap, kube::Error>) -> Box<kube::core::Status> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_server_refuses_writes_not_stamped_with_the_current_term() {
     let emu = fenced(policy()).await;
-    // No Lease yet: every protected write is refused.
+    // No Lease yet: every protected write is refused, in the API server's words
+    // for a binding it cannot configure (422, not the policy's message).
     let s = refusal(write(&emu, "app-0", "early", Some(("app-0", "0@1"))).await);
-    assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"), "{s:?}");
-    assert!(s.message.contains("no params found"), "{}", s.message);
+    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
+    assert!(
+        s.message.ends_with(
+            "denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+        ),
+        "{}",
+        s.message
+    );
 
     hold(&emu, "app-0", 3).await;
     write(&emu, "app-0", "a", Some(("app-0", "3@17")))
@@ -150,7 +114,12 @@ async fn the_writer_check_admits_the_holders_pod_only_and_fences_deletes() {
     let s = refusal(write(&emu, "app-1", "b", Some(("app-0", "1@5"))).await);
     assert!(s.message.contains("not the holder Pod"), "{}", s.message);
 
-    let as_app = |token| Api::<ConfigMap>::namespaced(emu.client(token).unwrap(), "default");
+    // Deletes go through the stamp layer (it marks the object first); another
+    // Pod that believes it holds the same term is still not the holder's Pod.
+    let as_app = |token| {
+        let view = common::Believes::leading("app-0", 1, "5");
+        Api::<ConfigMap>::namespaced(common::stamped_client(&emu, token, view), "default")
+    };
     let refused = as_app("app-1")
         .delete("a", &DeleteParams::default())
         .await
@@ -164,6 +133,7 @@ async fn the_writer_check_admits_the_holders_pod_only_and_fences_deletes() {
         .delete("a", &DeleteParams::default())
         .await
         .expect("the holder's Pod deletes");
+    assert!(emu.object(Resource::ConfigMap, "default", "a").is_none());
 }
 
 /// A leader whose process stops (its lock calls hang, as under SIGSTOP) with a

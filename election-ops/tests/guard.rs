@@ -230,10 +230,11 @@ async fn no_guarded_write_is_sent_after_stopped_leading() {
     );
 }
 
-/// `TermAnnotationLayer` inside the guard: the leader's creates, replaces and merge
+/// `TermAnnotationLayer` outside the guard: the leader's creates, replaces and merge
 /// patches reach the server with the term in the object's annotations (the server
-/// stores it, with the holder, for downstream fencing). (JSON patches pass unchanged: a unit test in
-/// `guard.rs`, since this kube build has no `jsonpatch` feature.)
+/// stores it, with the holder). (Every other verb, JSON patches and deletes
+/// included: `n17_every_write_verb_is_stamped_with_the_term_and_a_token_of_its_own`
+/// in `fake_view.rs`, and the fence's tests in `fence_writes.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaders_writes_carry_its_term_as_an_annotation() {
     use election_ops::guard::{HOLDER_ANNOTATION, TERM_ANNOTATION, TermAnnotationLayer};

@@ -52,3 +52,97 @@ pub async fn write(client: &kube::Client, name: &str) -> Result<ConfigMap, kube:
     cm.metadata.name = Some(name.to_owned());
     api.create(&PostParams::default(), &cm).await
 }
+
+/// A node's view as a paused process keeps it: it believes it leads `term`
+/// (with a deadline far ahead), whatever happened since.
+#[derive(Clone)]
+pub struct Believes {
+    state: election_driver::LeadershipState,
+}
+
+impl Believes {
+    /// `identity` leading the term `transitions@version`.
+    pub fn leading(identity: &str, transitions: u32, version: &str) -> Self {
+        let mut state = election_driver::LeadershipState::initial(identity.into());
+        state.role = election_core::Role::Leader;
+        state.term = Some(election_core::Term {
+            transitions,
+            version: election_core::Version::new(version),
+        });
+        Believes { state }
+    }
+}
+
+impl election_ops::LeadershipView for Believes {
+    fn now(&self) -> election_core::Instant {
+        election_core::Instant::from_millis(0)
+    }
+    fn deadline(&self) -> Option<election_core::Instant> {
+        Some(election_core::Instant::from_millis(3_600_000))
+    }
+    fn state(&self) -> election_driver::LeadershipState {
+        self.state.clone()
+    }
+}
+
+/// A client of the emulator with the bearer token `token` whose writes are
+/// stamped by `TermAnnotationLayer` with `view`'s term.
+pub fn stamped_client<V>(emu: &Emulator, token: &str, view: V) -> kube::Client
+where
+    V: election_ops::LeadershipView + Clone,
+{
+    kube::client::ClientBuilder::try_from(emu.kube_config(token))
+        .expect("config")
+        .with_layer(&election_ops::stamp::TermAnnotationLayer::new(view))
+        .build()
+}
+
+/// An emulator with `policy` and its binding applied, and the tokens `app-0`
+/// and `app-1` of the Pods of those names.
+pub async fn fenced(policy: election_ops::fence::FencePolicy) -> Emulator {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    let emu = Emulator::start().await.expect("emulator");
+    let admin = emu.client("admin").expect("client");
+    let p = policy.policy().expect("policy");
+    let b = policy.binding().expect("binding");
+    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .create(&PostParams::default(), &serde_json::from_value(p).unwrap())
+        .await
+        .expect("policy created");
+    Api::<ValidatingAdmissionPolicyBinding>::all(admin)
+        .create(&PostParams::default(), &serde_json::from_value(b).unwrap())
+        .await
+        .expect("binding created");
+    for (token, pod) in [("app-0", "app-0"), ("app-1", "app-1")] {
+        emu.set_user(token, kube_emulator::UserInfo::pod("default", "app", pod));
+    }
+    emu
+}
+
+/// The Lease `default/orders` as `holder` takes it at `transitions`: every write
+/// to it passes (it is not fenced).
+pub async fn hold(emu: &Emulator, holder: &str, transitions: i32) {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let api: Api<Lease> = Api::namespaced(emu.client(holder).unwrap(), "default");
+    let mut lease: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "orders" },
+        "spec": { "holderIdentity": holder, "leaseTransitions": transitions,
+                  "leaseDurationSeconds": 15 },
+    }))
+    .unwrap();
+    match api.get_opt("orders").await.expect("read") {
+        None => {
+            api.create(&PostParams::default(), &lease)
+                .await
+                .expect("the Lease is not fenced");
+        }
+        Some(current) => {
+            lease.metadata.resource_version = current.metadata.resource_version;
+            api.replace("orders", &PostParams::default(), &lease)
+                .await
+                .expect("the Lease is not fenced");
+        }
+    }
+}

@@ -87,9 +87,10 @@ impl<K: Cached> ElectedController<K> {
         self
     }
 
-    /// Whether a term's client writes the term into what it writes, as the
-    /// annotation `election_ops::guard::TERM_ANNOTATION` (default: on), so
-    /// that a reader downstream can refuse an older term's work.
+    /// Whether a term's client stamps what it writes with the term
+    /// (`election_ops::stamp`, default: on), so that the fence of
+    /// `election_ops::fence`, or a reader downstream, can refuse an older term's
+    /// work. Off, the fence refuses every write of the term's client.
     pub fn term_annotation(mut self, on: bool) -> Self {
         self.annotate = on;
         self

@@ -53,7 +53,8 @@ pub struct TermContext {
     /// [`TermContext::term`] with the guard's margin left; any other write fails
     /// at once with `election_ops::guard::NotLeader` (see
     /// `election_ops::guard::not_leader`) and is not sent. Unless turned off, its
-    /// writes carry the term as the annotation `election_ops::guard::TERM_ANNOTATION`.
+    /// writes carry the term's stamp (`election_ops::stamp`: the term, the holder and
+    /// a token of each write), whatever their verb, as the fence requires.
     pub client: kube::Client,
     pub(crate) cancel: CancelSignal,
 }
@@ -84,17 +85,16 @@ pub(crate) struct ClientRecipe {
 }
 
 impl ClientRecipe {
-    /// The guarded client for `view`'s term: the guard outermost, so that a
-    /// refused write is neither annotated nor sent.
+    /// The guarded client for `view`'s term: the stamp layer outside the guard,
+    /// so that the guard judges every request the stamp layer sends (a delete is
+    /// two: the deletion mark, then the delete).
     pub(crate) fn build(&self, view: TermView) -> Result<kube::Client, kube::Error> {
-        let base = kube::client::ClientBuilder::try_from(self.config.clone())?;
-        let guard = WriteGuardLayer::new(view.clone()).margin(self.margin);
+        let guarded = kube::client::ClientBuilder::try_from(self.config.clone())?
+            .with_layer(&WriteGuardLayer::new(view.clone()).margin(self.margin));
         Ok(if self.annotate {
-            base.with_layer(&TermAnnotationLayer::new(view))
-                .with_layer(&guard)
-                .build()
+            guarded.with_layer(&TermAnnotationLayer::new(view)).build()
         } else {
-            base.with_layer(&guard).build()
+            guarded.build()
         })
     }
 }

@@ -32,6 +32,14 @@
 //!   `child` module's source for the design, with no `unsafe`). Only a process
 //!   that left the group (`setsid`) escapes; run the sidecar as the container's
 //!   entry point, whose end takes everything along, if the command does that.
+//! - `leader-elector fence-policy --lease NAME --protect RESOURCE…` prints the
+//!   ValidatingAdmissionPolicy and its binding that fence a deposed leader's
+//!   writes ([`election_ops::fence`]): the Lease's namespace is `--namespace`,
+//!   else the kube config's; `--fence-namespace`, `--exempt-user`,
+//!   `--exempt-group` and `--no-default-exemptions` set what is fenced and who
+//!   is exempt. It takes none of the election's flags (identity, timings,
+//!   `--coordinated`, `--log-format`): given, they are refused, and its `--help`
+//!   does not list them. `--version` prints the sidecar's version.
 //!
 //! The identity is `--identity NAME`, else `ELECTION_IDENTITY`, else
 //! `$POD_NAME-<random>` or `<hostname>-<random>` ([`election_ops::identity`]); the
@@ -93,6 +101,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use adapter_tokio::TokioRuntime;
+use clap::parser::ValueSource;
 use clap::{Parser, Subcommand};
 use election_core::{Config, ConfigError, Layered, Lock};
 use election_driver::{Builder, Handle};
@@ -120,6 +129,7 @@ pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
 #[derive(Debug, Parser)]
 #[command(
     name = "leader-elector",
+    version,
     about = "Leader election on a Kubernetes Lease"
 )]
 pub struct Cli {
@@ -189,7 +199,7 @@ pub struct Cli {
     pub mode: Mode,
 }
 
-/// The two modes (and the child shim, internal).
+/// What to do: `serve`, `run` or `fence-policy` (and the child shim, internal).
 #[derive(Debug, Subcommand)]
 pub enum Mode {
     /// Campaign and serve `GET /` → `{"name": "<holder>"}`, plus `/healthz`,
@@ -225,28 +235,16 @@ pub enum Mode {
         command: Vec<String>,
     },
     /// Print the ValidatingAdmissionPolicy and its binding that make the API
-    /// server refuse the writes of a replica that no longer holds the Lease (the
-    /// writes must carry the term stamp of election-ops' `TermAnnotationLayer`);
-    /// apply them with `kubectl apply -f -`. Needs `--namespace`.
-    FencePolicy {
-        /// The Lease's name.
-        #[arg(long)]
-        lease: String,
-        /// A resource to fence, as `group/version/resource` (`apps/v1/deployments`)
-        /// or `version/resource` for the core group (`v1/configmaps`); repeat it
-        /// for more.
-        #[arg(long = "protect", value_name = "RESOURCE", required = true,
-              value_parser = parse_protected)]
-        protect: Vec<election_ops::fence::Protected>,
-        /// Whose writes pass besides the stamp: `any` (deletes are not fenced),
-        /// `pod-name` (the writer's Pod is the holder) or `username` (the writer's
-        /// username is the holder); the last two fence deletes too.
-        #[arg(long, value_enum, default_value_t = WriterArg::Any)]
-        writer: WriterArg,
-        /// Warn and audit instead of refusing, to roll the policy out first.
-        #[arg(long)]
-        warn: bool,
-    },
+    /// server refuse every write to a protected resource that does not bring the
+    /// stamp of the Lease's current term of its own: the holder, the term and a
+    /// token unique to the write, as election-ops' `TermAnnotationLayer` writes
+    /// them on every verb (a delete needs the object marked for deletion in this
+    /// term, the layer's first request). A write that leaves the stored stamp
+    /// alone is refused, whoever sends it, except the exempt users and groups;
+    /// apply them with `kubectl apply -f -`. The Lease's namespace is
+    /// `--namespace`, else the kube config's (read, no request is sent).
+    #[command(name = FENCE_POLICY)]
+    FencePolicy(FencePolicyArgs),
     /// Internal: the shim `run` mode starts the child through; it runs the
     /// command in its group and kills the group when the sidecar dies.
     #[doc(hidden)]
@@ -259,6 +257,49 @@ pub enum Mode {
         #[arg(last = true, required = true)]
         command: Vec<OsString>,
     },
+}
+
+/// The arguments of `fence-policy`.
+#[derive(Debug, clap::Args)]
+pub struct FencePolicyArgs {
+    /// The Lease's name.
+    #[arg(long)]
+    pub lease: String,
+    /// A resource to fence, as `group/version/resource` (`apps/v1/deployments`)
+    /// or `version/resource` for the core group (`v1/configmaps`); repeat it
+    /// for more.
+    #[arg(long = "protect", value_name = "RESOURCE", required = true,
+          value_parser = parse_protected)]
+    pub protect: Vec<election_ops::fence::Protected>,
+    /// Who may write, besides the stamp. `any`: whoever brings the current
+    /// term's stamp; it does not fence a writer that forges one (copies the
+    /// Lease's holder and transitions and makes up a token: the stamp is a
+    /// fencing token, not an identity). `pod-name`: only the holder's Pod, by its
+    /// pod-bound service-account token (Kubernetes 1.30+, the identity being the
+    /// Pod's name). `username`: only the user named as the holder.
+    #[arg(long, value_enum, default_value_t = WriterArg::Any)]
+    pub writer: WriterArg,
+    /// Warn and audit instead of refusing, to roll the policy out first.
+    #[arg(long)]
+    pub warn: bool,
+    /// A namespace whose protected writes are fenced, the Lease's or another
+    /// (default: the Lease's namespace); repeat it for more.
+    #[arg(long = "fence-namespace", value_name = "NS")]
+    pub fence_namespaces: Vec<String>,
+    /// A user whose writes are admitted without a stamp (the policy does not
+    /// apply to them), besides the default exemptions; repeat it for more.
+    #[arg(long = "exempt-user", value_name = "NAME")]
+    pub exempt_users: Vec<String>,
+    /// A group whose members' writes are admitted without a stamp, besides the
+    /// default exemptions; repeat it for more.
+    #[arg(long = "exempt-group", value_name = "NAME")]
+    pub exempt_groups: Vec<String>,
+    /// Drop the default exemptions, the control plane's controllers: the user
+    /// `system:kube-controller-manager`, and the group
+    /// `system:serviceaccounts:kube-system` unless a fenced namespace is
+    /// `kube-system`.
+    #[arg(long)]
+    pub no_default_exemptions: bool,
 }
 
 /// `--writer` of `fence-policy`.
@@ -276,32 +317,130 @@ fn parse_protected(s: &str) -> Result<election_ops::fence::Protected, String> {
     election_ops::fence::Protected::parse(s).map_err(|e| e.to_string())
 }
 
-/// `fence-policy`: the manifests on stdout, or the reason there are none.
-fn fence_policy(
-    namespace: Option<&str>,
-    lease: &str,
-    protect: &[election_ops::fence::Protected],
-    writer: WriterArg,
-    warn: bool,
-) -> Result<String, String> {
-    use election_ops::fence::{Enforcement, FencePolicy, Writer};
-    let namespace = namespace.ok_or("fence-policy needs --namespace (the Lease's namespace)")?;
-    let policy = protect
-        .iter()
-        .fold(FencePolicy::new(namespace, lease), |p, r| {
-            p.protect(r.clone())
-        })
-        .writer(match writer {
-            WriterArg::Any => Writer::Any,
-            WriterArg::PodName => Writer::PodName,
-            WriterArg::Username => Writer::Username,
-        })
-        .enforcement(if warn {
-            Enforcement::WarnAndAudit
-        } else {
-            Enforcement::Deny
-        });
-    policy.to_yaml().map_err(|e| e.to_string())
+impl FencePolicyArgs {
+    /// The policy these arguments describe, for the Lease in `namespace`.
+    pub fn policy(&self, namespace: &str) -> election_ops::fence::FencePolicy {
+        use election_ops::fence::{Enforcement, FencePolicy, Writer};
+        let policy = FencePolicy::new(namespace, &self.lease)
+            .writer(match self.writer {
+                WriterArg::Any => Writer::Any,
+                WriterArg::PodName => Writer::PodName,
+                WriterArg::Username => Writer::Username,
+            })
+            .enforcement(if self.warn {
+                Enforcement::WarnAndAudit
+            } else {
+                Enforcement::Deny
+            })
+            .namespaces(self.fence_namespaces.iter().cloned())
+            .default_exemptions(!self.no_default_exemptions);
+        let policy = self
+            .protect
+            .iter()
+            .fold(policy, |p, r| p.protect(r.clone()));
+        let policy = self
+            .exempt_users
+            .iter()
+            .fold(policy, |p, user| p.exempt_user(user));
+        self.exempt_groups
+            .iter()
+            .fold(policy, |p, group| p.exempt_group(group))
+    }
+
+    /// The manifests for the Lease in `namespace`, or the reason there are none.
+    pub fn to_yaml(&self, namespace: &str) -> Result<String, String> {
+        self.policy(namespace).to_yaml().map_err(|e| e.to_string())
+    }
+}
+
+/// The name of the `fence-policy` subcommand.
+const FENCE_POLICY: &str = "fence-policy";
+
+/// The global flags `fence-policy` uses; it refuses the others (the election's),
+/// and its `--help` does not list them.
+const FENCE_POLICY_GLOBALS: [&str; 2] = ["namespace", "kubeconfig"];
+
+/// Whether `arg` is a global flag `fence-policy` does not use.
+fn election_only(arg: &clap::Arg) -> bool {
+    arg.is_global_set() && !FENCE_POLICY_GLOBALS.contains(&arg.get_id().as_str())
+}
+
+/// The command line as the binary reads it: [`Cli`]'s, with the global flags
+/// that only `serve` and `run` use hidden from `fence-policy --help` (they are
+/// still parsed there, to be refused by [`Cli::try_parse_args`] with a reason).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let hidden: Vec<clap::Arg> = command
+        .get_arguments()
+        .filter(|a| election_only(a))
+        .map(|a| a.clone().hide(true))
+        .collect();
+    // A subcommand that has an argument of a global's id keeps its own: these
+    // hidden copies, instead of the listed globals.
+    command.mut_subcommand(FENCE_POLICY, |sc| sc.args(hidden))
+}
+
+/// The election's flags given to `fence-policy`, refused with their names.
+fn refuse_election_flags(
+    command: &mut clap::Command,
+    matches: &clap::ArgMatches,
+) -> Result<(), clap::Error> {
+    let given: Vec<String> = command
+        .get_arguments()
+        .filter(|a| election_only(a))
+        .filter(|a| matches.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine))
+        .filter_map(|a| a.get_long().map(|long| format!("--{long}")))
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    let sub = command
+        .find_subcommand_mut(FENCE_POLICY)
+        .expect("fence-policy is a subcommand");
+    Err(sub.error(
+        clap::error::ErrorKind::ArgumentConflict,
+        format!(
+            "fence-policy does not take {} (for serve and run only)",
+            given.join(", ")
+        ),
+    ))
+}
+
+/// The Lease's namespace for `fence-policy`: `--namespace`, else the kube
+/// config's, read as `serve` and `run` read it (no request is sent); an error
+/// only when no kube config can be loaded.
+fn fence_namespace(cli: &Cli) -> Result<String, String> {
+    if let Some(namespace) = &cli.namespace {
+        return Ok(namespace.clone());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("failed to start a runtime: {e}"))?;
+    let config = rt.block_on(kube_config(cli)).map_err(|e| {
+        let message = e.to_string();
+        format!(
+            "fence-policy needs --namespace, or a kube config to take it from: {}",
+            message.lines().next().unwrap_or_default().trim_end()
+        )
+    })?;
+    Ok(config.default_namespace)
+}
+
+/// `fence-policy`: the manifests on stdout, or one line on stderr and exit
+/// code 2 (never a half-printed manifest).
+fn print_fence_policy(cli: &Cli, args: &FencePolicyArgs) -> ExitCode {
+    match fence_namespace(cli).and_then(|namespace| args.to_yaml(&namespace)) {
+        Ok(yaml) => {
+            print!("{yaml}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("leader-elector: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// The election's timings as the command line sets them.
@@ -320,6 +459,25 @@ pub struct Timings {
 }
 
 impl Cli {
+    /// Parses `args` (the program name first) as the binary does: with
+    /// [`command`], whose `fence-policy --help` lists only the flags it uses, and
+    /// refusing for `fence-policy` the election's flags (`--identity`, the
+    /// timings, `--coordinated`, …), before or after the subcommand.
+    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        use clap::FromArgMatches;
+        let mut command = command();
+        let matches = command.try_get_matches_from_mut(args)?;
+        let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+        if let Mode::FencePolicy(_) = cli.mode {
+            refuse_election_flags(&mut command, &matches)?;
+        }
+        Ok(cli)
+    }
+
     /// The timings given, with client-go's defaults for those not given.
     pub fn timings(&self) -> Timings {
         let pick = |d: Option<Duration>, ms: Option<u64>, default| {
@@ -443,7 +601,7 @@ fn one_line(rendered: &str) -> String {
 
 /// Parses the command line and runs; the process's exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_args(std::env::args_os()) {
         Ok(cli) => cli,
         // `--help` and `--version` print as clap prints them.
         Err(e) if !e.use_stderr() => {
@@ -465,23 +623,7 @@ pub fn main() -> ExitCode {
     };
     match &cli.mode {
         Mode::ExecChild { parent, command } => return child::exec_child(*parent, command),
-        Mode::FencePolicy {
-            lease,
-            protect,
-            writer,
-            warn,
-        } => {
-            return match fence_policy(cli.namespace.as_deref(), lease, protect, *writer, *warn) {
-                Ok(yaml) => {
-                    print!("{yaml}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("leader-elector: {e}");
-                    ExitCode::from(2)
-                }
-            };
-        }
+        Mode::FencePolicy(args) => return print_fence_policy(&cli, args),
         Mode::Serve { .. } | Mode::Run { .. } => {}
     }
     if let Err(e) = logging::init(cli.log_format) {
@@ -744,7 +886,7 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
             let code = exit_rx.borrow().unwrap_or(code);
             Ok(code)
         }
-        Mode::ExecChild { .. } | Mode::FencePolicy { .. } => Ok(2), // handled in `main`, before any runtime
+        Mode::ExecChild { .. } | Mode::FencePolicy(_) => Ok(2), // handled in `main`, before any runtime
     }
 }
 
@@ -956,6 +1098,122 @@ mod tests {
             line.starts_with("invalid value '15' for '--lease-duration <DURATION>': missing unit"),
             "{line}"
         );
+    }
+
+    /// The binary's command line is a valid clap command (clap's own checks of
+    /// the hidden copies `fence-policy` gets), and every existing spelling of
+    /// `serve` and `run` parses as before: flags before or after the mode.
+    #[test]
+    fn the_binarys_command_line_keeps_every_spelling_of_serve_and_run() {
+        command().debug_assert();
+        for args in [
+            &[
+                "--identity",
+                "a",
+                "--lease-duration",
+                "20s",
+                "serve",
+                "--lease",
+                "x",
+            ][..],
+            &[
+                "serve",
+                "--lease",
+                "x",
+                "--identity",
+                "a",
+                "--lease-duration",
+                "20s",
+            ],
+            &[
+                "--coordinated",
+                "--binary-version",
+                "1.2.3",
+                "serve",
+                "--lease",
+                "x",
+                "--identity",
+                "a",
+                "--lease-duration",
+                "20s",
+            ],
+            &[
+                "run",
+                "--lease",
+                "x",
+                "--identity",
+                "a",
+                "--lease-duration",
+                "20s",
+                "--",
+                "true",
+            ],
+        ] {
+            let cli =
+                Cli::try_parse_args(std::iter::once("leader-elector").chain(args.iter().copied()))
+                    .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(cli.identity.as_deref(), Some("a"), "{args:?}");
+            assert_eq!(cli.timings().lease_duration, s(20), "{args:?}");
+        }
+    }
+
+    /// `fence-policy` refuses the election's flags wherever they stand, naming
+    /// them; it takes `--namespace` and `--kubeconfig` on either side.
+    #[test]
+    fn fence_policy_refuses_the_elections_flags() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_args(std::iter::once("leader-elector").chain(args.iter().copied()))
+        };
+        let fence = ["fence-policy", "--lease", "x", "--protect", "v1/configmaps"];
+        for (flags, named) in [
+            (&["--identity", "a"][..], "--identity"),
+            (&["--lease-duration", "20s"], "--lease-duration"),
+            (&["--retry-period-ms", "500"], "--retry-period-ms"),
+            (&["--coordinated"], "--coordinated"),
+            (&["--log-format", "json"], "--log-format"),
+        ] {
+            for args in [[flags, &fence[..]].concat(), [&fence[..], flags].concat()] {
+                let e = parse(&args).expect_err("refused");
+                assert_eq!(
+                    e.kind(),
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "{args:?}"
+                );
+                let line = one_line(&e.render().to_string());
+                assert!(
+                    line.starts_with("fence-policy does not take") && line.contains(named),
+                    "{args:?}: {line}"
+                );
+            }
+        }
+        let cli = parse(
+            &[
+                &["--namespace", "a"][..],
+                &fence[..],
+                &["--kubeconfig", "k"],
+            ]
+            .concat(),
+        )
+        .expect("valid");
+        assert_eq!(cli.namespace.as_deref(), Some("a"));
+        assert_eq!(cli.kubeconfig, Some(PathBuf::from("k")));
+    }
+
+    /// `--no-default-exemptions`' help names the exemptions election-ops applies.
+    #[test]
+    fn the_default_exemptions_help_names_them() {
+        let mut command = command();
+        let help = command
+            .find_subcommand_mut(FENCE_POLICY)
+            .expect("fence-policy")
+            .render_long_help()
+            .to_string();
+        for name in election_ops::fence::DEFAULT_EXEMPT_USERS
+            .iter()
+            .chain(&election_ops::fence::DEFAULT_EXEMPT_GROUPS)
+        {
+            assert!(help.contains(&format!("`{name}`")), "{name}: {help}");
+        }
     }
 
     /// In a cluster the API server speaks HTTPS: the binary carries a TLS stack

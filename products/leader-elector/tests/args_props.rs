@@ -40,6 +40,12 @@ const FLAGS: &[&str] = &[
     "--protect",
     "--writer",
     "--warn",
+    "--fence-namespace",
+    "--exempt-user",
+    "--exempt-group",
+    "--no-default-exemptions",
+    "--kubeconfig",
+    "--version",
     "--",
 ];
 

@@ -29,6 +29,8 @@ use crate::validation::str_at;
 pub struct UserInfo {
     /// `request.userInfo.username`.
     pub username: String,
+    /// `request.userInfo.groups`.
+    pub groups: Vec<String>,
     /// `request.userInfo.extra`.
     pub extra: BTreeMap<String, Vec<String>>,
 }
@@ -36,10 +38,17 @@ pub struct UserInfo {
 impl UserInfo {
     /// The service account `namespace/name` in a Pod, as a pod-bound token
     /// names it: `system:serviceaccount:<namespace>:<name>`, with the Pod's name
-    /// in `authentication.kubernetes.io/pod-name`.
+    /// in `authentication.kubernetes.io/pod-name`, in the groups every service
+    /// account is in (`system:serviceaccounts`, `system:serviceaccounts:<namespace>`,
+    /// `system:authenticated`).
     pub fn pod(namespace: &str, service_account: &str, pod: &str) -> Self {
         UserInfo {
             username: format!("system:serviceaccount:{namespace}:{service_account}"),
+            groups: vec![
+                "system:serviceaccounts".to_owned(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".to_owned(),
+            ],
             extra: BTreeMap::from([(
                 "authentication.kubernetes.io/pod-name".to_owned(),
                 vec![pod.to_owned()],
@@ -47,10 +56,12 @@ impl UserInfo {
         }
     }
 
-    /// The user of a token the emulator was told nothing about: the token itself.
+    /// The user of a token the emulator was told nothing about: the token itself,
+    /// in `system:authenticated`.
     pub(crate) fn named(token: &str) -> Self {
         UserInfo {
             username: token.to_owned(),
+            groups: vec!["system:authenticated".to_owned()],
             extra: BTreeMap::new(),
         }
     }
@@ -233,7 +244,9 @@ fn evaluate(
     let params = match params(store, spec, binding, a) {
         Ok(Some(p)) => p,
         Ok(None) => return Ok(()), // missing, and `Allow`: the binding does nothing
-        Err(message) => return Err(("Forbidden".to_owned(), message)),
+        // A configuration error, as the API server's dispatcher words it: under
+        // `failurePolicy: Fail` a refusal with no reason, so 422 Invalid.
+        Err(message) => return error(message),
     };
     let mut ctx = cel::Context::default();
     let request = json!({
@@ -250,7 +263,11 @@ fn evaluate(
             "version": a.resource.version(),
             "kind": a.resource.kind(),
         },
-        "userInfo": { "username": a.user.username, "extra": a.user.extra },
+        "userInfo": {
+            "username": a.user.username,
+            "groups": a.user.groups,
+            "extra": a.user.extra,
+        },
         "dryRun": false,
     });
     let namespace_object = store

@@ -144,6 +144,15 @@ fn parent_mut<'a>(
     Ok(cur)
 }
 
+/// The value at `toks` in `doc`, if any.
+fn get_tokens<'a>(doc: &'a Value, toks: &[String]) -> Option<&'a Value> {
+    toks.iter().try_fold(doc, |cur, t| match cur {
+        Value::Object(m) => m.get(t),
+        Value::Array(a) => a.get(t.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
 fn get<'a>(doc: &'a Value, path: &str, op: &str) -> Result<&'a Value, PatchError> {
     let toks = tokens(path)?;
     let missing = || PatchError::MissingPath {
@@ -293,7 +302,20 @@ pub(crate) fn json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError
             }
             "test" => {
                 let expected = value()?;
-                if get(&out, path, name)? != &expected {
+                // json-patch (v4, the API server's) passes a `null` test on a
+                // member missing from an object that exists.
+                let found = match get(&out, path, name) {
+                    Err(missing) if expected.is_null() => {
+                        let toks = tokens(path)?;
+                        let parent = toks.split_last().map(|(_, parents)| parents);
+                        match parent.map(|p| get_tokens(&out, p)) {
+                            Some(Some(Value::Object(_))) => &expected,
+                            _ => return Err(missing),
+                        }
+                    }
+                    other => other?,
+                };
+                if found != &expected {
                     return Err(PatchError::TestFailed {
                         path: path.to_owned(),
                     });
@@ -367,5 +389,35 @@ mod tests {
         );
         assert!(matches!(missing, Err(PatchError::MissingPath { .. })));
         assert_eq!(json_patch(&doc, &json!({})), Err(PatchError::NotAnArray));
+    }
+
+    /// As json-patch v4 (the API server's): a `null` test passes on a member
+    /// missing from an object, not on a present one nor under a missing parent.
+    #[test]
+    fn a_null_test_passes_on_a_missing_member_only() {
+        let doc = json!({"metadata": {"name": "x"}});
+        let create = json!([
+            {"op": "test", "path": "/metadata/annotations", "value": null},
+            {"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}}
+        ]);
+        let out = json_patch(&doc, &create).expect("absent: the test passes");
+        assert_eq!(out["metadata"]["annotations"], json!({"a": "b"}));
+        assert_eq!(
+            json_patch(&out, &create),
+            Err(PatchError::TestFailed {
+                path: "/metadata/annotations".into()
+            })
+        );
+        let under_missing = json!([{"op": "test", "path": "/spec/x", "value": null}]);
+        assert!(matches!(
+            json_patch(&doc, &under_missing),
+            Err(PatchError::MissingPath { .. })
+        ));
+        let add_under_missing =
+            json!([{"op": "add", "path": "/metadata/annotations/k", "value": "v"}]);
+        assert!(matches!(
+            json_patch(&doc, &add_under_missing),
+            Err(PatchError::MissingPath { .. })
+        ));
     }
 }

@@ -1,0 +1,551 @@
+//! The term stamp: a tower layer that writes the current term into every write
+//! this client sends, for the server-side fence ([`crate::fence`]) and for
+//! downstream readers.
+//!
+//! Each stamped write carries three annotations:
+//!
+//! - [`HOLDER_ANNOTATION`]: this node's identity;
+//! - [`TERM_ANNOTATION`]: the term, `<transitions>@<version>`;
+//! - [`WRITE_ANNOTATION`]: a token of this write alone, so that the fence can tell
+//!   a write that brings its own stamp from one that leaves the last writer's in
+//!   place. A deletion mark's token starts with [`DELETE_MARK`].
+//!
+//! How each verb is stamped:
+//!
+//! | write | stamped as |
+//! |---|---|
+//! | create, replace (`POST`, `PUT` with a JSON object) | the annotations merged into the object |
+//! | merge, strategic merge and apply patches | the annotations merged into the patch |
+//! | JSON patch | `add` operations appended; on an object with no annotations at all (the server answers 422), sent once more with the map created by a `test`-guarded `add` |
+//! | delete of one object | two requests: a merge patch that stamps the object as a deletion mark, then the delete |
+//! | delete of a collection, a streamed body, a body that is not JSON | unchanged (the fence refuses it) |
+//!
+//! The extra requests (the JSON patch's second form, the deletion mark) go
+//! through the layers below this one: put this layer outside the
+//! [`WriteGuardLayer`](crate::guard::WriteGuardLayer) (add it last) so that the
+//! guard judges each request it sends.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+
+use futures::lock::Mutex;
+use http_body_util::{BodyExt, Either as EitherBody, Full};
+use hyper::body::{Body as HttpBody, Bytes};
+use hyper::{Method, Request, Response, StatusCode, header};
+use serde_json::{Value, json};
+use tower::{BoxError, Layer, Service};
+
+use crate::view::LeadershipView;
+
+/// The annotation [`TermAnnotationLayer`] writes the term under by default.
+pub const TERM_ANNOTATION: &str = "election.rs/term";
+
+/// The annotation [`TermAnnotationLayer`] writes this node's identity under.
+pub const HOLDER_ANNOTATION: &str = "election.rs/holder";
+
+/// The annotation [`TermAnnotationLayer`] writes a token of each write under: no
+/// two writes carry the same one.
+pub const WRITE_ANNOTATION: &str = "election.rs/write";
+
+/// The start of the write token of a deletion mark: the stamp written just before
+/// a delete, which the fence requires of the deleted object.
+pub const DELETE_MARK: &str = "delete-";
+
+/// A token no other write carries: a process-wide count mixed with a random key
+/// (std's per-process hash seed), as 16 hex digits, or after [`DELETE_MARK`].
+fn write_token(delete: bool) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    let prefix = if delete { DELETE_MARK } else { "" };
+    format!("{prefix}{:016x}", h.finish())
+}
+
+/// A tower layer that stamps every write with the current term (see the
+/// [module](self) docs): for the server-side fence of `election_ops::fence`
+/// (feature `fence`), which refuses a write that does not bring this term's
+/// stamp of its own, and for downstream readers. Use it together with the
+/// [`WriteGuardLayer`](crate::guard::WriteGuardLayer), outside it: it stamps
+/// only while the view leads (has a term), and the guard still refuses what it
+/// must. On its own it refuses nothing.
+#[derive(Clone, Debug)]
+pub struct TermAnnotationLayer<V> {
+    view: V,
+    key: Arc<str>,
+}
+
+impl<V: LeadershipView + Clone> TermAnnotationLayer<V> {
+    /// Stamps with the term of `view` (an `Arc` of the handle), under
+    /// [`TERM_ANNOTATION`].
+    pub fn new(view: V) -> Self {
+        TermAnnotationLayer {
+            view,
+            key: TERM_ANNOTATION.into(),
+        }
+    }
+
+    /// Writes the term under another annotation key (a valid Kubernetes
+    /// annotation name; the fence's `FencePolicy::term_key` must name it too).
+    #[must_use]
+    pub fn key(mut self, key: impl Into<Arc<str>>) -> Self {
+        self.key = key.into();
+        self
+    }
+}
+
+impl<S, V: LeadershipView + Clone> Layer<S> for TermAnnotationLayer<V> {
+    type Service = TermAnnotation<S, V>;
+    fn layer(&self, inner: S) -> Self::Service {
+        TermAnnotation {
+            inner: Arc::new(Mutex::new(inner)),
+            view: self.view.clone(),
+            key: self.key.clone(),
+        }
+    }
+}
+
+/// The stamping service (see [`TermAnnotationLayer`]). It may send two requests
+/// for one, so it holds the service below behind a lock, taken only to send.
+#[derive(Clone, Debug)]
+pub struct TermAnnotation<S, V> {
+    inner: Arc<Mutex<S>>,
+    view: V,
+    key: Arc<str>,
+}
+
+/// The response body: the one below, or a response this layer kept in memory
+/// (the JSON patch's first answer, when the second form failed too).
+pub type StampBody<B> = EitherBody<B, Full<Bytes>>;
+
+type Answer<B> = Result<Response<StampBody<B>>, BoxError>;
+
+impl<S, V, B, RB> Service<Request<B>> for TermAnnotation<S, V>
+where
+    S: Service<Request<B>, Response = Response<RB>> + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    V: LeadershipView + Clone,
+    B: HttpBody<Data = Bytes> + From<Bytes> + Unpin + Send + 'static,
+    B::Error: Into<BoxError>,
+    RB: HttpBody<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    type Response = Response<StampBody<RB>>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Answer<RB>> + Send>>;
+
+    /// Always ready: each request waits for the service below when it is sent.
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let (inner, view, key) = (self.inner.clone(), self.view.clone(), self.key.clone());
+        Box::pin(async move { stamp_and_send(&inner, &view, &key, req).await })
+    }
+}
+
+/// What a write is, for stamping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Write {
+    /// A body that is the object, or a patch shaped like it.
+    Object,
+    /// An RFC 6902 list of operations.
+    JsonPatch,
+    /// A delete of one object.
+    Delete,
+    /// A read, a delete of a collection, anything else: sent as it is.
+    Unstamped,
+}
+
+impl Write {
+    fn of<B>(req: &Request<B>) -> Self {
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let m = req.method();
+        let patch = |kind: &str| content_type.starts_with(&format!("application/{kind}"));
+        if (m == Method::POST || m == Method::PUT) && content_type.starts_with("application/json") {
+            Write::Object
+        } else if m == Method::PATCH && patch("json-patch+json") {
+            Write::JsonPatch
+        } else if m == Method::PATCH
+            && [
+                "merge-patch+json",
+                "strategic-merge-patch+json",
+                "apply-patch+yaml",
+            ]
+            .iter()
+            .any(|k| patch(k))
+        {
+            Write::Object
+        } else if m == Method::DELETE && names_one_object(req.uri().path()) {
+            Write::Delete
+        } else {
+            Write::Unstamped
+        }
+    }
+}
+
+/// Whether an API path names one object (`…/namespaces/ns/configmaps/x`,
+/// `…/nodes/x`, `…/namespaces/ns`), not a collection (`…/namespaces/ns/configmaps`).
+fn names_one_object(path: &str) -> bool {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let rest = match segments.as_slice() {
+        ["api", _version, rest @ ..] => rest,
+        ["apis", _group, _version, rest @ ..] => rest,
+        _ => return false,
+    };
+    match rest {
+        ["namespaces", _name] => true,
+        ["namespaces", _ns, _resource] => false,
+        ["namespaces", _ns, _resource, _name, ..] => true,
+        [_] | [] => false,
+        [_resource, _name, ..] => true,
+    }
+}
+
+/// One write's stamp: the three annotations.
+struct Stamp {
+    pairs: [(String, String); 3],
+}
+
+impl Stamp {
+    /// The stamp of `view`'s term, or `None` when it does not lead.
+    fn now<V: LeadershipView>(view: &V, key: &str, delete: bool) -> Option<Self> {
+        let term = view.term()?;
+        Some(Stamp {
+            pairs: [
+                (key.to_owned(), term.to_string()),
+                (
+                    HOLDER_ANNOTATION.to_owned(),
+                    view.state().identity.to_string(),
+                ),
+                (WRITE_ANNOTATION.to_owned(), write_token(delete)),
+            ],
+        })
+    }
+
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// The annotations as a JSON object.
+    fn map(&self) -> Value {
+        Value::Object(
+            self.pairs()
+                .map(|(k, v)| (k.to_owned(), Value::from(v)))
+                .collect(),
+        )
+    }
+
+    /// `ops` with an `add` of each annotation appended: for an object that has
+    /// annotations.
+    fn onto_annotations(&self, ops: &[Value]) -> Vec<u8> {
+        let adds = self.pairs().map(|(k, v)| {
+            json!({"op": "add", "path": format!("/metadata/annotations/{}", pointer_token(k)), "value": v})
+        });
+        to_vec(ops.iter().cloned().chain(adds))
+    }
+
+    /// `ops` followed by the annotations map created, after a `test` that it is
+    /// absent (json-patch passes a `null` test on a missing member): for an object
+    /// with no annotations, and harmless (refused whole) on one that has them.
+    fn creating_annotations(&self, ops: &[Value]) -> Vec<u8> {
+        let create = [
+            json!({"op": "test", "path": "/metadata/annotations", "value": null}),
+            json!({"op": "add", "path": "/metadata/annotations", "value": self.map()}),
+        ];
+        to_vec(ops.iter().cloned().chain(create))
+    }
+}
+
+fn to_vec(ops: impl Iterator<Item = Value>) -> Vec<u8> {
+    serde_json::to_vec(&Value::Array(ops.collect())).unwrap_or_default()
+}
+
+/// `key` as one JSON pointer token (RFC 6901: `~` → `~0`, `/` → `~1`).
+fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Sends `req` down, waiting for the service below to be ready.
+async fn send<S, B, RB>(inner: &Mutex<S>, req: Request<B>) -> Result<Response<RB>, BoxError>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    let answer = {
+        let mut svc = inner.lock().await;
+        futures::future::poll_fn(|cx| svc.poll_ready(cx))
+            .await
+            .map_err(Into::into)?;
+        svc.call(req)
+    };
+    answer.await.map_err(Into::into)
+}
+
+/// A request like `parts` (method, URI, version, headers) with `body`.
+fn request<B: From<Bytes>>(parts: &hyper::http::request::Parts, body: Vec<u8>) -> Request<B> {
+    let mut req = Request::new(B::from(Bytes::from(body)));
+    *req.method_mut() = parts.method.clone();
+    *req.uri_mut() = parts.uri.clone();
+    *req.version_mut() = parts.version;
+    *req.headers_mut() = parts.headers.clone();
+    req.headers_mut().remove(header::CONTENT_LENGTH);
+    req
+}
+
+async fn stamp_and_send<S, V, B, RB>(
+    inner: &Mutex<S>,
+    view: &V,
+    key: &str,
+    req: Request<B>,
+) -> Answer<RB>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+    V: LeadershipView,
+    B: HttpBody<Data = Bytes> + From<Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+    RB: HttpBody<Data = Bytes>,
+    RB::Error: Into<BoxError>,
+{
+    let left = |r: Response<RB>| r.map(EitherBody::Left);
+    let write = Write::of(&req);
+    let stamp = match write {
+        Write::Unstamped => None,
+        _ => Stamp::now(view, key, write == Write::Delete),
+    };
+    let Some(stamp) = stamp else {
+        return send(inner, req).await.map(left);
+    };
+    let (parts, body) = req.into_parts();
+    let body = match read_now(body)? {
+        Ok(body) => body,
+        // A streamed body: nothing to stamp it with.
+        Err(body) => {
+            return send(inner, Request::from_parts(parts, body))
+                .await
+                .map(left);
+        }
+    };
+    match write {
+        Write::Object => {
+            let stamped = with_annotations_iter(&body, stamp.pairs()).unwrap_or(body);
+            send(inner, request(&parts, stamped)).await.map(left)
+        }
+        Write::JsonPatch => {
+            let Ok(Value::Array(ops)) = serde_json::from_slice::<Value>(&body) else {
+                return send(inner, request(&parts, body)).await.map(left);
+            };
+            let first = send(inner, request(&parts, stamp.onto_annotations(&ops))).await?;
+            if first.status() != StatusCode::UNPROCESSABLE_ENTITY {
+                return Ok(left(first));
+            }
+            // Perhaps the object has no annotations to add to: keep this answer,
+            // and send the form that creates them (under this moment's term).
+            let (head, answer) = first.into_parts();
+            let answer = answer.collect().await.map_err(Into::into)?.to_bytes();
+            let kept = Response::from_parts(head, EitherBody::Right(Full::new(answer)));
+            let Some(stamp) = Stamp::now(view, key, false) else {
+                return Ok(kept);
+            };
+            let second = send(inner, request(&parts, stamp.creating_annotations(&ops))).await?;
+            // A 422 again: the object had annotations, and the first answer says why.
+            Ok(if second.status() == StatusCode::UNPROCESSABLE_ENTITY {
+                kept
+            } else {
+                left(second)
+            })
+        }
+        Write::Delete => {
+            let mut mark = request(
+                &parts,
+                serde_json::to_vec(&json!({"metadata": {"annotations": stamp.map()}}))
+                    .unwrap_or_default(),
+            );
+            *mark.method_mut() = Method::PATCH;
+            if let Ok(path) = parts.uri.path().parse() {
+                *mark.uri_mut() = path;
+            }
+            mark.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("application/merge-patch+json"),
+            );
+            let marked = send(inner, mark).await?;
+            if !marked.status().is_success() {
+                return Ok(left(marked));
+            }
+            send(inner, request(&parts, body)).await.map(left)
+        }
+        Write::Unstamped => send(inner, request(&parts, body)).await.map(left),
+    }
+}
+
+/// The whole body, read without waiting, as kube's request bodies are in memory:
+/// `Err(body)` unchanged when it would make the caller wait from the start (a
+/// stream); an error when it does so after some data (it cannot be put back
+/// together).
+fn read_now<B>(mut body: B) -> Result<Result<Vec<u8>, B>, BoxError>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    let mut data = Vec::new();
+    let mut read_any = false;
+    loop {
+        match Pin::new(&mut body).poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Ok(chunk) = frame.into_data() {
+                    data.extend_from_slice(&chunk);
+                }
+                read_any = true;
+            }
+            Poll::Ready(Some(Err(e))) => return Err(e.into()),
+            Poll::Ready(None) => return Ok(Ok(data)),
+            Poll::Pending if !read_any => return Ok(Err(body)),
+            Poll::Pending => return Err("a streamed request body cannot be stamped".into()),
+        }
+    }
+}
+
+/// `body`, a JSON object, with `metadata.annotations[key] = value`; `None` when it
+/// is not a JSON object (or its `metadata` or `annotations` is neither an object
+/// nor null).
+pub fn with_annotation(body: &[u8], key: &str, value: &str) -> Option<Vec<u8>> {
+    with_annotations(body, &[(key, value)])
+}
+
+/// As [`with_annotation`], for several annotations at once.
+pub fn with_annotations(body: &[u8], pairs: &[(&str, &str)]) -> Option<Vec<u8>> {
+    with_annotations_iter(body, pairs.iter().copied())
+}
+
+fn with_annotations_iter<'a>(
+    body: &[u8],
+    pairs: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Option<Vec<u8>> {
+    let mut v: Value = serde_json::from_slice(body).ok()?;
+    let object = |v: &mut Value| {
+        if v.is_null() {
+            *v = Value::Object(serde_json::Map::new());
+        }
+        v.is_object()
+    };
+    let obj = v.as_object_mut()?;
+    let meta = obj.entry("metadata").or_insert(Value::Null);
+    if !object(meta) {
+        return None;
+    }
+    let annotations = meta
+        .as_object_mut()?
+        .entry("annotations")
+        .or_insert(Value::Null);
+    if !object(annotations) {
+        return None;
+    }
+    let annotations = annotations.as_object_mut()?;
+    for (key, value) in pairs {
+        annotations.insert(key.to_owned(), value.into());
+    }
+    serde_json::to_vec(&v).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The annotated body, parsed (key order depends on serde_json's features).
+    fn annotate(body: &str) -> Option<Value> {
+        with_annotation(body.as_bytes(), "election.rs/term", "3@17")
+            .map(|b| serde_json::from_slice(&b).expect("JSON"))
+    }
+
+    fn json(s: &str) -> Option<Value> {
+        Some(serde_json::from_str(s).expect("JSON"))
+    }
+
+    #[test]
+    fn the_term_is_merged_into_the_objects_annotations() {
+        assert_eq!(
+            annotate(r#"{"metadata":{"name":"x","annotations":{"a":"b"}},"data":{}}"#),
+            json(
+                r#"{"data":{},"metadata":{"annotations":{"a":"b","election.rs/term":"3@17"},"name":"x"}}"#
+            )
+        );
+        assert_eq!(
+            annotate(r#"{"data":{"k":"v"}}"#),
+            json(r#"{"data":{"k":"v"},"metadata":{"annotations":{"election.rs/term":"3@17"}}}"#)
+        );
+        assert_eq!(
+            annotate(r#"{"metadata":null}"#),
+            json(r#"{"metadata":{"annotations":{"election.rs/term":"3@17"}}}"#)
+        );
+        assert_eq!(
+            annotate(r#"{"metadata":{"annotations":null}}"#),
+            json(r#"{"metadata":{"annotations":{"election.rs/term":"3@17"}}}"#)
+        );
+    }
+
+    #[test]
+    fn what_is_not_an_object_is_left_alone() {
+        for body in [
+            r#"[{"op":"add","path":"/data/k","value":"v"}]"#,
+            r#""text""#,
+            "not json",
+            "",
+            r#"{"metadata":"odd"}"#,
+            r#"{"metadata":{"annotations":[1]}}"#,
+        ] {
+            assert_eq!(annotate(body), None, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_delete_is_stamped_only_when_it_names_one_object() {
+        for (path, one) in [
+            ("/api/v1/namespaces/ns/configmaps/x", true),
+            ("/api/v1/namespaces/ns/configmaps", false),
+            ("/apis/apps/v1/namespaces/ns/deployments/d", true),
+            ("/apis/apps/v1/namespaces/ns/deployments/d/status", true),
+            ("/apis/apps/v1/namespaces/ns/deployments", false),
+            ("/api/v1/nodes/n", true),
+            ("/api/v1/nodes", false),
+            ("/api/v1/namespaces/ns", true),
+            ("/api/v1/namespaces", false),
+            ("/healthz", false),
+        ] {
+            assert_eq!(names_one_object(path), one, "{path}");
+        }
+    }
+
+    #[test]
+    fn write_tokens_differ_and_a_marks_token_says_so() {
+        let tokens: std::collections::HashSet<String> =
+            (0..1000).map(|i| write_token(i % 2 == 0)).collect();
+        assert_eq!(tokens.len(), 1000);
+        assert_eq!(
+            tokens.iter().filter(|t| t.starts_with(DELETE_MARK)).count(),
+            500
+        );
+        assert!(tokens.iter().all(|t| t.len() >= 16));
+    }
+
+    #[test]
+    fn annotation_keys_are_escaped_as_pointer_tokens() {
+        assert_eq!(pointer_token("election.rs/term"), "election.rs~1term");
+        assert_eq!(pointer_token("a~b/c"), "a~0b~1c");
+    }
+}
