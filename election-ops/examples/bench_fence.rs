@@ -1,8 +1,10 @@
 //! What server-side fencing costs, on the project's API emulator with the real
 //! `kube` client, policy off and on in one run (rounds interleaved):
 //!
-//! - **per write**: the round trip of a stamped ConfigMap replace, as the leader
-//!   makes it (the emulator evaluates the policy's CEL on each write it matches);
+//! - **per write**: the round trip of a stamped ConfigMap replace and of a stamped
+//!   JSON patch, as the leader makes them (the emulator evaluates the policy's CEL
+//!   on each write it matches), and of a delete: unstamped (one request), and
+//!   stamped (the deletion mark, then the delete);
 //! - **handover**: from a graceful `shutdown` of the leader to the first write the
 //!   new leader's application gets accepted (it writes once its handle says it
 //!   leads; a refused write is retried every millisecond).
@@ -22,7 +24,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_emulator::Emulator;
 use lock_lease::LeaseLock;
 
@@ -106,6 +108,43 @@ async fn writes(api: &Api<ConfigMap>, n: usize) -> Duration {
     times[n / 2]
 }
 
+/// `n` JSON patches of the ConfigMap `w` through `api`; the median round trip.
+async fn json_patches(api: &Api<ConfigMap>, n: usize) -> Duration {
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let ops: json_patch::Patch = serde_json::from_value(serde_json::json!([
+            {"op": "add", "path": "/data/j", "value": i.to_string()}
+        ]))
+        .expect("a JSON patch");
+        let start = Instant::now();
+        api.patch("w", &PatchParams::default(), &Patch::Json::<()>(ops))
+            .await
+            .expect("the leader's JSON patch passes");
+        times.push(start.elapsed());
+    }
+    median(times)
+}
+
+/// `n` deletes through `api` of ConfigMaps `writer` creates just before; the
+/// median delete round trip (through the stamp layer: the mark, then the delete).
+async fn deletes(writer: &Api<ConfigMap>, api: &Api<ConfigMap>, n: usize) -> Duration {
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(format!("d{i}"));
+        writer
+            .create(&PostParams::default(), &cm)
+            .await
+            .expect("create");
+        let start = Instant::now();
+        api.delete(&format!("d{i}"), &DeleteParams::default())
+            .await
+            .expect("the leader's delete passes");
+        times.push(start.elapsed());
+    }
+    median(times)
+}
+
 /// A leader and a follower; the leader shuts down; the time until the new
 /// leader's first accepted write.
 async fn handover(emu: &Emulator, round: usize) -> Duration {
@@ -153,15 +192,27 @@ async fn main() {
     until(Duration::from_secs(10), || leader.is_leader()).await;
     let api = stamped_api(&emu, &leader, "app-writer");
 
+    // The same writes unstamped (no layer), the policy off: what stamping costs.
+    let plain: Api<ConfigMap> =
+        Api::namespaced(emu.client("app-plain").expect("client"), "default");
     let (mut off, mut on) = (Vec::new(), Vec::new());
+    let (mut j_off, mut j_on) = (Vec::new(), Vec::new());
+    let (mut d_plain, mut d_off, mut d_on) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         set_policy(&emu, false).await;
         off.push(writes(&api, per_round).await);
+        j_off.push(json_patches(&api, per_round).await);
+        d_plain.push(deletes(&api, &plain, per_round).await);
+        d_off.push(deletes(&api, &api, per_round).await);
         set_policy(&emu, true).await;
         on.push(writes(&api, per_round).await);
+        j_on.push(json_patches(&api, per_round).await);
+        d_on.push(deletes(&api, &api, per_round).await);
     }
     leader.shutdown().await;
     let (w_off, w_on) = (median(off), median(on));
+    let (j_off, j_on) = (median(j_off), median(j_on));
+    let (d_plain, d_off, d_on) = (median(d_plain), median(d_off), median(d_on));
 
     let (mut h_off, mut h_on) = (Vec::new(), Vec::new());
     for round in 0..handovers {
@@ -181,6 +232,20 @@ async fn main() {
         ms(w_off),
         ms(w_on),
         w_on.as_secs_f64() / w_off.as_secs_f64()
+    );
+    println!(
+        "stamped JSON patch round trip, median: policy off {}, on {} (x{:.2})",
+        ms(j_off),
+        ms(j_on),
+        j_on.as_secs_f64() / j_off.as_secs_f64()
+    );
+    println!(
+        "delete round trip, median: unstamped (one request, policy off) {}, stamped (mark + delete) policy off {} (x{:.2}), on {} (x{:.2})",
+        ms(d_plain),
+        ms(d_off),
+        d_off.as_secs_f64() / d_plain.as_secs_f64(),
+        ms(d_on),
+        d_on.as_secs_f64() / d_plain.as_secs_f64()
     );
     println!(
         "handover, shutdown -> new leader's first accepted write, median: policy off {}, on {} (x{:.2})",

@@ -18,7 +18,7 @@
 //! | merge, strategic merge and apply patches | the annotations merged into the patch |
 //! | JSON patch | `add` operations appended; on an object with no annotations at all (the server answers 422), sent once more with the map created by a `test`-guarded `add` |
 //! | delete of one object | two requests: a merge patch that stamps the object as a deletion mark, then the delete |
-//! | delete of a collection, a streamed body, a body that is not JSON | unchanged (the fence refuses it) |
+//! | delete of a collection, a dry-run delete (a mark would be a real write), a streamed body, a body that is not JSON | unchanged (the fence refuses it) |
 //!
 //! The extra requests (the JSON patch's second form, the deletion mark) go
 //! through the layers below this one: put this layer outside the
@@ -369,6 +369,10 @@ where
                 left(second)
             })
         }
+        // A dry run must not write: no mark, so the fence refuses it.
+        Write::Delete if dry_run(&parts.uri, &body) => {
+            send(inner, request(&parts, body)).await.map(left)
+        }
         Write::Delete => {
             let mut mark = request(
                 &parts,
@@ -391,6 +395,23 @@ where
         }
         Write::Unstamped => send(inner, request(&parts, body)).await.map(left),
     }
+}
+
+/// Whether a delete asks for a dry run, in its query or its options
+/// (`dryRun: ["All"]`, as kube's `DeleteParams` send it).
+fn dry_run(uri: &hyper::Uri, body: &[u8]) -> bool {
+    let in_query = uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|kv| kv.starts_with("dryRun=")));
+    let in_options = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|o| {
+            o.get("dryRun")
+                .and_then(Value::as_array)
+                .map(|a| !a.is_empty())
+        })
+        .unwrap_or(false);
+    in_query || in_options
 }
 
 /// The whole body, read without waiting, as kube's request bodies are in memory:

@@ -383,6 +383,10 @@ fn n17_every_write_verb_is_stamped_with_the_term_and_a_token_of_its_own() {
         403
     );
     assert_eq!(sink.take().len(), 1);
+    // A dry run must not write: no mark, the delete sent as it is.
+    let dry = serde_json::json!({"dryRun": ["All"]});
+    send(Method::DELETE, X, "application/json", dry.clone());
+    assert_eq!(sink.take(), [(Method::DELETE, X.to_owned(), dry)]);
     // A collection's delete cannot be marked: sent unchanged.
     send(
         Method::DELETE,
