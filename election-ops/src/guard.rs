@@ -87,6 +87,11 @@ impl<V: LeadershipView + Clone> WriteGuardLayer<V> {
         self
     }
 
+    /// The margin a write needs left (see [`WriteGuardLayer::margin`]).
+    pub fn margin_value(&self) -> Duration {
+        self.margin
+    }
+
     /// Adds [`TERM_HEADER`] with the term to each write that passes.
     #[must_use]
     pub fn term_header(mut self, on: bool) -> Self {

@@ -7,6 +7,8 @@
 //! | [`LeadershipView`] | — | what the helpers read: implemented for `election_driver::Handle` (every runtime's), or a fake in tests |
 //! | [`Monitor`] | — | `tracing` spans and events with lock, identity and term; last renew and last error; wraps the lock ([`ObservedLock`]) to see renewals |
 //! | `guard` | `guard` | a tower layer that refuses writes locally unless this node leads with a margin; the stamp layer, re-exported |
+//! | `client` | `guard` | `guarded_client`: a `kube::Client` whose writes pass the guard (and the stamp) on every attempt, kube's retries moved above them, each write bounded by the guard's margin |
+//! | `shared` | `guard` | a service made cloneable without a worker task, for the layers that send more than once |
 //! | `stamp` | `guard` | a tower layer that stamps every write (create, update, each patch type, delete) with the current term, for the fence |
 //! | `fence` | `fence` | server-side fencing: the ValidatingAdmissionPolicy (and binding) that makes the API server refuse writes not stamped with the Lease's current term |
 //! | `health` | `health` | liveness with client-go's healthz meaning, readiness per role, JSON status |
@@ -39,6 +41,8 @@ pub mod identity;
 pub mod monitor;
 mod view;
 
+#[cfg(feature = "guard")]
+pub mod client;
 #[cfg(feature = "fence")]
 pub mod fence;
 #[cfg(feature = "guard")]
@@ -49,6 +53,8 @@ pub mod health;
 pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "guard")]
+pub mod shared;
 #[cfg(feature = "guard")]
 pub mod stamp;
 

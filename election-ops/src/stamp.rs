@@ -31,13 +31,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
-use futures::lock::Mutex;
 use http_body_util::{BodyExt, Either as EitherBody, Full};
 use hyper::body::{Body as HttpBody, Bytes};
 use hyper::{Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 use tower::{BoxError, Layer, Service};
 
+use crate::shared::Shared;
 use crate::view::LeadershipView;
 
 /// The annotation [`TermAnnotationLayer`] writes the term under by default.
@@ -105,7 +105,7 @@ impl<S, V: LeadershipView + Clone> Layer<S> for TermAnnotationLayer<V> {
     type Service = TermAnnotation<S, V>;
     fn layer(&self, inner: S) -> Self::Service {
         TermAnnotation {
-            inner: Arc::new(Mutex::new(inner)),
+            inner: Shared::new(inner),
             view: self.view.clone(),
             key: self.key.clone(),
         }
@@ -113,12 +113,22 @@ impl<S, V: LeadershipView + Clone> Layer<S> for TermAnnotationLayer<V> {
 }
 
 /// The stamping service (see [`TermAnnotationLayer`]). It may send two requests
-/// for one, so it holds the service below behind a lock, taken only to send.
-#[derive(Clone, Debug)]
+/// for one, so it holds the service below [`Shared`].
+#[derive(Debug)]
 pub struct TermAnnotation<S, V> {
-    inner: Arc<Mutex<S>>,
+    inner: Shared<S>,
     view: V,
     key: Arc<str>,
+}
+
+impl<S, V: Clone> Clone for TermAnnotation<S, V> {
+    fn clone(&self) -> Self {
+        TermAnnotation {
+            inner: self.inner.clone(),
+            view: self.view.clone(),
+            key: self.key.clone(),
+        }
+    }
 }
 
 /// The response body: the one below, or a response this layer kept in memory
@@ -279,22 +289,6 @@ fn pointer_token(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// Sends `req` down, waiting for the service below to be ready.
-async fn send<S, B, RB>(inner: &Mutex<S>, req: Request<B>) -> Result<Response<RB>, BoxError>
-where
-    S: Service<Request<B>, Response = Response<RB>>,
-    S::Error: Into<BoxError>,
-{
-    let answer = {
-        let mut svc = inner.lock().await;
-        futures::future::poll_fn(|cx| svc.poll_ready(cx))
-            .await
-            .map_err(Into::into)?;
-        svc.call(req)
-    };
-    answer.await.map_err(Into::into)
-}
-
 /// A request like `parts` (method, URI, version, headers) with `body`.
 fn request<B: From<Bytes>>(parts: &hyper::http::request::Parts, body: Vec<u8>) -> Request<B> {
     let mut req = Request::new(B::from(Bytes::from(body)));
@@ -307,7 +301,7 @@ fn request<B: From<Bytes>>(parts: &hyper::http::request::Parts, body: Vec<u8>) -
 }
 
 async fn stamp_and_send<S, V, B, RB>(
-    inner: &Mutex<S>,
+    inner: &Shared<S>,
     view: &V,
     key: &str,
     req: Request<B>,
@@ -328,28 +322,28 @@ where
         _ => Stamp::now(view, key, write == Write::Delete),
     };
     let Some(stamp) = stamp else {
-        return send(inner, req).await.map(left);
+        return inner.send(req).await.map(left);
     };
     let (parts, body) = req.into_parts();
     let body = match read_now(body)? {
         Ok(body) => body,
         // A streamed body: nothing to stamp it with.
         Err(body) => {
-            return send(inner, Request::from_parts(parts, body))
-                .await
-                .map(left);
+            return inner.send(Request::from_parts(parts, body)).await.map(left);
         }
     };
     match write {
         Write::Object => {
             let stamped = with_annotations_iter(&body, stamp.pairs()).unwrap_or(body);
-            send(inner, request(&parts, stamped)).await.map(left)
+            inner.send(request(&parts, stamped)).await.map(left)
         }
         Write::JsonPatch => {
             let Ok(Value::Array(ops)) = serde_json::from_slice::<Value>(&body) else {
-                return send(inner, request(&parts, body)).await.map(left);
+                return inner.send(request(&parts, body)).await.map(left);
             };
-            let first = send(inner, request(&parts, stamp.onto_annotations(&ops))).await?;
+            let first = inner
+                .send(request(&parts, stamp.onto_annotations(&ops)))
+                .await?;
             if first.status() != StatusCode::UNPROCESSABLE_ENTITY {
                 return Ok(left(first));
             }
@@ -361,7 +355,9 @@ where
             let Some(stamp) = Stamp::now(view, key, false) else {
                 return Ok(kept);
             };
-            let second = send(inner, request(&parts, stamp.creating_annotations(&ops))).await?;
+            let second = inner
+                .send(request(&parts, stamp.creating_annotations(&ops)))
+                .await?;
             // A 422 again: the object had annotations, and the first answer says why.
             Ok(if second.status() == StatusCode::UNPROCESSABLE_ENTITY {
                 kept
@@ -371,7 +367,7 @@ where
         }
         // A dry run must not write: no mark, so the fence refuses it.
         Write::Delete if dry_run(&parts.uri, &body) => {
-            send(inner, request(&parts, body)).await.map(left)
+            inner.send(request(&parts, body)).await.map(left)
         }
         Write::Delete => {
             let mut mark = request(
@@ -387,13 +383,13 @@ where
                 header::CONTENT_TYPE,
                 header::HeaderValue::from_static("application/merge-patch+json"),
             );
-            let marked = send(inner, mark).await?;
+            let marked = inner.send(mark).await?;
             if !marked.status().is_success() {
                 return Ok(left(marked));
             }
-            send(inner, request(&parts, body)).await.map(left)
+            inner.send(request(&parts, body)).await.map(left)
         }
-        Write::Unstamped => send(inner, request(&parts, body)).await.map(left),
+        Write::Unstamped => inner.send(request(&parts, body)).await.map(left),
     }
 }
 

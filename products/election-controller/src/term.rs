@@ -7,6 +7,7 @@ use std::time::Duration;
 use election_core::{Instant, Term};
 use election_driver::{CancelSignal, Cancelled, LeadershipState, Observer};
 use election_ops::LeadershipView;
+use election_ops::client::guarded_client;
 use election_ops::guard::{TermAnnotationLayer, WriteGuardLayer};
 
 /// The election's observer, set once the election is built (the leader work
@@ -52,7 +53,9 @@ pub struct TermContext {
     /// A client whose writes pass only while this node leads in
     /// [`TermContext::term`] with the guard's margin left; any other write fails
     /// at once with `election_ops::guard::NotLeader` (see
-    /// `election_ops::guard::not_leader`) and is not sent. Unless turned off, its
+    /// `election_ops::guard::not_leader`) and is not sent. Every attempt is
+    /// judged (kube's retries run above the guard) and each write attempt is
+    /// bounded by the margin (`election_ops::client::guarded_client`). Unless turned off, its
     /// writes carry the term's stamp (`election_ops::stamp`: the term, the holder and
     /// a token of each write), whatever their verb, as the fence requires.
     pub client: kube::Client,
@@ -85,16 +88,14 @@ pub(crate) struct ClientRecipe {
 }
 
 impl ClientRecipe {
-    /// The guarded client for `view`'s term: the stamp layer outside the guard,
-    /// so that the guard judges every request the stamp layer sends (a delete is
-    /// two: the deletion mark, then the delete).
+    /// The guarded client for `view`'s term (`election_ops::client`): the stamp
+    /// layer outside the guard, so that the guard judges every request the stamp
+    /// layer sends (a delete is two: the deletion mark, then the delete), kube's
+    /// retries above both (each attempt judged again), and each write attempt
+    /// bounded by the margin, the request timeout it reserves.
     pub(crate) fn build(&self, view: TermView) -> Result<kube::Client, kube::Error> {
-        let guarded = kube::client::ClientBuilder::try_from(self.config.clone())?
-            .with_layer(&WriteGuardLayer::new(view.clone()).margin(self.margin));
-        Ok(if self.annotate {
-            guarded.with_layer(&TermAnnotationLayer::new(view)).build()
-        } else {
-            guarded.build()
-        })
+        let guard = WriteGuardLayer::new(view.clone()).margin(self.margin);
+        let stamp = self.annotate.then(|| TermAnnotationLayer::new(view));
+        guarded_client(self.config.clone(), &guard, stamp.as_ref())
     }
 }

@@ -1,0 +1,135 @@
+//! docs/faults.md N20: a live leader's finalizers under the server-side fence.
+//! kube-runtime's `finalizer()` adds and removes finalizers with JSON patches;
+//! the term client (`election_ops::client::guarded_client` with the stamp, as
+//! `TermContext::client` is built) stamps them, so after a graceful handover the
+//! new leader adds and removes a finalizer on an object the old leader created
+//! (it used to be refused: the object kept the old term's stamp), while the
+//! same patches unstamped are refused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use adapter_tokio::TokioRuntime;
+use election_core::Config;
+use election_driver::{Builder, Handle};
+use election_ops::client::guarded_client;
+use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, Protected};
+use election_ops::guard::WriteGuardLayer;
+use election_ops::stamp::TermAnnotationLayer;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube_emulator::Emulator;
+use lock_lease::LeaseLock;
+
+const LEASE: &str = "finalizing";
+const FINALIZER: &str = "example.com/cleanup";
+
+fn candidate(emu: &Emulator, id: &str) -> Arc<Handle> {
+    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    let lock = LeaseLock::builder(client, "default", LEASE)
+        .build()
+        .expect("valid names");
+    Arc::new(
+        Builder::new(lock, Config::fast(id).seed(id.len() as u64))
+            .spawn(TokioRuntime::current().expect("inside tokio"))
+            .expect("valid config"),
+    )
+}
+
+/// The term client of `handle`, as `TermContext::client` is built.
+fn term_client(emu: &Emulator, handle: &Arc<Handle>, token: &str) -> Api<ConfigMap> {
+    let guard = WriteGuardLayer::new(Arc::clone(handle)).margin(Duration::from_millis(500));
+    let stamp = TermAnnotationLayer::new(Arc::clone(handle));
+    let client = guarded_client(emu.kube_config(token), &guard, Some(&stamp)).expect("client");
+    Api::namespaced(client, "default")
+}
+
+async fn until(what: &str, ok: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < Duration::from_secs(10), "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// kube-runtime's patch that removes the finalizer at `index` (the shape its
+/// `finalizer()` sends once an object is deleting, which the emulator does not
+/// model: it deletes at once).
+fn removal(index: usize) -> Patch<()> {
+    let path = format!("/metadata/finalizers/{index}");
+    Patch::Json(
+        serde_json::from_value(serde_json::json!([
+            {"op": "test", "path": path, "value": FINALIZER},
+            {"op": "remove", "path": path}
+        ]))
+        .expect("a JSON patch"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n20_a_new_leaders_finalizers_pass_the_fence_on_an_object_the_old_one_wrote() {
+    let emu = Emulator::start().await.expect("emulator");
+    let fence = FencePolicy::new("default", LEASE).protect(Protected::new("", "v1", "configmaps"));
+    let admin = emu.client("admin").expect("client");
+    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(fence.policy().unwrap()).unwrap(),
+        )
+        .await
+        .expect("policy");
+    Api::<ValidatingAdmissionPolicyBinding>::all(admin)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(fence.binding().unwrap()).unwrap(),
+        )
+        .await
+        .expect("binding");
+
+    let a = candidate(&emu, "a");
+    until("a leads", || a.term().is_some()).await;
+    let b = candidate(&emu, "b");
+    let mut obj = ConfigMap::default();
+    obj.metadata.name = Some("work".into());
+    term_client(&emu, &a, "app-a")
+        .create(&PostParams::default(), &obj)
+        .await
+        .expect("a's create passes the fence");
+    a.shutdown().await;
+    until("b leads", || b.term().is_some()).await;
+
+    let api = term_client(&emu, &b, "app-b");
+    let stored = Arc::new(api.get("work").await.expect("read"));
+    kube_runtime::finalizer(&api, FINALIZER, stored, |_| async {
+        Ok::<_, std::io::Error>(kube_runtime::controller::Action::await_change())
+    })
+    .await
+    .expect("b's finalizer() adds its finalizer through the fence");
+    let stored = api.get("work").await.expect("read");
+    assert_eq!(stored.metadata.finalizers, Some(vec![FINALIZER.to_owned()]));
+    let annotations = stored.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations.get(HOLDER_ANNOTATION).map(String::as_str),
+        Some("b")
+    );
+
+    // The same removal, unstamped (around the stamp layer): refused.
+    let plain: Api<ConfigMap> = Api::namespaced(emu.client("app-b").expect("client"), "default");
+    let refused = plain
+        .patch("work", &PatchParams::default(), &removal(0))
+        .await
+        .expect_err("an unstamped patch is refused");
+    assert!(
+        matches!(&refused, kube::Error::Api(s) if s.code == 403),
+        "{refused:?}"
+    );
+    api.patch("work", &PatchParams::default(), &removal(0))
+        .await
+        .expect("b removes its finalizer through the fence");
+    let stored = api.get("work").await.expect("read");
+    assert!(stored.metadata.finalizers.unwrap_or_default().is_empty());
+    b.shutdown().await;
+}
