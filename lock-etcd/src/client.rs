@@ -263,14 +263,25 @@ pub(crate) fn classify_grpc(
         3 | 9 | 11 | 12 | 5 => LockError::Invalid { message },
         // PermissionDenied, Unauthenticated.
         7 | 16 => LockError::Forbidden { message },
+        // A message larger than the gateway's or etcd's limit: sending it again
+        // cannot succeed.
+        8 if text.contains("larger than max") || text.contains("too large") => {
+            LockError::Invalid { message }
+        }
         // ResourceExhausted ("etcdserver: too many requests"), Aborted.
         8 | 10 => LockError::transient(message),
-        // Unavailable: etcd's "request timed out" and "leader changed" may have
-        // been proposed; "no leader" and a refused stream were not.
-        14 if text.contains("timed out") || text.contains("leader changed") => {
-            unknown_if_write(message)
+        // Unavailable: a write is known not to have happened only when etcd
+        // refused it before proposing it ("no leader", "not capable") or the
+        // gateway could not reach etcd (a refused connection); anything else
+        // ("request timed out", "leader changed", "transport is closing" when
+        // etcd stops mid-call) may have been applied.
+        14 if ["no leader", "not capable", "connection refused"]
+            .iter()
+            .any(|t| text.contains(t)) =>
+        {
+            LockError::transient(message)
         }
-        14 => LockError::transient(message),
+        14 => unknown_if_write(message),
         // DeadlineExceeded, Canceled, Internal, Unknown, DataLoss and the rest.
         _ => unknown_if_write(message),
     }
@@ -365,5 +376,42 @@ mod tests {
             LockError::Invalid { .. }
         ));
         assert!(matches!(c(Kind::Write, 504, ""), LockError::Unknown { .. }));
+    }
+
+    /// docs/faults.md N21: etcd stopped gracefully mid-write answers
+    /// Unavailable, "transport is closing", for writes it applied: a write so
+    /// answered is `Unknown` (it may have happened), a read `Transient`; a
+    /// message over the size limit is `Invalid` (sending it again cannot
+    /// succeed).
+    #[test]
+    fn n21_an_unavailable_write_is_unknown_unless_etcd_refused_it_before_proposing() {
+        let c = |kind, status, body: &str| {
+            classify_answer("POST /v3/kv/txn", kind, status, body.as_bytes())
+        };
+        let closing = r#"{"error":"error reading from server: EOF","message":"transport is closing","code":14}"#;
+        assert!(matches!(
+            c(Kind::Write, 503, closing),
+            LockError::Unknown { .. }
+        ));
+        assert!(matches!(
+            c(Kind::Read, 503, closing),
+            LockError::Transient { .. }
+        ));
+        assert!(matches!(c(Kind::Write, 503, ""), LockError::Unknown { .. }));
+        let refused = r#"{"message":"connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\"","code":14}"#;
+        assert!(matches!(
+            c(Kind::Write, 503, refused),
+            LockError::Transient { .. }
+        ));
+        let large = r#"{"message":"grpc: received message larger than max (2097250 vs. 2097152)","code":8}"#;
+        assert!(matches!(
+            c(Kind::Write, 429, large),
+            LockError::Invalid { .. }
+        ));
+        let busy = r#"{"error":"etcdserver: too many requests","code":8}"#;
+        assert!(matches!(
+            c(Kind::Write, 429, busy),
+            LockError::Transient { .. }
+        ));
     }
 }

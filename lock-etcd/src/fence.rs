@@ -36,6 +36,15 @@ pub enum FencedOp {
     },
 }
 
+impl FencedOp {
+    /// The key the op writes.
+    pub fn key(&self) -> &str {
+        match self {
+            FencedOp::Put { key, .. } | FencedOp::Delete { key } => key,
+        }
+    }
+}
+
 /// Why a fenced transaction did not commit.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
@@ -61,6 +70,25 @@ pub enum Fenced {
         /// The key's revision now (`None`: deleted).
         current: Option<i64>,
     },
+    /// An op names the lock's key: a fenced write could break the election (a
+    /// value that is no record, a deletion, a lease stretched); nothing was sent.
+    #[error("etcd key {key:?} is the lock's own: a fenced transaction may not write it")]
+    LockKey {
+        /// The lock's key.
+        key: String,
+    },
+    /// Clones of this lock serve several elections (their identities): which
+    /// one's hold a transaction is fenced by cannot be told, so nothing was sent.
+    /// Give each election a lock of its own ([`crate::EtcdLock::builder`]).
+    #[error(
+        "etcd key {key:?}: this lock serves several elections ({identities:?}); give each its own lock to fence with"
+    )]
+    SharedByElections {
+        /// The lock's key.
+        key: String,
+        /// The identities configured on the lock.
+        identities: Vec<String>,
+    },
     /// The call failed (transport, etcd's answer).
     #[error(transparent)]
     Call(#[from] LockError),
@@ -71,8 +99,24 @@ impl crate::EtcdLock {
     /// still as this lock (or a clone of it, such as the one the driver runs)
     /// last wrote it, naming this node: the revision of the transaction, else
     /// why not. See the [module](crate::fence) docs.
+    ///
+    /// Refused before anything is sent: an op on the lock's own key
+    /// ([`Fenced::LockKey`]), and a lock whose clones serve several elections
+    /// ([`Fenced::SharedByElections`]).
     pub async fn fenced(&self, ops: &[FencedOp]) -> Result<i64, Fenced> {
         let inner = &self.inner;
+        if ops.iter().any(|op| op.key() == inner.key) {
+            return Err(Fenced::LockKey {
+                key: inner.key.clone(),
+            });
+        }
+        let identities = inner.identities();
+        if identities.len() > 1 {
+            return Err(Fenced::SharedByElections {
+                key: inner.key.clone(),
+                identities: identities.iter().map(|i| i.to_string()).collect(),
+            });
+        }
         let Some(written) = inner.holding_revision() else {
             return Err(Fenced::NotHolding {
                 key: inner.key.clone(),
@@ -96,5 +140,80 @@ impl crate::EtcdLock {
                 current: current.map(|kv| kv.mod_revision),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use election_core::{Config, Lock};
+
+    /// A lock on an address nothing listens on: what is refused is refused
+    /// before anything is sent.
+    fn lock() -> crate::EtcdLock {
+        crate::EtcdLock::builder("http://127.0.0.1:9", "/app/leader")
+            .build()
+            .expect("valid")
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        futures_lite::future::block_on(f)
+    }
+
+    /// docs/faults.md N22: an op on the lock's own key is refused, whatever
+    /// the other ops, a put or a delete.
+    #[test]
+    fn n22_a_fenced_op_on_the_lock_key_is_refused_before_sending() {
+        let lock = lock();
+        lock.configure(&Config::client_go("a"));
+        for ops in [
+            vec![
+                FencedOp::Put {
+                    key: "/app/x".into(),
+                    value: b"1".to_vec(),
+                },
+                FencedOp::Put {
+                    key: "/app/leader".into(),
+                    value: b"not a record".to_vec(),
+                },
+            ],
+            vec![FencedOp::Delete {
+                key: "/app/leader".into(),
+            }],
+        ] {
+            assert_eq!(
+                block_on(lock.fenced(&ops)),
+                Err(Fenced::LockKey {
+                    key: "/app/leader".into()
+                })
+            );
+        }
+        assert_eq!(lock.requests(), 0, "nothing was sent");
+    }
+
+    /// docs/faults.md N23: clones of one lock configured by two elections
+    /// cannot fence (whose hold would a transaction be fenced by?): refused,
+    /// naming both, before sending.
+    #[test]
+    fn n23_a_lock_shared_by_two_elections_refuses_to_fence() {
+        let lock = lock();
+        let clone = lock.clone();
+        lock.configure(&Config::client_go("a"));
+        lock.configure(&Config::client_go("a"));
+        clone.configure(&Config::client_go("b"));
+        let ops = [FencedOp::Put {
+            key: "/app/x".into(),
+            value: b"1".to_vec(),
+        }];
+        for l in [&lock, &clone] {
+            assert_eq!(
+                block_on(l.fenced(&ops)),
+                Err(Fenced::SharedByElections {
+                    key: "/app/leader".into(),
+                    identities: vec!["a".into(), "b".into()],
+                })
+            );
+        }
+        assert_eq!(lock.requests(), 0, "nothing was sent");
     }
 }

@@ -180,7 +180,7 @@ impl EtcdLockBuilder {
                 key: self.key,
                 request_timeout: AtomicU64::new(nanos(DEFAULT_REQUEST_TIMEOUT)),
                 progress_notify_interval: self.progress_notify_interval,
-                identity: Mutex::new(None),
+                identities: Mutex::new(Vec::new()),
                 last_write: Mutex::new(None),
             }),
         })
@@ -230,8 +230,9 @@ pub(crate) struct Inner {
     /// Nanoseconds; set by [`Lock::configure`].
     request_timeout: AtomicU64,
     progress_notify_interval: Duration,
-    /// This node's identity, set by [`Lock::configure`].
-    identity: Mutex<Option<Arc<str>>>,
+    /// The identities of the elections configured on this lock (one, unless
+    /// clones of it serve several elections: then nothing is fenced).
+    identities: Mutex<Vec<Arc<str>>>,
     /// The revision of this lock's last successful write and whether it named
     /// this node: what a fenced transaction compares.
     last_write: Mutex<Option<(i64, bool)>>,
@@ -289,10 +290,18 @@ impl Inner {
         }
     }
 
-    /// Remembers a write of this lock's that stored `record` at `revision`.
+    /// The identities of the elections configured on this lock.
+    pub(crate) fn identities(&self) -> Vec<Arc<str>> {
+        self.identities
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Remembers a write of this lock's that stored `record` at `revision`: it
+    /// names this node when the lock serves one election and the record names it.
     fn wrote(&self, revision: i64, record: &LockRecord) {
-        let me = self.identity.lock().unwrap_or_else(PoisonError::into_inner);
-        let names_me = me.as_deref().is_some_and(|id| *record.holder == *id);
+        let names_me = matches!(self.identities().as_slice(), [me] if *record.holder == **me);
         *self
             .last_write
             .lock()
@@ -483,11 +492,14 @@ impl Lock for EtcdLock {
         self.inner
             .request_timeout
             .store(nanos(config.request_timeout), Ordering::Relaxed);
-        *self
+        let mut identities = self
             .inner
-            .identity
+            .identities
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&config.identity));
+            .unwrap_or_else(PoisonError::into_inner);
+        if !identities.contains(&config.identity) {
+            identities.push(Arc::clone(&config.identity));
+        }
     }
 }
 
