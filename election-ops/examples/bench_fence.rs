@@ -67,16 +67,10 @@ async fn set_policy(emu: &Emulator, on: bool) {
     let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(admin);
     let name = "fence-bench-fence";
     if on {
-        let p = serde_json::from_value(fence.policy().expect("policy")).expect("typed");
-        let b = serde_json::from_value(fence.binding().expect("binding")).expect("typed");
-        policies
-            .create(&PostParams::default(), &p)
+        fence
+            .apply(emu.client("admin").expect("client"))
             .await
-            .expect("policy");
-        bindings
-            .create(&PostParams::default(), &b)
-            .await
-            .expect("binding");
+            .expect("policy and binding");
     } else {
         let _ = bindings.delete(name, &DeleteParams::default()).await;
         let _ = policies.delete(name, &DeleteParams::default()).await;

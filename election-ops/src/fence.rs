@@ -195,6 +195,27 @@ pub enum FenceError {
     NothingProtected,
 }
 
+/// Why [`FencePolicy::apply`] did not write the policy and its binding.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplyError {
+    /// The policy cannot be rendered.
+    #[error(transparent)]
+    Fence(#[from] FenceError),
+    /// The API server refused a write (or could not be reached); the objects
+    /// written before it stay.
+    #[error("writing the {kind} {name:?}: {source}")]
+    Api {
+        /// `ValidatingAdmissionPolicy` or `ValidatingAdmissionPolicyBinding`.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// kube's error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
 /// The ValidatingAdmissionPolicy and its binding for one election (see the
 /// [module](self) docs).
 #[derive(Clone, Debug)]
@@ -547,6 +568,44 @@ impl FencePolicy {
                 "matchExpressions": [{ "key": KEY, "operator": "In", "values": many }],
             }),
         }
+    }
+
+    /// Writes the policy and its binding to the cluster `client` talks to:
+    /// created, or replaced where they exist (as `kubectl apply -f` of
+    /// [`FencePolicy::to_yaml`] would).
+    pub async fn apply(&self, client: kube::Client) -> Result<(), ApplyError> {
+        use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+        let name = self.policy_name();
+        for (doc, plural) in [
+            (self.policy()?, "validatingadmissionpolicies"),
+            (self.binding()?, "validatingadmissionpolicybindings"),
+        ] {
+            let kind = doc["kind"].as_str().unwrap_or_default().to_owned();
+            let resource = ApiResource {
+                group: "admissionregistration.k8s.io".into(),
+                version: "v1".into(),
+                api_version: "admissionregistration.k8s.io/v1".into(),
+                kind: kind.clone(),
+                plural: plural.into(),
+            };
+            let failed = |source| ApplyError::Api {
+                kind: kind.clone(),
+                name: name.clone(),
+                source,
+            };
+            let mut object: DynamicObject =
+                serde_json::from_value(doc).map_err(|e| failed(kube::Error::SerdeError(e)))?;
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+            let written = match api.get_opt(&name).await.map_err(failed)? {
+                Some(current) => {
+                    object.metadata.resource_version = current.metadata.resource_version;
+                    api.replace(&name, &PostParams::default(), &object).await
+                }
+                None => api.create(&PostParams::default(), &object).await,
+            };
+            written.map_err(failed)?;
+        }
+        Ok(())
     }
 
     /// The policy and its binding as two YAML documents, for `kubectl apply -f`.

@@ -285,3 +285,43 @@ async fn the_namespaces_listed_are_fenced_and_no_other() {
         .await
         .expect("a namespace not listed is not fenced");
 }
+
+/// `FencePolicy::apply` writes the policy and its binding with the real `kube`
+/// client, and a second apply replaces them (here: warn instead of refuse); a
+/// policy that cannot be rendered is a typed error and writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_creates_then_replaces_the_policy_and_its_binding() {
+    use election_ops::fence::{ApplyError, Enforcement, FenceError};
+    use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
+    let emu = Emulator::start().await.expect("emulator");
+    let admin = emu.client("admin").expect("client");
+    policy().apply(admin.clone()).await.expect("created");
+    policy()
+        .enforcement(Enforcement::WarnAndAudit)
+        .apply(admin.clone())
+        .await
+        .expect("replaced");
+    let binding = Api::<ValidatingAdmissionPolicyBinding>::all(admin.clone())
+        .get("fence-orders")
+        .await
+        .expect("the binding");
+    let actions = binding.spec.validation_actions;
+    assert_eq!(actions, ["Warn", "Audit"]);
+    hold(&emu, "app-0", 1).await;
+    write(&emu, "app-0", "bare-but-warned", None)
+        .await
+        .expect("warned, not refused");
+
+    let nothing = FencePolicy::new("default", "other").apply(admin).await;
+    assert!(
+        matches!(
+            nothing,
+            Err(ApplyError::Fence(FenceError::NothingProtected))
+        ),
+        "{nothing:?}"
+    );
+    assert_eq!(
+        emu.object(Resource::ValidatingAdmissionPolicy, "", "fence-other"),
+        None
+    );
+}

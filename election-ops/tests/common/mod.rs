@@ -100,21 +100,11 @@ where
 /// An emulator with `policy` and its binding applied, and the tokens `app-0`
 /// and `app-1` of the Pods of those names.
 pub async fn fenced(policy: election_ops::fence::FencePolicy) -> Emulator {
-    use k8s_openapi::api::admissionregistration::v1::{
-        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-    };
     let emu = Emulator::start().await.expect("emulator");
-    let admin = emu.client("admin").expect("client");
-    let p = policy.policy().expect("policy");
-    let b = policy.binding().expect("binding");
-    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
-        .create(&PostParams::default(), &serde_json::from_value(p).unwrap())
+    policy
+        .apply(emu.client("admin").expect("client"))
         .await
-        .expect("policy created");
-    Api::<ValidatingAdmissionPolicyBinding>::all(admin)
-        .create(&PostParams::default(), &serde_json::from_value(b).unwrap())
-        .await
-        .expect("binding created");
+        .expect("policy and binding applied");
     for (token, pod) in [("app-0", "app-0"), ("app-1", "app-1")] {
         emu.set_user(token, kube_emulator::UserInfo::pod("default", "app", pod));
     }

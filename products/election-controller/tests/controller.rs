@@ -166,29 +166,16 @@ async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fenced_client_passes_the_server_side_fence_through_handover_and_crash() {
     use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, Protected};
-    use k8s_openapi::api::admissionregistration::v1::{
-        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-    };
 
     let (emu, sources) = setup(5).await;
     let fence = FencePolicy::new("default", mirror::LEASE)
         .namespaces([mirror::TARGET])
         .protect(Protected::new("", "v1", "configmaps"));
     let admin = emu.client("admin").expect("client");
-    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(fence.policy().unwrap()).unwrap(),
-        )
+    fence
+        .apply(admin.clone())
         .await
-        .expect("policy");
-    Api::<ValidatingAdmissionPolicyBinding>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(fence.binding().unwrap()).unwrap(),
-        )
-        .await
-        .expect("binding");
+        .expect("policy and binding");
     let copies: Api<ConfigMap> = Api::namespaced(admin, mirror::TARGET);
     let stamped_by = |cm: &ConfigMap| {
         cm.metadata

@@ -16,9 +16,6 @@ use election_ops::client::guarded_client;
 use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, Protected};
 use election_ops::guard::WriteGuardLayer;
 use election_ops::stamp::TermAnnotationLayer;
-use k8s_openapi::api::admissionregistration::v1::{
-    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_emulator::Emulator;
@@ -73,21 +70,10 @@ fn removal(index: usize) -> Patch<()> {
 async fn n20_a_new_leaders_finalizers_pass_the_fence_on_an_object_the_old_one_wrote() {
     let emu = Emulator::start().await.expect("emulator");
     let fence = FencePolicy::new("default", LEASE).protect(Protected::new("", "v1", "configmaps"));
-    let admin = emu.client("admin").expect("client");
-    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(fence.policy().unwrap()).unwrap(),
-        )
+    fence
+        .apply(emu.client("admin").expect("client"))
         .await
-        .expect("policy");
-    Api::<ValidatingAdmissionPolicyBinding>::all(admin)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(fence.binding().unwrap()).unwrap(),
-        )
-        .await
-        .expect("binding");
+        .expect("policy and binding");
 
     let a = candidate(&emu, "a");
     until("a leads", || a.term().is_some()).await;
