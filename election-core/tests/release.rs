@@ -241,14 +241,7 @@ fn shutdown_of_a_leader_drains_releases_and_terminates() {
             reason: StopReason::ShutDown
         }]
     );
-    let (op, expected, record) = n.update();
-    assert_eq!(expected, Version::new("1"));
-    assert_eq!(record, released(stamped(acquiring(&cfg, 0), 1)));
-    n.answer(op, Ok(obs("2", stamped(record, 2))));
-    assert_eq!(
-        n.events(),
-        vec![Event::LeaderChanged { leader: None }, Event::Terminated]
-    );
+    releases_and_terminates(&mut n, &cfg);
     assert!(n.e.is_terminated());
     assert_eq!(n.e.role(), Role::Terminated);
     assert_eq!(n.timeout(), None);
@@ -313,14 +306,7 @@ fn shutdown_asked_while_a_step_down_drains_is_reported_as_shut_down() {
             reason: StopReason::ShutDown
         }]
     );
-    let (op, expected, record) = n.update();
-    assert_eq!(expected, Version::new("1"));
-    assert_eq!(record, released(stamped(acquiring(&cfg, 0), 1)));
-    n.answer(op, Ok(obs("2", stamped(record, 2))));
-    assert_eq!(
-        n.events(),
-        vec![Event::LeaderChanged { leader: None }, Event::Terminated]
-    );
+    releases_and_terminates(&mut n, &cfg);
 }
 
 /// H1: shutdown while a renew is in flight: the release uses the version the renew
@@ -564,4 +550,17 @@ fn h5_watch_event_during_the_confirming_read_does_not_end_the_shutdown() {
         n.answer(op, Ok(obs("2", stamped(rel, 2))));
         assert!(n.e.is_terminated());
     }
+}
+
+/// The release of a leader of `cfg` that acquired at version "1": written over
+/// that version, answered, then the release's `LeaderChanged` and `Terminated`.
+fn releases_and_terminates(n: &mut Node, cfg: &Config) {
+    let (op, expected, record) = n.update();
+    assert_eq!(expected, Version::new("1"));
+    assert_eq!(record, released(stamped(acquiring(cfg, 0), 1)));
+    n.answer(op, Ok(obs("2", stamped(record, 2))));
+    assert_eq!(
+        n.events(),
+        vec![Event::LeaderChanged { leader: None }, Event::Terminated]
+    );
 }

@@ -98,8 +98,7 @@ async fn writes(api: &Api<ConfigMap>, n: usize) -> Duration {
             .expect("the leader's write passes");
         times.push(start.elapsed());
     }
-    times.sort();
-    times[n / 2]
+    median(times)
 }
 
 /// `n` JSON patches of the ConfigMap `w` through `api`; the median round trip.

@@ -184,19 +184,19 @@ impl Write {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         let m = req.method();
-        let patch = |kind: &str| content_type.starts_with(&format!("application/{kind}"));
-        if (m == Method::POST || m == Method::PUT) && content_type.starts_with("application/json") {
+        let media = content_type.strip_prefix("application/").unwrap_or("");
+        let patch = |kind: &str| m == Method::PATCH && media.starts_with(kind);
+        if (m == Method::POST || m == Method::PUT) && media.starts_with("json") {
             Write::Object
-        } else if m == Method::PATCH && patch("json-patch+json") {
+        } else if patch("json-patch+json") {
             Write::JsonPatch
-        } else if m == Method::PATCH
-            && [
-                "merge-patch+json",
-                "strategic-merge-patch+json",
-                "apply-patch+yaml",
-            ]
-            .iter()
-            .any(|k| patch(k))
+        } else if [
+            "merge-patch+json",
+            "strategic-merge-patch+json",
+            "apply-patch+yaml",
+        ]
+        .into_iter()
+        .any(patch)
         {
             Write::Object
         } else if m == Method::DELETE && names_one_object(req.uri().path()) {

@@ -301,7 +301,10 @@ impl Inner {
     /// Remembers a write of this lock's that stored `record` at `revision`: it
     /// names this node when the lock serves one election and the record names it.
     fn wrote(&self, revision: i64, record: &LockRecord) {
-        let names_me = matches!(self.identities().as_slice(), [me] if *record.holder == **me);
+        let names_me = matches!(
+            self.identities.lock().unwrap_or_else(PoisonError::into_inner).as_slice(),
+            [me] if *record.holder == **me
+        );
         *self
             .last_write
             .lock()
