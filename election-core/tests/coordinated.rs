@@ -663,3 +663,220 @@ fn c2_the_claims_watch_echo_before_its_answer_does_not_delay_leading() {
     n.answer(op, Ok(mine));
     assert!(n.e.is_leader(n.now), "leads at once");
 }
+
+/// R14: a gap hides any holder this node has seen, with the longest lease it
+/// saw. A polling node (lease 2 s) reads at 0 that "x" holds the Lease with a
+/// 6 s lease; it is paused until 8.1 s while x renews (last just before 8.1 s)
+/// and then loses the API; the coordinator, judging x expired by its skewed
+/// stamps, assigns this node, which reads the assignment at 8.1 s. x may believe
+/// until 6 s after its last renew: the node leads no earlier than 8.1 s + 6 s.
+#[test]
+fn r14_an_assignment_read_after_a_gap_waits_the_longest_lease_seen() {
+    let mut n = Node::follower(coordinated("a"), obs("10", held("x", 6, 3)));
+    n.advance_to(t(8_100));
+    let op = n.get();
+    n.answer(op, Ok(obs("30", assigned("a", &held("x", 6, 3)))));
+    let seen = n.now;
+    let (op, _, claim) = n.update();
+    n.answer(op, Ok(obs("31", stamped(claim, 5))));
+    assert_eq!(n.e.role(), Role::Acquiring);
+    let started_at = renew_until_leading(&mut n, 32);
+    assert_eq!(started_at, seen + ms(6_000));
+}
+
+/// C7: the end of term arrives while a renew is in flight. The watch shows the
+/// renew's own version, then the coordinator's `preferredHolder` on it, both
+/// before the renew's answer. The answer shows the second version is not its
+/// echo: the holder reads at once (and drains), not a renew interval later.
+#[test]
+fn c7_an_end_of_term_seen_during_a_successful_renew_is_read_at_once() {
+    let (mut n, _) = claimed_leader("a");
+    n.events();
+    let (op, expected, renew) = n.fire_until_action(10).into_update();
+    assert_eq!(expected, Version::new("13"));
+    let renewed = stamped(renew, 6);
+    n.advance(ms(20));
+    n.watch(WatchEvent::Changed(obs("14", renewed.clone())));
+    n.advance(ms(20));
+    let marked = preferring(&renewed, "c");
+    n.watch(WatchEvent::Changed(obs("15", marked.clone())));
+    n.no_action();
+    n.advance(ms(20));
+    n.answer(op, Ok(obs("14", renewed)));
+    let read = n.get();
+    n.answer(read, Ok(obs("15", marked)));
+    assert_eq!(
+        n.events(),
+        vec![Event::Draining {
+            reason: StopReason::Preempted { by: "c".into() }
+        }]
+    );
+}
+
+/// C7: a landed claim overtaken on the watch by an edit that keeps every stamp
+/// of it, before the claim's answer came. The edit is adopted, not taken for a
+/// record of another: with a label added the node leads at once and renews on
+/// the edited version; with the coordinator's end-of-term mark it never leads
+/// and gives the Lease back at once, the mark kept for its target.
+#[test]
+fn c7_a_landed_claim_overtaken_by_an_edit_of_it_is_adopted() {
+    for case in ["label", "mark"] {
+        let mut n = watching_follower("a");
+        n.advance(ms(2_100));
+        n.watch(WatchEvent::Changed(obs(
+            "12",
+            assigned("a", &held("b", 2, 3)),
+        )));
+        let (op, _, claim) = n.update();
+        let mine = stamped(claim, 5);
+        n.advance(ms(10));
+        n.watch(WatchEvent::Changed(obs("13", mine.clone())));
+        n.advance(ms(10));
+        let edited = match case {
+            "label" => mine.clone(), // metadata is not part of the record
+            _ => preferring(&mine, "c"),
+        };
+        n.watch(WatchEvent::Changed(obs("14", edited)));
+        n.advance(ms(10));
+        n.answer(op, Ok(obs("13", mine)));
+        let (_, expected, next) = n.update();
+        assert_eq!(expected, Version::new("14"), "{case}: written on the edit");
+        match case {
+            "label" => {
+                assert!(n.e.is_leader(n.now), "label: leads at once");
+                assert_eq!(next.holder, "a".into(), "label: renews");
+            }
+            _ => {
+                assert_eq!(n.started(), None, "mark: never leads");
+                assert_eq!(n.e.role(), Role::Releasing);
+                assert_eq!(next.holder, "".into(), "mark: releases");
+                assert_eq!(
+                    next.handover.map(|h| h.to),
+                    Some("c".into()),
+                    "mark: kept for its target"
+                );
+            }
+        }
+    }
+}
+
+/// C7: the coordinator assigned this node, then found a better candidate and
+/// marked the still-valid assignment for the end of term before this node
+/// claimed it (kube-apiserver's coordinator does). The node never claims it
+/// nor leads, and never erases the mark: it releases the assignment at once,
+/// the mark kept, so the coordinator gives the Lease on without waiting for it
+/// to expire.
+#[test]
+fn c7_an_assignment_marked_for_the_end_of_term_is_released_unclaimed() {
+    let mut n = watching_follower("a");
+    n.advance(ms(2_100));
+    let marked = preferring(&assigned("a", &held("b", 2, 3)), "c");
+    n.watch(WatchEvent::Changed(obs("12", marked)));
+    let (op, expected, release) = n.update();
+    assert_eq!(expected, Version::new("12"));
+    assert_eq!(release.holder, "".into());
+    assert_eq!(release.lease_duration_secs, Some(1));
+    assert_eq!(release.handover.as_ref().map(|h| &*h.to), Some("c"));
+    n.answer(op, Ok(obs("13", stamped(release, 5))));
+    assert_eq!(n.started(), None, "never leads");
+    assert_eq!(n.e.role(), Role::Follower);
+    n.advance(ms(10_000));
+    n.no_action();
+    assert!(
+        !n.log
+            .iter()
+            .any(|(_, e)| matches!(e, Event::StartedLeading { .. })),
+        "{:?}",
+        n.log
+    );
+}
+
+/// C2: the Lease deleted and re-created by the coordinator naming this leader
+/// while its renew's outcome is unknown (timed out). The read shows the
+/// assignment: no acquire time and transitions 0, so not the renew landing. The
+/// term ends as `Reassigned` and the assignment is claimed as a new term (an
+/// acquire time, transitions above any seen), led on only after the wait.
+#[test]
+fn c2_an_assignment_after_a_renew_of_unknown_outcome_ends_the_term() {
+    let (mut n, _) = claimed_leader("a");
+    n.events();
+    let _renew = n.fire_until_action(10).into_update();
+    n.advance(n.e.config().request_timeout);
+    let read = n.get();
+    n.answer(read, Ok(obs("40", assigned("a", &LockRecord::default()))));
+    let stops: Vec<_> = n
+        .events()
+        .into_iter()
+        .filter(|e| matches!(e, Event::StoppedLeading { .. }))
+        .collect();
+    assert_eq!(
+        stops,
+        vec![Event::StoppedLeading {
+            term: term(4, "13"),
+            reason: StopReason::Reassigned
+        }]
+    );
+    let (op, expected, claim) = n.fire_until_action(10).into_update();
+    assert_eq!(expected, Version::new("40"));
+    assert_eq!(claim.transitions, 5, "a new term, past every count seen");
+    assert_eq!(claim.acquire_time, Stamp::Now);
+    n.answer(op, Ok(obs("41", stamped(claim, 7))));
+    assert_eq!(n.e.role(), Role::Acquiring, "the read was a gap: it waits");
+}
+
+/// C4: an assignment is no twin's write. Its previous life's record and then
+/// an assignment naming it, or a claim that conflicts and then a read of a new
+/// assignment: no `IdentityCollision` is reported.
+#[test]
+fn c4_assignments_are_not_reported_as_identity_collisions() {
+    let collisions = |n: &Node| {
+        n.log
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::Warning(Warning::IdentityCollision(_))))
+            .count()
+    };
+    // Its previous life's record, then an assignment naming it.
+    let mut n = Node::new(coordinated("a"));
+    n.watch_active(true);
+    let op = n.get();
+    n.answer(op, Ok(obs("10", held("a", 2, 3))));
+    n.advance(ms(100));
+    n.watch(WatchEvent::Changed(obs(
+        "11",
+        assigned("a", &held("a", 2, 3)),
+    )));
+    assert_eq!(collisions(&n), 0, "previous life, then an assignment");
+    // A claim that conflicts, then a read showing a new assignment.
+    let mut n = watching_follower("a");
+    n.advance(ms(2_100));
+    n.watch(WatchEvent::Changed(obs(
+        "12",
+        assigned("a", &held("b", 2, 3)),
+    )));
+    let (op, _, _) = n.update();
+    n.answer(op, Err(LockError::Conflict));
+    let read = n.get();
+    n.answer(read, Ok(obs("14", assigned("a", &held("c", 2, 3)))));
+    assert_eq!(collisions(&n), 0, "a conflict, then a new assignment");
+}
+
+/// C8: a shutdown asked while the claim is in flight. The claim lands: the node
+/// never leads, and releases at once, not a renew interval after the claim.
+#[test]
+fn c8_a_shutdown_during_a_claim_releases_at_once() {
+    let mut n = watching_follower("a");
+    n.advance(ms(2_100));
+    n.watch(WatchEvent::Changed(obs(
+        "12",
+        assigned("a", &held("b", 2, 3)),
+    )));
+    let (op, _, claim) = n.update();
+    n.advance(ms(50));
+    n.shutdown();
+    n.advance(ms(50));
+    n.answer(op, Ok(obs("13", stamped(claim, 5))));
+    let (_, expected, release) = n.update();
+    assert_eq!(expected, Version::new("13"));
+    assert_eq!(release.holder, "".into());
+    assert_eq!(n.started(), None, "never leads");
+}

@@ -318,3 +318,29 @@ fn renew_until_release(n: &mut Node) -> (WriteId, LockRecord) {
         n.answer(op, Ok(obs(&v.to_string(), stamped(rec, v))));
     }
 }
+
+/// R14: the lock delay after an absence covers the longest lease seen, not this
+/// node's own. "x" holds the lock with a 6 s lease (this node's is 2 s); the
+/// next poll finds the lock deleted (a human, a namespace clean-up) while x,
+/// partitioned and blind to it, may believe until nearly 6 s after its last
+/// renew before 0. The node creates at once (allowed) but leads only 6 s after
+/// its create's answer, not 2 s.
+#[test]
+fn r14_a_lock_deleted_under_a_longer_lease_waits_that_lease_before_leading() {
+    let mut n = Node::follower(fast("a"), obs("7", held("x", 6, 3)));
+    let op = match n.fire_until_action(10) {
+        Action::Get { op } => op,
+        other => panic!("a poll, not {other:?}"),
+    };
+    assert!(n.now < t(2_000), "polled within a lease: {:?}", n.now);
+    n.answer(op, Err(LockError::NotFound));
+    let (op, record) = n.create();
+    n.advance(ms(20));
+    let answered = n.now;
+    n.answer(op, Ok(obs("9", stamped(record, 9))));
+    assert_eq!(n.e.role(), Role::Acquiring);
+    renew_until(&mut n, answered + ms(5_999));
+    assert_eq!(first_start(&n), None, "led within x's 6 s lease");
+    renew_until(&mut n, answered + ms(6_000));
+    assert_eq!(first_start(&n), Some(answered + ms(6_000)));
+}

@@ -205,11 +205,20 @@ impl Elector {
                     transitions: obs.record.transitions,
                     version: obs.version.clone(),
                 };
+                let written = obs.record.clone();
+                let mut adopted = false;
                 if self.observe(obs, true, now) == super::observe::Novelty::Stale {
                     // The watch already showed a newer version: the write landed
-                    // and was overwritten. Nothing to hold; act on what is seen.
-                    self.timers.set(Timer::Attempt, now);
-                    return;
+                    // and was overwritten. An edit that kept every stamp of it
+                    // (a label, the coordinator's end-of-term mark) leaves the
+                    // lock ours: adopt it, as a holder adopts such an edit
+                    // (`confirm_holding`). Anything else: nothing to hold; act on
+                    // what is seen.
+                    if !self.adopt_edit_of(&written) {
+                        self.timers.set(Timer::Attempt, now);
+                        return;
+                    }
+                    adopted = true;
                 }
                 if call.purpose == Purpose::AskHandover {
                     self.timers.set(Timer::Attempt, now);
@@ -238,6 +247,10 @@ impl Elector {
                 self.own.settle_unknown();
                 self.own.foreign_self_versions = 0;
                 self.take_holding(term, call.sent_at, now);
+                if adopted && self.holding.is_some() {
+                    // As after any adopted edit: renew on its version at once.
+                    self.timers.set(Timer::Attempt, now);
+                }
             }
             Err(LockError::AlreadyExists | LockError::Conflict | LockError::Unknown { .. }) => {
                 // Lost a race, or do not know: read the lock, then wait as it says.
@@ -262,8 +275,24 @@ impl Elector {
         }
     }
 
+    /// Whether the version seen is an edit of `written` (the record a write of
+    /// ours stored) that keeps every stamp of it (`renew::keeps_stamps`):
+    /// if so, it is adopted as this node's (its echo is not news).
+    fn adopt_edit_of(&mut self, written: &LockRecord) -> bool {
+        let Some(seen) = self.lock.present() else {
+            return false;
+        };
+        let kept = super::renew::keeps_stamps(written, &seen.obs.record);
+        if kept {
+            let version = seen.obs.version.clone();
+            self.own.remember(&version);
+        }
+        kept
+    }
+
     /// Holds the lock from a write sent at `sent`: lead now, after the lock delay,
-    /// or (shutting down) only release it.
+    /// or (shutting down, or the record already marked for another) only release
+    /// it.
     fn take_holding(&mut self, term: Term, sent: Instant, now: Instant) {
         let deadline = sent + self.config.renew_deadline;
         if now >= deadline && self.phase != Phase::ShuttingDown {
@@ -281,7 +310,11 @@ impl Elector {
             self.warn(Warning::LeftToExpire);
             return;
         }
-        let state = if self.phase == Phase::ShuttingDown {
+        // A record marked for the end of term (an edit adopted, made before
+        // this node could lead) is never led on: it is given back at once, the
+        // mark kept for its target.
+        let releasing = self.phase == Phase::ShuttingDown || self.honoured_handover_seen();
+        let state = if releasing {
             Lead::Releasing
         } else if now < self.lead_not_before {
             self.timers.set(Timer::LockDelay, self.lead_not_before);
@@ -299,7 +332,12 @@ impl Elector {
             state,
         });
         self.timers.set(Timer::Deadline, deadline);
-        let next_renew = (sent + self.config.renew_every()).max(now);
-        self.timers.set(Timer::Attempt, next_renew);
+        // A lock taken only to be given back is released at once.
+        let next = if releasing {
+            now
+        } else {
+            (sent + self.config.renew_every()).max(now)
+        };
+        self.timers.set(Timer::Attempt, next);
     }
 }

@@ -290,6 +290,9 @@ impl Elector {
             Purpose::Renew => self.on_renew_answer(call, result, now),
             Purpose::Release => self.on_release_answer(result, call.sent_at, now),
         }
+        if !read {
+            self.judge_watch_ahead(now);
+        }
         if read && let Some(seen) = self.lock.last() {
             // What the read showed, as taken in (an echo of an older write of
             // ours is not news).

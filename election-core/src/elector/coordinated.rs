@@ -8,9 +8,10 @@
 //!   acquire time (the coordinator clears it; every holder of this library stamps
 //!   one): the node claims it at once by compare-and-swap, as a new term;
 //! - it leads only once nobody else can: not before [`OthersUntil::until`], one
-//!   lease after the last version it saw held by another, or after any version
-//!   that may not directly follow the one seen before it (a version it missed
-//!   may hide a holder). The coordinator judges expiry by wall clocks; this rule
+//!   lease (the holder's, or its own if longer) after the last version it saw
+//!   held by another, and the longest lease seen from any holder after any
+//!   version that may not directly follow the one seen before it (a version it
+//!   missed may hide a holder, with any lease it was seen to use). The coordinator judges expiry by wall clocks; this rule
 //!   keeps the promise on local time, as the classic mode does;
 //! - a version naming this node with an acquire time that it did not write (a
 //!   twin, or its own previous life) is timed like another's lease and taken
@@ -18,7 +19,8 @@
 //! - a holder gives the lock back (drain, then release) when the record names a
 //!   `preferredHolder` ([`crate::Handover`] with no priority), and on shutdown: a
 //!   released lock is reassigned by the coordinator at once, where a lease left
-//!   to expire costs a whole lease.
+//!   to expire costs a whole lease. An assignment (or a claim of it) already so
+//!   marked is released without leading, the mark kept.
 
 use alloc::sync::Arc;
 
@@ -40,6 +42,15 @@ impl Elector {
             return self.follow_move(None, now);
         }
         let ours = self.own.may_have_written(&seen.obs.version, rec);
+        if (ours || self.is_assignment(rec)) && self.honoured_handover(rec) {
+            // The coordinator marked it for the end of term before this node
+            // claimed it (it found a better candidate): never claimed, never
+            // led on, the mark never erased. Given back at once by a release
+            // that keeps the mark, so the coordinator moves on without waiting
+            // for the lease to run out.
+            let record = self.released_record(rec);
+            return Move::Write(Purpose::Release, seen.obs.version.clone(), record);
+        }
         if ours || self.is_assignment(rec) {
             // One more than any count seen: the coordinator keeps the count of
             // the record it overwrites, and starts a re-created lock at none.
@@ -90,15 +101,17 @@ impl Elector {
             && !self.own.wrote(&seen.obs.version)
             && !self.is_assignment(rec)
             && !maybe_ours;
-        // A holder's own duration where it is seen; for versions missed, the
-        // fleet's configured one (a coordinator's default says nothing of them).
+        // A holder's own duration where it is seen (never shorter than ours);
+        // for versions missed, the longest lease seen from any holder, since
+        // any of them may hide there (a coordinator's default says nothing of
+        // them).
         let lease = if others {
             self.effective_duration()
         } else {
             self.config.lease_duration
         };
         if !adjacent {
-            self.others_until.gap(now + self.config.lease_duration);
+            self.others_until.gap(now + self.longest_lease());
         }
         if others {
             self.others_until.held(&rec.holder, now + lease);

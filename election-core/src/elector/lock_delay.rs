@@ -1,7 +1,8 @@
 //! The strict lock delay (DESIGN §4 "Absent lock while another may believe"): a
 //! node cannot tell a lock never created from one deleted under a live leader, so
-//! with [`LockDelay::Strict`] every node that creates the lock waits one lease
-//! duration, counted from its create's answer, before it leads.
+//! with [`LockDelay::Strict`] every node that creates the lock waits the longest
+//! lease it has seen (its own at least), counted from its create's answer,
+//! before it leads.
 
 use super::{Elector, Lead, LockView};
 use crate::config::LockDelay;
@@ -11,8 +12,9 @@ use crate::time::Instant;
 
 impl Elector {
     /// The lock is absent. Whoever held it before it was deleted may still believe
-    /// it leads until its deadline, which passes within one lease duration from now
-    /// (the deletion came before this observation). With the strict lock delay, do
+    /// it leads until its deadline, which passes within its lease duration from
+    /// now (the deletion came before this observation): within the longest lease
+    /// seen, since that holder may have run with a longer lease than this node's. With the strict lock delay, do
     /// not lead before then, whichever write wins (a create, or taking over a
     /// record whose create's outcome was unknown). A node cannot tell a lock never
     /// created from one deleted under a live leader, so this holds for a node that
@@ -37,7 +39,7 @@ impl Elector {
             },
         };
         if self.config.lock_delay == LockDelay::Strict {
-            self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
+            self.lead_not_before = self.lead_not_before.max(now + self.longest_lease());
         }
     }
 
@@ -45,12 +47,12 @@ impl Elector {
     /// took back a record our create of unknown outcome made, came at `now`). The
     /// lock was absent when that create was served, which may be later than any
     /// read that found it absent: a leader of a lock deleted in between may believe
-    /// until its deadline, within one lease duration of the deletion. With the strict
-    /// lock delay, do not lead before one lease duration from `now`.
+    /// until its deadline, within its lease duration of the deletion. With the
+    /// strict lock delay, do not lead before the longest lease seen from `now`.
     pub(super) fn note_created(&mut self, now: Instant) {
         self.own.create_unknown = None;
         if self.config.lock_delay == LockDelay::Strict {
-            self.lead_not_before = self.lead_not_before.max(now + self.config.lease_duration);
+            self.lead_not_before = self.lead_not_before.max(now + self.longest_lease());
         }
     }
 

@@ -13,6 +13,7 @@ mod renew;
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
+use core::time::Duration;
 
 use crate::action::{Action, OpId};
 use crate::config::{Config, ConfigError};
@@ -89,6 +90,13 @@ pub struct Elector {
     /// Until when another node may lead, as far as this node's observations
     /// tell; a coordinated claim leads no earlier (`coordinated.rs`).
     others_until: OthersUntil,
+    /// The longest lease seen from any holder (never less than this node's
+    /// own): what a wait must cover where a holder may hide behind what this
+    /// node did not see (`lock_delay.rs`).
+    longest_lease: Duration,
+    /// A watch event a holder could not judge while a write of its own was in
+    /// flight (it may be that write's echo): judged once the answer came.
+    watch_ahead: Option<Observation>,
     /// The version last seen came from a watch that has not broken since: the
     /// watch's next version directly follows it (a watch yields every change).
     contiguous: bool,
@@ -267,6 +275,7 @@ impl Elector {
     /// action is a read of the lock).
     pub fn new(config: Config, now: Instant) -> Result<Self, ConfigError> {
         config.validate()?;
+        let longest_lease = config.lease_duration;
         let mut e = Elector {
             rng: Rng::new(
                 config
@@ -293,6 +302,8 @@ impl Elector {
             holding: None,
             lead_not_before: Instant::ZERO,
             others_until: OthersUntil::default(),
+            longest_lease,
+            watch_ahead: None,
             contiguous: false,
             campaign: Campaign::Active,
             write_hold: WriteHold::default(),

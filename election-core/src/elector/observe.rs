@@ -12,7 +12,7 @@ use super::{Elector, Lead, LockView, Seen};
 use crate::config::Mode;
 use crate::event::{Event, StopReason, Warning};
 use crate::lock::LockError;
-use crate::record::{Observation, Version};
+use crate::record::{LockRecord, Observation, Stamp, Version};
 use crate::time::Instant;
 
 /// What an observation turned out to be.
@@ -72,6 +72,7 @@ impl Elector {
             other if rec.is_held() => self.warn(Warning::LeaseDurationMissing(other)),
             _ => {}
         }
+        self.note_lease_length(rec);
         if self.holding.is_none() && rec.holder != *self.identity() {
             self.own.superseded_by(&obs.version);
         }
@@ -103,6 +104,33 @@ impl Elector {
                 d.max(self.config.lease_duration)
             })
             .min(self.config.max_lease_duration)
+    }
+
+    /// Keeps the longest lease any holder wrote ([`Elector::longest_lease`]):
+    /// a record that is not a release's shape, nor a coordinator's assignment
+    /// (its default duration says nothing of how long any holder believes),
+    /// with a usable duration, capped.
+    fn note_lease_length(&mut self, rec: &LockRecord) {
+        let assignment = self.config.mode == Mode::Coordinated && rec.acquire_time == Stamp::Unset;
+        if rec.is_released() || assignment {
+            return;
+        }
+        if let Some(d) = rec.lease_duration() {
+            let d = d.min(self.config.max_lease_duration);
+            self.longest_lease = self.longest_lease.max(d);
+        }
+    }
+
+    /// The longest lease seen from any holder, and never shorter than this
+    /// node's own: how long a holder this node cannot see (one behind a gap in
+    /// the versions it saw, or one that believed in a lock found deleted) may
+    /// still lead. Nodes of one lock may run with other lease durations (a
+    /// rollout that changes it, a fleet mixed with client-go), and a holder that
+    /// went unseen may be any of them; a holder seen renewing with a long lease
+    /// once may renew again behind a gap, so the bound never shrinks while the
+    /// node lives (docs/faults.md C7, R14).
+    pub(super) fn longest_lease(&self) -> Duration {
+        self.longest_lease
     }
 
     /// When the lease as seen expires for this node (local clock). An emptied
@@ -173,6 +201,10 @@ impl Elector {
                 let coordinated = self.config.mode == Mode::Coordinated;
                 if !write_in_flight || (coordinated && releasing && obs.record.is_held()) {
                     self.want_read(false);
+                } else {
+                    // Judged once the write is answered: if the answer is not
+                    // this version, the version came from someone else.
+                    self.watch_ahead = Some(obs);
                 }
             }
             return;
@@ -180,6 +212,19 @@ impl Elector {
         if self.observe(obs, false, now) == Novelty::New {
             self.note_foreign_self_record();
             self.timers.set(crate::timer::Timer::Attempt, now);
+        }
+    }
+
+    /// After a write's answer: a watch event the holder put aside while the
+    /// write was in flight ([`Elector::on_watch`]) is judged now, as if it came
+    /// after the answer. Unless it was that write's echo (or older news), it is
+    /// someone else's version (an end of term, a handover request, an edit) and
+    /// is read at once, not a renew interval later.
+    pub(super) fn judge_watch_ahead(&mut self, now: Instant) {
+        if let Some(obs) = self.watch_ahead.take()
+            && self.holding.is_some()
+        {
+            self.on_watch(obs, now);
         }
     }
 
@@ -235,13 +280,16 @@ impl Elector {
 
     /// A follower sees a version it did not write that names it: either it
     /// restarted (its previous life wrote it), or a twin uses its identity. It is
-    /// treated as held by another; a second such version proves a twin.
+    /// treated as held by another; a second such version proves a twin. An
+    /// assignment is neither: a coordinator wrote it (no candidate leaves the
+    /// acquire time unset), so it is no twin's write.
     pub(super) fn note_foreign_self_record(&mut self) {
         let Some(seen) = self.lock.present() else {
             return;
         };
         // A write of ours in flight or of unknown outcome may be what we see.
         if seen.obs.record.holder == *self.identity()
+            && !self.is_assignment(&seen.obs.record)
             && !self.own.wrote(&seen.obs.version)
             && !self.own_write_pending()
         {

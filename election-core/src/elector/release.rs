@@ -103,7 +103,7 @@ impl Elector {
     /// An empty holder, `leaseDurationSeconds: 1` (never 0, which the API rejects),
     /// transitions kept, a pending handover kept so that only its target may take
     /// the lock for one lease duration.
-    fn released_record(&self, held: &LockRecord) -> LockRecord {
+    pub(super) fn released_record(&self, held: &LockRecord) -> LockRecord {
         let mut rec = held.clone();
         rec.holder = "".into();
         rec.lease_duration_secs = Some(1);
@@ -160,6 +160,7 @@ impl Elector {
     /// duration), or finish a shutdown.
     pub(super) fn let_go(&mut self, now: Instant) {
         self.holding = None;
+        self.watch_ahead = None;
         self.timers.stop(Timer::Deadline);
         self.timers.stop(Timer::LockDelay);
         if self.phase == Phase::Running {

@@ -14,7 +14,7 @@ use super::{Elector, Lead, Phase, Purpose};
 use crate::config::Mode;
 use crate::event::{StopReason, Warning};
 use crate::lock::LockError;
-use crate::record::{Observation, Stamp};
+use crate::record::{LockRecord, Observation, Stamp};
 use crate::time::Instant;
 use crate::timer::Timer;
 use core::time::Duration;
@@ -185,20 +185,25 @@ impl Elector {
                 self.begin_giving_up(StopReason::Preempted { by }, now);
             }
             self.timers.set(Timer::Attempt, now);
-        } else if let Some(sent) = self.own.take_unknown() {
-            // A write of ours whose outcome we did not learn landed: it counts from
-            // the earliest such send time.
+        } else if self.config.mode == Mode::Coordinated && self.is_assignment(&obs.record) {
+            // The coordinator's new assignment, not a twin's write nor one of
+            // ours of unknown outcome (a holder stamps an acquire time, and our
+            // renews keep ours): our term is over, the assignment is claimed as
+            // a new one. A renew of unknown outcome can no longer land: it was a
+            // compare-and-swap on a version before this one.
+            self.own.settle_unknown();
+            self.lose(StopReason::Reassigned, now);
+            self.observe(obs, true, now);
+            self.timers.set(Timer::Attempt, now);
+        } else if self.own.may_have_written(&obs.version, &obs.record)
+            && let Some(sent) = self.own.take_unknown()
+        {
+            // A write of ours whose outcome we did not learn landed (it wrote
+            // this transition count): it counts from the earliest such send time.
             self.own.remember(&obs.version);
             self.observe(obs, true, now);
             self.extend(sent);
             self.schedule_renew(sent, self.config.renew_every(), now);
-        } else if self.config.mode == Mode::Coordinated && self.is_assignment(&obs.record) {
-            // The coordinator's new assignment, not a twin's write (a holder
-            // stamps an acquire time): our term is over, the assignment is claimed
-            // as a new one.
-            self.lose(StopReason::Reassigned, now);
-            self.observe(obs, true, now);
-            self.timers.set(Timer::Attempt, now);
         } else {
             let id = me.clone();
             self.warn(Warning::IdentityCollision(id));
@@ -220,14 +225,9 @@ impl Elector {
     /// record), or a handover request. A twin's renew would have stamped a new
     /// renew time; a twin's acquisition a new acquire time and transition count.
     pub(super) fn only_foreign_fields_changed(&self, obs: &Observation) -> bool {
-        let Some(seen) = self.lock.present() else {
-            return false;
-        };
-        let (old, new) = (&seen.obs.record, &obs.record);
-        new.holder == old.holder
-            && new.renew_time == old.renew_time
-            && new.acquire_time == old.acquire_time
-            && new.transitions == old.transitions
+        self.lock
+            .present()
+            .is_some_and(|seen| keeps_stamps(&seen.obs.record, &obs.record))
     }
 
     /// Ends leadership if its deadline passed.
@@ -238,4 +238,14 @@ impl Elector {
         }
         self.lose(StopReason::DeadlineExceeded, now);
     }
+}
+
+/// Whether `new` keeps every field a holder stamps in `old`: holder, acquire
+/// time, renew time and transitions. Only a third party's edit of `old` (or a
+/// handover request) looks like this.
+pub(super) fn keeps_stamps(old: &LockRecord, new: &LockRecord) -> bool {
+    new.holder == old.holder
+        && new.renew_time == old.renew_time
+        && new.acquire_time == old.acquire_time
+        && new.transitions == old.transitions
 }
