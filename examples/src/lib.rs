@@ -1,9 +1,7 @@
 //! Runnable examples of the leader-election workspace (the library holds only their helpers).
 //!
-//! From the repository root:
-//! - `cargo run --example demo`: three candidates on the memory lock with the tokio
-//!   adapter; a crash of the leader and its failover, then a graceful hand-over,
-//!   with a timeline and the measured latencies;
+//! From the repository root (the README's first command, `cargo run -p demo`,
+//! is a package of its own, `examples/demo`, so that it builds little):
 //! - `cargo run --example no_runtime`: an `Elector` driven by plain threads and
 //!   `std::thread::sleep`, no async runtime at all;
 //! - `cargo run --release --example bench_failover [-- --quick]`: hand-over and

@@ -82,6 +82,7 @@ async fn emulator(test: &str) -> (Emulator, PathBuf, PathBuf) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p kube-elector --test deploy -- --ignored"]
 async fn every_manifest_passes_a_server_dry_run_and_nothing_is_stored() {
     let (emu, dir, kubeconfig) = emulator("deploy").await;
     let deploy = deploy_dir();
@@ -133,6 +134,7 @@ async fn every_manifest_passes_a_server_dry_run_and_nothing_is_stored() {
 /// a selector that does not select the template's Pods are each refused, with
 /// the API server's words.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p kube-elector --test deploy -- --ignored"]
 async fn a_broken_manifest_is_refused_by_the_dry_run() {
     let (_emu, dir, kubeconfig) = emulator("broken").await;
     let manifest =

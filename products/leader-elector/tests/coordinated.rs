@@ -58,6 +58,7 @@ async fn wait_holder(addr: &str, holder: &str, within: Duration) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p leader-elector --test coordinated -- --ignored"]
 async fn c6_coordinated_sidecars_follow_the_coordinators_choice() {
     let emu = Emulator::builder()
         .coordinator(Coordinator::default().scaled(0.1))

@@ -280,6 +280,7 @@ async fn w2_kube_runtimes_reflector_pages_watches_takes_bookmarks_and_relists_af
 /// where it is not) pages through a list with `--chunk-size`, as it does by
 /// default with 500, and filters by label.
 #[tokio::test]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p kube-emulator --test runtime_lists -- --ignored"]
 async fn kubectl_pages_through_configmaps_with_chunk_size_and_selects_by_label() {
     let emu = Emulator::start().await.expect("start");
     let api: Api<ConfigMap> = Api::namespaced(emu.client("writer").expect("client"), "default");

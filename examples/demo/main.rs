@@ -2,21 +2,21 @@
 //! one lease, then a graceful hand-over (shutdown, release, the next leader at
 //! once), then a clean shutdown. Prints a timeline and the measured latencies.
 //!
-//! Run from the repository root: `cargo run --example demo`.
+//! Run from the repository root: `cargo run -p demo`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use adapter_tokio::TokioRuntime;
-use election_core::Config;
-use election_core::Event;
-use election_driver::{Builder, Change, Handle, LeadershipState};
-use examples::millis;
 use futures::StreamExt;
-use lock_memory::MemoryStore;
+use kube_elector::prelude::*;
+
+/// A duration as milliseconds with three decimals.
+fn millis(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
 
 /// A wall time from the store's log, in milliseconds since the Unix epoch.
-fn wall_ms(w: &election_core::WallTime) -> f64 {
+fn wall_ms(w: &kube_elector::core::WallTime) -> f64 {
     w.unix_secs as f64 * 1e3 + f64::from(w.nanos) / 1e6
 }
 
