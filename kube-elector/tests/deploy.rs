@@ -183,3 +183,142 @@ async fn a_broken_manifest_is_refused_by_the_dry_run() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The objects of one manifest set that refer to others: each RoleBinding's
+/// Role and ServiceAccounts, each Deployment's ServiceAccount. `kind/name`
+/// strings.
+struct Refs {
+    defined: Vec<String>,
+    needed: Vec<(String, String)>,
+}
+
+/// What the manifests `files` (names in `deploy/`) define, and what they refer to
+/// (the referrer, then the object referred to).
+fn refs(files: &[&str]) -> Refs {
+    let mut defined = Vec::new();
+    let mut needed = Vec::new();
+    for file in files {
+        let yaml = std::fs::read_to_string(deploy_dir().join(file))
+            .unwrap_or_else(|e| panic!("deploy/{file}: {e}"));
+        for doc in yaml.split("\n---\n") {
+            let kind = doc
+                .lines()
+                .find_map(|l| l.strip_prefix("kind: "))
+                .unwrap_or_else(|| panic!("deploy/{file}: a kind"));
+            let name = doc
+                .lines()
+                .skip_while(|l| *l != "metadata:")
+                .find_map(|l| l.trim().strip_prefix("name: "))
+                .unwrap_or_else(|| panic!("deploy/{file}: a name"));
+            let this = format!("{kind}/{name}");
+            // A value on the line after `key`, indented under it.
+            let under = |key: &str| -> Vec<String> {
+                let mut lines = doc.lines().skip_while(|l| l.trim() != key).skip(1);
+                let mut out = Vec::new();
+                for l in lines.by_ref() {
+                    if !l.starts_with("  ") {
+                        break;
+                    }
+                    if let Some(v) = l.trim().trim_start_matches("- ").strip_prefix("name: ") {
+                        out.push(v.split(" #").next().unwrap_or(v).trim().to_owned());
+                    }
+                }
+                out
+            };
+            match kind {
+                "RoleBinding" => {
+                    for role in under("roleRef:") {
+                        needed.push((this.clone(), format!("Role/{role}")));
+                    }
+                    for sa in under("subjects:") {
+                        needed.push((this.clone(), format!("ServiceAccount/{sa}")));
+                    }
+                }
+                "Deployment" => {
+                    for sa in doc
+                        .lines()
+                        .filter_map(|l| l.trim().strip_prefix("serviceAccountName: "))
+                    {
+                        needed.push((this.clone(), format!("ServiceAccount/{sa}")));
+                    }
+                }
+                _ => {}
+            }
+            defined.push(this);
+        }
+    }
+    Refs { defined, needed }
+}
+
+/// What `files` refer to and do not define.
+fn missing(files: &[&str]) -> Vec<(String, String)> {
+    let r = refs(files);
+    r.needed
+        .into_iter()
+        .filter(|(_, to)| !r.defined.contains(to))
+        .collect()
+}
+
+/// Every `kubectl apply -n <namespace> -f deploy/… -f deploy/…` the manifests'
+/// headers and the README give, as its list of files (placeholders skipped).
+fn documented_sets() -> Vec<Vec<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut texts = vec![std::fs::read_to_string(root.join("README.md")).expect("README.md")];
+    for entry in std::fs::read_dir(deploy_dir()).expect("deploy/") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            texts.push(std::fs::read_to_string(path).expect("a manifest"));
+        }
+    }
+    let mut sets = Vec::new();
+    for text in texts {
+        for line in text.lines() {
+            let Some((_, command)) = line.split_once("kubectl apply -n <namespace>") else {
+                continue;
+            };
+            let files: Vec<String> = command
+                .split_whitespace()
+                .filter_map(|w| w.trim_end_matches('`').strip_prefix("deploy/"))
+                .filter(|f| f.ends_with(".yaml"))
+                .map(str::to_owned)
+                .collect();
+            if !files.is_empty() && !sets.contains(&files) {
+                sets.push(files);
+            }
+        }
+    }
+    sets
+}
+
+/// Each set of manifests the documents tell a user to apply together stands on
+/// its own: every Role a RoleBinding names and every ServiceAccount a binding or
+/// a Deployment names is in the set (a RoleBinding to a missing Role is accepted
+/// by the API server and grants nothing: the Pods then fail every Lease call).
+/// The check can fail: a set without `rbac.yaml` is refused.
+#[test]
+fn every_documented_set_of_manifests_defines_what_it_refers_to() {
+    let sets = documented_sets();
+    for wanted in ["quickstart.yaml", "sidecar.yaml", "run-mode.yaml"] {
+        assert!(
+            sets.iter().any(|s| s.iter().any(|f| f == wanted)),
+            "no documented command applies {wanted}: {sets:?}"
+        );
+    }
+    for set in &sets {
+        let files: Vec<&str> = set.iter().map(String::as_str).collect();
+        assert_eq!(missing(&files), [], "kubectl apply -f {files:?}");
+        let alone: Vec<&str> = files
+            .iter()
+            .copied()
+            .filter(|f| *f != "rbac.yaml")
+            .collect();
+        if !alone.is_empty() && alone.len() < files.len() {
+            assert!(
+                missing(&alone)
+                    .iter()
+                    .any(|(_, to)| to == "Role/leader-election"),
+                "without rbac.yaml, {alone:?} should lack the Role"
+            );
+        }
+    }
+}
