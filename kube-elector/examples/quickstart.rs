@@ -1,5 +1,5 @@
 //! The quick start: lead with the Lease `quickstart` until SIGTERM, then release it.
-use kube_elector::ops::{health::Health, http::Endpoint, identity};
+use kube_elector::ops::{Monitor, health::Health, http::Endpoint, identity};
 use kube_elector::{kube, prelude::*};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -11,7 +11,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = kube_elector::client(kube_config)?; // kube's own retries off
     let lock = LeaseLock::new(client, &namespace, "quickstart")?;
     let mut sigterm = signal(SignalKind::terminate())?;
-    let handle = Builder::new(lock, Config::client_go(identity))
+    let monitor = Monitor::new(lock.describe(), identity.clone()); // last renew and error, in /status
+    let handle = Builder::new(monitor.lock(lock), Config::client_go(identity))
         .leader_work(|term, cancel| async move {
             println!("leading in term {term}");
             cancel.cancelled().await; // work here until leadership is given up or lost
@@ -19,7 +20,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .spawn(TokioRuntime::current()?)?;
     let addr = std::env::var("PROBE_ADDR").unwrap_or_else(|_| "0.0.0.0:8080".into());
-    let probes = Endpoint::new(Health::new(handle.observer())); // /healthz, /readyz, /status
+    tokio::spawn(monitor.clone().follow(handle.states())); // a renew counts while leading
+    let probes = Endpoint::new(Health::new(handle.observer()).monitor(monitor)); // /healthz, /readyz, /status
     println!("probes on http://{}", probes.spawn(addr.parse()?).await?);
     sigterm.recv().await;
     handle.shutdown().await; // cancels and awaits the work, then releases the Lease

@@ -2,10 +2,10 @@
 //! docs/design.md §8): the example binary against the API emulator, with `KUBECONFIG`
 //! pointing at it and `ELECTION_IDENTITY` set, as `deploy/quickstart.yaml` runs
 //! it. It serves its probes, leads (after the strict lock delay of one lease,
-//! the Lease being new), SIGTERM makes it cancel its work and release the
-//! Lease, and it exits 0. Every request it made is granted by the Role of
-//! `deploy/rbac.yaml`, and the Role grants nothing it did not use. The README's
-//! quick start is the example, byte for byte.
+//! the Lease being new) and shows its last renew in `/status`; SIGTERM makes it
+//! cancel its work and release the Lease, and it exits 0. Every request it made
+//! is granted by the Role of `deploy/rbac.yaml`, and the Role grants nothing it
+//! did not use. The README's quick start is the example, byte for byte.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -80,6 +80,14 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
         );
     }
 
+    let (_, body) = probe(&probes, "/status").await;
+    let status: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        status["last_renew_unix_secs"],
+        serde_json::Value::Null,
+        "no renew before leading: {status}"
+    );
+
     // A new Lease: its creator leads one lease duration (15 s) after the create.
     let led = tokio::time::timeout(
         Duration::from_secs(60),
@@ -93,6 +101,30 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
         (status.as_str(), body.as_str()),
         ("HTTP/1.1 200 OK", "ok"),
         "/healthz while leading"
+    );
+    // `/status` shows the last renew while leading (the monitor wired in): the
+    // first renew comes one retry period (2 s) after the takeover.
+    let renewed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let (_, body) = probe(&probes, "/status").await;
+            let status: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+            if status["last_renew_unix_secs"].is_number() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("/status shows a renew within 10 s of leading");
+    assert_eq!(renewed["is_leader"], true, "{renewed}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64();
+    let renew = renewed["last_renew_unix_secs"].as_f64().expect("a number");
+    assert!(
+        renew <= now && now - renew < 10.0,
+        "the last renew, {renew}, is recent (now {now})"
     );
 
     support::signal(child.id().expect("running"), rustix::process::Signal::TERM);
