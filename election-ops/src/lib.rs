@@ -60,9 +60,3 @@ pub mod stamp;
 
 pub use monitor::{Monitor, MonitorBuilder, Observed, ObservedLock, Snapshot};
 pub use view::LeadershipView;
-
-/// The README's Rust snippets, compiled as doctests of this crate (its
-/// dev-dependencies and test features provide what they use).
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;

@@ -293,3 +293,10 @@ pub mod prelude {
     #[cfg(feature = "memory")]
     pub use crate::MemoryStore;
 }
+
+/// The README's Rust snippets, compiled as doctests of the facade, so that they
+/// cannot drift from it: each goes through `kube_elector::…`, and the
+/// dev-dependencies enable every feature they use.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
