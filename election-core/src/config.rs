@@ -91,6 +91,17 @@ pub struct Config {
     /// The largest lease duration honoured from a record; longer ones are capped
     /// and reported.
     pub max_lease_duration: Duration,
+    /// The longest lease duration any candidate of this lock may use, where the
+    /// fleet mixes lease lengths (a rollout that changes the lease duration, a
+    /// fleet shared with programs of other timings); `None` (the presets'
+    /// default): this node's own. Every wait for a holder this node cannot see
+    /// (after a gap in the versions it saw, or the lock found absent) lasts the
+    /// longest lease it has seen from any holder and at least this. Without it, a
+    /// node that never saw the longest-lease holder in its life (it started, or
+    /// was paused, while that holder led) cannot know to wait for it
+    /// ([`Config::fleet_lease_duration`](Config#method.fleet_lease_duration),
+    /// docs/faults.md R14).
+    pub fleet_lease_duration: Option<Duration>,
     /// Seed of the retry jitter. `None` (the presets' default) derives one per
     /// elector from the identity and, with the `std` feature, from entropy unique
     /// to the process, so that replicas never poll in lockstep. Set one
@@ -162,6 +173,9 @@ pub enum ConfigError {
     /// `jitter` is negative, NaN or infinite.
     #[error("jitter must be a finite number >= 0 (got {0})")]
     InvalidJitter(f64),
+    /// `fleet_lease_duration` is zero or above `max_lease_duration`.
+    #[error("fleet_lease_duration must be positive and at most max_lease_duration (got {0:?})")]
+    FleetLeaseOutOfRange(Duration),
     /// `max_lease_duration < lease_duration`.
     #[error("max_lease_duration must be at least lease_duration")]
     MaxLeaseBelowLease,
@@ -215,6 +229,7 @@ impl Config {
             lock_delay: LockDelay::Strict,
             mode: Mode::Classic,
             max_lease_duration: Duration::from_secs(3_600),
+            fleet_lease_duration: None,
             seed: None,
         }
     }
@@ -273,6 +288,26 @@ impl Config {
     pub fn coordinated(mut self) -> Self {
         self.mode = Mode::Coordinated;
         self
+    }
+
+    /// Sets the longest lease duration any candidate of this lock may use
+    /// ([`Config::fleet_lease_duration`](Config#structfield.fleet_lease_duration)):
+    /// for a fleet that mixes lease lengths, such as a rollout from a 30 s lease
+    /// to a 10 s one (set 30 s on every new replica until the last old one is
+    /// gone).
+    #[must_use]
+    pub fn fleet_lease_duration(mut self, longest: Duration) -> Self {
+        self.fleet_lease_duration = Some(longest);
+        self
+    }
+
+    /// The shortest wait for a holder this node cannot see: the longer of its own
+    /// lease duration and [`Config::fleet_lease_duration`](Config#structfield.fleet_lease_duration),
+    /// capped at `max_lease_duration`.
+    pub fn unseen_holder_lease(&self) -> Duration {
+        self.fleet_lease_duration
+            .map_or(self.lease_duration, |f| f.max(self.lease_duration))
+            .min(self.max_lease_duration)
     }
 
     /// Sets the priority.
@@ -348,6 +383,11 @@ impl Config {
         }
         if self.max_lease_duration < self.lease_duration {
             return Err(ConfigError::MaxLeaseBelowLease);
+        }
+        if let Some(f) = self.fleet_lease_duration
+            && (f.is_zero() || f > self.max_lease_duration)
+        {
+            return Err(ConfigError::FleetLeaseOutOfRange(f));
         }
         Ok(())
     }
@@ -489,6 +529,14 @@ mod tests {
             (
                 |c| c.max_lease_duration = ms(1_000),
                 ConfigError::MaxLeaseBelowLease,
+            ),
+            (
+                |c| c.fleet_lease_duration = Some(ms(7_200_000)),
+                ConfigError::FleetLeaseOutOfRange(ms(7_200_000)),
+            ),
+            (
+                |c| c.fleet_lease_duration = Some(Duration::ZERO),
+                ConfigError::FleetLeaseOutOfRange(Duration::ZERO),
             ),
             (
                 |c| {

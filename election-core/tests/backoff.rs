@@ -40,6 +40,46 @@ fn a5_create_answered_not_found_backs_off() {
     );
 }
 
+/// FAULTS A6, once allowed again: a polling follower whose reads were refused
+/// (403) backed off to a poll a lease apart. The first read that succeeds ends
+/// the backoff: the next poll comes a plain jittered retry period later, not at
+/// the backed-off instant planned when that read was sent (a poller back from
+/// an outage followed the lock blind for up to a lease, and missed a handover
+/// meant for it: the simulator found it).
+#[test]
+fn a6_a_poller_polls_a_plain_retry_period_after_its_first_read_that_succeeds() {
+    let cfg = fast("a");
+    let max_plain = cfg.retry_period.mul_f64(1.0 + cfg.jitter);
+    let mut n = Node::new(cfg);
+    let forbidden = || {
+        Err(LockError::Forbidden {
+            message: "leases is forbidden".into(),
+        })
+    };
+    let op = n.get();
+    n.answer(op, forbidden());
+    for _ in 0..5 {
+        let Action::Get { op } = n.fire_until_action(10) else {
+            panic!("a read");
+        };
+        n.answer(op, forbidden());
+    }
+    let Action::Get { op } = n.fire_until_action(10) else {
+        panic!("a read");
+    };
+    n.advance(ms(10));
+    n.answer(op, Ok(obs("7", held("b", 2, 1))));
+    let answered = n.now;
+    let Action::Get { .. } = n.fire_until_action(10) else {
+        panic!("a poll");
+    };
+    assert!(
+        n.now - answered <= max_plain,
+        "polled {:?} after the success (plain: at most {max_plain:?})",
+        n.now - answered
+    );
+}
+
 /// FAULTS A13: a connection reset after sending (outcome unknown) answered at
 /// once, and a read that shows the write did not land: the renew is sent again a
 /// retry period later, not at once (which, with a reset that comes at once, was a

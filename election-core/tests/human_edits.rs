@@ -287,3 +287,37 @@ fn r1_a_follower_named_by_an_edit_waits_a_lease_despite_an_old_unknown_write() {
         "not leading before its write succeeded: {at:?}"
     );
 }
+
+/// R1: the operator's patch names this follower over another's record whose
+/// transition count happens to be the one a write of its own of unknown
+/// outcome asked for. That write wrote this node's lease duration (6 s), the
+/// patched record keeps the other holder's (2 s): it is not this node's write,
+/// and is timed for a lease before any write (the simulator found the
+/// coincidence: the node took it back at once while the other still led).
+#[test]
+fn r1_an_edit_naming_this_follower_with_its_unknown_writes_count_but_another_duration_is_timed() {
+    let mut cfg = fast("a");
+    cfg.lease_duration = ms(6_000);
+    cfg.renew_deadline = ms(4_500);
+    let mut n = Node::new(cfg);
+    let op = n.get();
+    let held_by_b = obs("7", held("b", 2, 1));
+    n.answer(op, Ok(held_by_b.clone()));
+    let (_, write) = n.campaign(|_| Ok(held_by_b.clone()), 1_000);
+    let (op, _, record) = write.into_update();
+    assert_eq!(record.transitions, 2);
+    n.advance(ms(100));
+    n.answer(op, Err(LockError::unknown("no answer")));
+    // The patch: c's record (transitions 2, c's 2 s lease) with a's name.
+    let mut named_a = held("c", 2, 2);
+    named_a.holder = "a".into();
+    let edit = obs("12", named_a);
+    let read = n.get();
+    let seen = n.now;
+    n.answer(read, Ok(edit.clone()));
+    let (at, write) = first_write(&mut n, &edit, seen + ms(6_000));
+    assert!(
+        matches!(write, Action::Update { ref expected, .. } if expected.as_str() == "12"),
+        "{write:?} at {at:?}"
+    );
+}

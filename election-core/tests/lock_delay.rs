@@ -344,3 +344,67 @@ fn r14_a_lock_deleted_under_a_longer_lease_waits_that_lease_before_leading() {
     renew_until(&mut n, answered + ms(6_000));
     assert_eq!(first_start(&n), Some(answered + ms(6_000)));
 }
+
+/// R14 with R13: "x" (a 6 s lease) renews, then its duration is edited to 1 s
+/// while it is cut off and cannot learn of it. This node (2 s) times the edited
+/// version by the longest duration it saw x write, not by the longer of 1 s and
+/// its own 2 s: no takeover before 6 s from the edit.
+#[test]
+fn r14_a_duration_edited_under_a_longer_lease_holder_is_timed_by_what_it_wrote() {
+    let mut n = Node::follower(fast("a"), obs("7", held("x", 6, 3)));
+    n.watch_active(true);
+    n.watch(WatchEvent::Changed(obs("7", held("x", 6, 3))));
+    n.advance(ms(500));
+    n.watch(WatchEvent::Changed(obs("8", held("x", 1, 3))));
+    let edited = n.now;
+    let (at, write) = n.campaign(|_| Ok(obs("8", held("x", 1, 3))), 100);
+    assert!(at >= edited + ms(6_000), "took over at {at:?}: {write:?}");
+}
+
+/// R14, a gap in the classic mode: this polling node saw "x" (6 s lease) hold
+/// the lock; behind its back the lock was deleted and created again by "y"
+/// (2 s), which never led (it waits out its lock delay) and died. The next poll
+/// shows y's record, which expires 2 s later; x, cut off and blind to the
+/// deletion, may believe for 6 s. The node takes y's expired record, but leads
+/// only 6 s after the poll that could not tell what it missed.
+#[test]
+fn r14_a_takeover_after_a_gap_leads_only_once_the_longest_lease_seen_is_over() {
+    let mut n = Node::follower(fast("a"), obs("7", held("x", 6, 3)));
+    let op = match n.fire_until_action(10) {
+        Action::Get { op } => op,
+        other => panic!("a poll, not {other:?}"),
+    };
+    n.answer(op, Ok(obs("20", held("y", 2, 4))));
+    let gap = n.now;
+    let (at, write) = n.campaign(|_| Ok(obs("20", held("y", 2, 4))), 100);
+    assert!(at >= gap + ms(2_000) && at < gap + ms(6_000), "{at:?}");
+    let (op, _, record) = write.into_update();
+    n.answer(op, Ok(obs("21", stamped(record, 9))));
+    assert_eq!(n.e.role(), Role::Acquiring, "holds, waiting");
+    renew_until(&mut n, gap + ms(5_999));
+    assert_eq!(first_start(&n), None, "led within x's lease after the gap");
+    renew_until(&mut n, gap + ms(6_000));
+    assert_eq!(first_start(&n), Some(gap + ms(6_000)));
+}
+
+/// R14's knob: a node that never saw the longest-lease holder (it started after
+/// that holder took the lock, then found the lock deleted) waits the fleet's
+/// longest lease when told it (`Config::fleet_lease_duration`), and its own
+/// without.
+#[test]
+fn r14_the_fleets_longest_lease_covers_a_holder_never_seen() {
+    for (fleet, wait) in [(None, 2_000), (Some(ms(6_000)), 6_000)] {
+        let mut cfg = fast("a");
+        cfg.fleet_lease_duration = fleet;
+        let mut n = Node::new(cfg);
+        let op = n.get();
+        n.answer(op, Err(LockError::NotFound));
+        let (op, record) = n.create();
+        let answered = n.now;
+        n.answer(op, Ok(obs("9", stamped(record, 9))));
+        renew_until(&mut n, answered + ms(wait - 1));
+        assert_eq!(first_start(&n), None, "{fleet:?}");
+        renew_until(&mut n, answered + ms(wait));
+        assert_eq!(first_start(&n), Some(answered + ms(wait)), "{fleet:?}");
+    }
+}

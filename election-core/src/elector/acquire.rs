@@ -90,7 +90,7 @@ impl Elector {
         let me = self.identity();
         let expiry = self.expiry();
 
-        if rec.holder == *me && self.own.may_have_written(&seen.obs.version, rec) {
+        if self.may_be_own(&seen.obs.version, rec) {
             // Our own record (a late write of ours, or one whose outcome we did not
             // learn): take it back by compare-and-swap, as a new term.
             return self.take(Purpose::Acquire, seen);
@@ -100,7 +100,7 @@ impl Elector {
         }
         if rec.is_held() && rec.holder != *me && outranks(self.config.priority, rec.priority) {
             match self.config.preemption {
-                Preemption::Steal => return self.take(Purpose::TakeOver, seen),
+                Preemption::Steal => return self.take(Purpose::Steal, seen),
                 Preemption::Handover if self.should_ask(rec) => {
                     let record = self.handover_request(rec);
                     return Move::Write(Purpose::AskHandover, seen.obs.version.clone(), record);
@@ -243,6 +243,10 @@ impl Elector {
                     // The coordinator judged the last holder gone by wall clocks;
                     // lead only once local observation says so too.
                     self.lead_not_before = self.lead_not_before.max(self.others_until.until());
+                } else if call.purpose != Purpose::Steal {
+                    // A holder hidden behind a gap may still believe (a steal
+                    // takes an unexpired lease at once by design).
+                    self.lead_not_before = self.lead_not_before.max(self.hidden_until);
                 }
                 self.own.settle_unknown();
                 self.own.foreign_self_versions = 0;

@@ -83,6 +83,23 @@ impl Elector {
         true
     }
 
+    /// A call succeeded: failures no longer count. A poll planned under their
+    /// backoff (up to a lease away) comes a plain jittered retry period from
+    /// now instead: a poller back from an outage would otherwise follow the
+    /// lock blind for that long, and miss a handover meant for it.
+    pub(super) fn end_backoff(&mut self, now: Instant) {
+        if self.failures > 1
+            && let super::Follow::Poll { next } = self.follow
+        {
+            self.failures = 0;
+            let plain = now + self.jittered_period();
+            if plain < next {
+                self.follow = super::Follow::Poll { next: plain };
+            }
+        }
+        self.failures = 0;
+    }
+
     /// `retry_period × [1, 1 + jitter)`, drawn afresh.
     pub(super) fn jittered_period(&mut self) -> Duration {
         // Saturating, so that no configuration can make it panic.

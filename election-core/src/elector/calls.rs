@@ -52,8 +52,10 @@ pub(super) enum Purpose {
     /// Acquire a record that names us or no one: it may be the record a create of
     /// ours with an unknown outcome made.
     Acquire,
-    /// Acquire a record held by another identity (expired, or stolen).
+    /// Acquire an expired record held by another identity.
     TakeOver,
+    /// Take an unexpired record from a lower priority ([`crate::Preemption::Steal`]).
+    Steal,
     AskHandover,
     Renew,
     Release,
@@ -197,7 +199,7 @@ impl Elector {
                     Err(error)
                 }
                 None => {
-                    self.failures = 0;
+                    self.end_backoff(now);
                     Ok(obs)
                 }
             },
@@ -284,9 +286,11 @@ impl Elector {
             Purpose::Read { after_conflict } => {
                 self.on_read_answer(result, after_conflict, call.sent_at, now)
             }
-            Purpose::Create | Purpose::Acquire | Purpose::TakeOver | Purpose::AskHandover => {
-                self.on_acquire_answer(call, result, now)
-            }
+            Purpose::Create
+            | Purpose::Acquire
+            | Purpose::TakeOver
+            | Purpose::Steal
+            | Purpose::AskHandover => self.on_acquire_answer(call, result, now),
             Purpose::Renew => self.on_renew_answer(call, result, now),
             Purpose::Release => self.on_release_answer(result, call.sent_at, now),
         }

@@ -41,7 +41,7 @@ impl Elector {
         if rec.holder != *self.identity() {
             return self.follow_move(None, now);
         }
-        let ours = self.own.may_have_written(&seen.obs.version, rec);
+        let ours = self.may_be_own(&seen.obs.version, rec);
         if (ours || self.is_assignment(rec)) && self.honoured_handover(rec) {
             // The coordinator marked it for the end of term before this node
             // claimed it (it found a better candidate): never claimed, never

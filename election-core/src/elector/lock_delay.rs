@@ -5,7 +5,7 @@
 //! before it leads.
 
 use super::{Elector, Lead, LockView};
-use crate::config::LockDelay;
+use crate::config::{LockDelay, Mode};
 use crate::event::Event;
 use crate::record::Version;
 use crate::time::Instant;
@@ -40,6 +40,41 @@ impl Elector {
         };
         if self.config.lock_delay == LockDelay::Strict {
             self.lead_not_before = self.lead_not_before.max(now + self.longest_lease());
+        }
+    }
+
+    /// A gap (classic mode, strict lock delay): a version taken in that may not
+    /// directly follow the one seen before it (`adjacent` false: a poll, the
+    /// first event of a watch that broke or started) may hide what this node
+    /// did not see: the lock deleted under a holder, and created again by a
+    /// node that never led (it waits out its lock delay, and may crash within
+    /// it). That holder may believe for its lease after the deletion, which came
+    /// before this observation; a record's expiry says nothing of it. So an
+    /// acquisition (but a steal) leads no earlier than the longest lease seen
+    /// after the gap. A release ends it: only a holder that led by these rules
+    /// releases (never one within its lock delay), and it stopped first. A
+    /// record that may be this node's own write (its watch echo included) is no
+    /// gap either. In a fleet of
+    /// one lease duration the bound never outlasts the expiry of the version
+    /// that set it; with mixed lease lengths it covers the longest (R14).
+    pub(super) fn note_gap(&mut self, adjacent: bool, now: Instant) {
+        if self.config.mode != Mode::Classic || self.config.lock_delay != LockDelay::Strict {
+            return;
+        }
+        let Some(seen) = self.lock.present() else {
+            return;
+        };
+        let rec = &seen.obs.record;
+        if rec.is_released() {
+            self.hidden_until = Instant::ZERO;
+            return;
+        }
+        // A record naming us that may be our write: one we know of, one of
+        // unknown outcome, or the watch's echo of the write in flight.
+        let ours = self.may_be_own(&seen.obs.version, rec)
+            || (rec.holder == *self.identity() && self.own_write_pending());
+        if !adjacent && !ours {
+            self.hidden_until = self.hidden_until.max(now + self.longest_lease());
         }
     }
 

@@ -94,6 +94,9 @@ pub struct Elector {
     /// own): what a wait must cover where a holder may hide behind what this
     /// node did not see (`lock_delay.rs`).
     longest_lease: Duration,
+    /// Until when a holder behind a gap in the versions seen may still lead
+    /// (classic mode, strict lock delay; `lock_delay.rs`).
+    hidden_until: Instant,
     /// A watch event a holder could not judge while a write of its own was in
     /// flight (it may be that write's echo): judged once the answer came.
     watch_ahead: Option<Observation>,
@@ -160,6 +163,9 @@ struct Seen {
     at: Instant,
     /// Local instant of the last read answer (not a watch event) showing this version.
     read_at: Option<Instant>,
+    /// How long this version's holder may lead after it was first seen
+    /// ([`Elector::effective_duration`]).
+    lease: Duration,
 }
 
 /// While this node holds the lock.
@@ -275,7 +281,7 @@ impl Elector {
     /// action is a read of the lock).
     pub fn new(config: Config, now: Instant) -> Result<Self, ConfigError> {
         config.validate()?;
-        let longest_lease = config.lease_duration;
+        let longest_lease = config.unseen_holder_lease();
         let mut e = Elector {
             rng: Rng::new(
                 config
@@ -303,6 +309,7 @@ impl Elector {
             lead_not_before: Instant::ZERO,
             others_until: OthersUntil::default(),
             longest_lease,
+            hidden_until: Instant::ZERO,
             watch_ahead: None,
             contiguous: false,
             campaign: Campaign::Active,

@@ -82,28 +82,50 @@ impl Elector {
             self.reported_leader = leader.clone();
             self.emit(Event::LeaderChanged { leader });
         }
+        let lease = self.holder_lease(&obs.record);
         self.lock = LockView::Present(Seen {
             obs,
             at: now,
             read_at: from_read.then_some(now),
+            lease,
         });
         self.note_others(adjacent, now);
+        self.note_gap(adjacent, now);
         Novelty::New
     }
 
-    /// The lease duration that applies to the record seen: the longer of the
-    /// record's own (when usable, capped) and the configured one. Never shorter
-    /// than the configured one: a record whose duration was shortened by hand (or
-    /// written by a holder configured with a shorter lease) may be held by a
-    /// leader whose deadline follows its own, longer configuration, and a leader
-    /// cut off from the API cannot learn of the edit (docs/faults.md R13).
+    /// How long the holder of `rec` may lead after this version is first seen:
+    /// the longer of the record's duration (when usable, capped) and this
+    /// node's own, and never shorter than what the version seen before it gave
+    /// the same holder (or the previous holder, for a holder emptied by hand,
+    /// which counts as that holder's lease still running). A duration edited
+    /// shorter under a holder that is cut off, and cannot learn of the edit,
+    /// leaves that holder believing by its own longer lease (docs/faults.md
+    /// R13, R14).
+    fn holder_lease(&self, rec: &LockRecord) -> Duration {
+        let own = self.config.lease_duration;
+        let written = rec.lease_duration().map_or(own, |d| d.max(own));
+        let emptied = !rec.is_held() && !rec.is_released();
+        let carried = self
+            .lock
+            .last()
+            .filter(|prev| prev.obs.record.holder == rec.holder || emptied)
+            .map_or(own, |prev| prev.lease);
+        written.max(carried).min(self.config.max_lease_duration)
+    }
+
+    /// The lease duration that applies to the record seen
+    /// ([`Elector::holder_lease`]): the longer of the record's own (when usable,
+    /// capped) and the configured one, and not shorter than what its holder was
+    /// seen to write before. Never shorter than the configured one: a record
+    /// whose duration was shortened by hand (or written by a holder configured
+    /// with a shorter lease) may be held by a leader whose deadline follows its
+    /// own, longer configuration, and a leader cut off from the API cannot learn
+    /// of the edit (docs/faults.md R13).
     pub(super) fn effective_duration(&self) -> Duration {
-        let rec = self.lock.present().map(|s| &s.obs.record);
-        rec.and_then(|r| r.lease_duration())
-            .map_or(self.config.lease_duration, |d| {
-                d.max(self.config.lease_duration)
-            })
-            .min(self.config.max_lease_duration)
+        self.lock
+            .present()
+            .map_or(self.config.lease_duration, |s| s.lease)
     }
 
     /// Keeps the longest lease any holder wrote ([`Elector::longest_lease`]):

@@ -79,15 +79,22 @@ impl OwnWrites {
 
     /// Whether `record`, seen at `version` and naming this node, may be the
     /// result of one of its writes: one it knows it wrote, or one of unknown
-    /// outcome that asked for the record's transition count (a write lands as
-    /// written, so a record counting otherwise is another process's: an
-    /// operator's edit naming this node, a restart, a twin; docs/faults.md
-    /// R1, N1, N2).
-    pub(super) fn may_have_written(&self, version: &Version, record: &LockRecord) -> bool {
+    /// outcome that asked for the record's transition count and, where
+    /// `lease_secs` is given, this node's lease duration (a write lands as
+    /// written, so a record counting otherwise, or with another duration, is
+    /// another process's: an operator's edit naming this node, a restart, a
+    /// twin; docs/faults.md R1, N1, N2).
+    pub(super) fn may_have_written(
+        &self,
+        version: &Version,
+        record: &LockRecord,
+        lease_secs: Option<i64>,
+    ) -> bool {
         self.wrote(version)
-            || self
-                .unknown_transitions
-                .is_some_and(|(lo, hi)| (lo..=hi).contains(&record.transitions))
+            || (lease_secs.is_none_or(|s| record.lease_duration_secs == Some(s))
+                && self
+                    .unknown_transitions
+                    .is_some_and(|(lo, hi)| (lo..=hi).contains(&record.transitions)))
     }
 
     /// [`OwnWrites::settle_unknown`], returning the earliest send it forgets.
@@ -110,5 +117,19 @@ impl OwnWrites {
         if after_every_base && self.create_unknown.is_none() {
             self.settle_unknown();
         }
+    }
+}
+
+impl super::Elector {
+    /// Whether `record`, seen at `version` by a node that does not hold the
+    /// lock, names it and may be the result of one of its writes
+    /// ([`OwnWrites::may_have_written`]: every write of this node that names it
+    /// writes its own lease duration, so an operator's edit that names it over
+    /// another's record is not taken for its write, whatever the transitions).
+    pub(super) fn may_be_own(&self, version: &Version, record: &LockRecord) -> bool {
+        record.holder == *self.identity()
+            && self
+                .own
+                .may_have_written(version, record, Some(self.config.lease_duration_secs()))
     }
 }

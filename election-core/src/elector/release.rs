@@ -178,10 +178,7 @@ impl Elector {
         let Some(seen) = self.lock.present() else {
             return;
         };
-        let ours = seen.obs.record.holder == *self.identity()
-            && self
-                .own
-                .may_have_written(&seen.obs.version, &seen.obs.record);
+        let ours = self.may_be_own(&seen.obs.version, &seen.obs.record);
         self.own.settle_unknown();
         if !ours || !self.config.release_on_shutdown {
             return;

@@ -195,11 +195,13 @@ impl Elector {
             self.lose(StopReason::Reassigned, now);
             self.observe(obs, true, now);
             self.timers.set(Timer::Attempt, now);
-        } else if self.own.may_have_written(&obs.version, &obs.record)
+        } else if self.own.may_have_written(&obs.version, &obs.record, None)
             && let Some(sent) = self.own.take_unknown()
         {
             // A write of ours whose outcome we did not learn landed (it wrote
-            // this transition count): it counts from the earliest such send time.
+            // this transition count; the duration may have been edited since,
+            // R13, and the renew that follows writes ours back): it counts from
+            // the earliest such send time.
             self.own.remember(&obs.version);
             self.observe(obs, true, now);
             self.extend(sent);

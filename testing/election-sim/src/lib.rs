@@ -7,7 +7,9 @@
 //! clock jumps to the next thing that happens, so a run of minutes takes
 //! milliseconds. Everything is drawn from one seed: a failing seed replays
 //! exactly with the command it prints (`cargo run -p election-sim -- --seed N
-//! --faults B --clock-ratio R --write-mode M --trace`).
+//! --faults B --clock-ratio R --write-mode M --coordinated B --lease-factors
+//! K,K,.. --fleet-lease B --trace`). In some runs the nodes run with different lease lengths
+//! ([`SimOptions::lease_factors`], FAULTS R14).
 //!
 //! After every step the [`Checker`] verifies: at most one node with `is_leader`
 //! true at any real instant; terms only grow (since the lock was last deleted);
@@ -68,15 +70,22 @@ impl std::fmt::Display for Failure {
 
 /// The command-line options that replay `seed` with `opts`: the seed, and every
 /// option a test may change from what the seed draws (`faults`, `clock_ratio`,
-/// `write_mode`), so that the replay runs exactly the failing scenario.
+/// `write_mode`, `coordinated`, `lease_factors`, `fleet_lease`), so that the replay runs exactly
+/// the failing scenario.
 pub fn replay_args(seed: u64, opts: &SimOptions) -> String {
     let mode = match opts.write_mode {
         WriteMode::CompareAndSwap => "cas",
         WriteMode::Blind => "blind",
     };
+    let factors: Vec<String> = opts.lease_factors.iter().map(u32::to_string).collect();
     format!(
-        "--seed {seed} --faults {} --clock-ratio {:?} --write-mode {mode}",
-        opts.faults, opts.clock_ratio
+        "--seed {seed} --faults {} --clock-ratio {:?} --write-mode {mode} --coordinated {} \
+         --lease-factors {} --fleet-lease {}",
+        opts.faults,
+        opts.clock_ratio,
+        opts.coordinated,
+        factors.join(","),
+        opts.fleet_lease
     )
 }
 

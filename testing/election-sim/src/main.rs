@@ -1,7 +1,11 @@
 //! Replays simulation seeds: `election-sim --seed N [--trace]`, or a range with
 //! `--seeds FROM..TO`. The options a test may change from what the seed draws are
 //! flags too, as a failure's printed replay command gives them: `--faults
-//! true|false`, `--clock-ratio R`, `--write-mode cas|blind`.
+//! true|false`, `--clock-ratio R`, `--write-mode cas|blind`, `--coordinated
+//! true|false`, `--lease-factors K,K,..` (one multiplier per node, each >= 1),
+//! `--fleet-lease true|false` (the nodes are told the fleet's longest lease).
+//! `--mix-leases` gives every seed the mixed lease lengths it would draw
+//! ([`SimOptions::mix_leases`]).
 
 use std::process::ExitCode;
 
@@ -47,6 +51,28 @@ fn main() -> ExitCode {
         Some("blind") => Some(WriteMode::Blind),
         Some(_) => return usage(),
     };
+    let coordinated = match value("--coordinated").map(|s| s.parse::<bool>()) {
+        None => None,
+        Some(Ok(b)) => Some(b),
+        Some(Err(_)) => return usage(),
+    };
+    let lease_factors = match value("--lease-factors") {
+        None => None,
+        Some(s) => match s
+            .split(',')
+            .map(|k| k.parse::<u32>().ok().filter(|&k| k >= 1))
+            .collect::<Option<Vec<u32>>>()
+        {
+            Some(f) => Some(f),
+            None => return usage(),
+        },
+    };
+    let fleet_lease = match value("--fleet-lease").map(|s| s.parse::<bool>()) {
+        None => None,
+        Some(Ok(b)) => Some(b),
+        Some(Err(_)) => return usage(),
+    };
+    let mix_leases = args.iter().any(|a| a == "--mix-leases");
     let mut failed = 0;
     for seed in range.clone() {
         let mut opts = SimOptions::for_seed(seed);
@@ -60,11 +86,31 @@ fn main() -> ExitCode {
         if let Some(m) = write_mode {
             opts.write_mode = m;
         }
+        if let Some(b) = coordinated {
+            opts.set_coordinated(b);
+        }
+        if mix_leases {
+            opts.mix_leases(seed);
+        }
+        if let Some(b) = fleet_lease {
+            opts.fleet_lease = b;
+        }
+        if let Some(f) = &lease_factors {
+            if f.len() != opts.nodes {
+                eprintln!(
+                    "seed {seed} has {} nodes: give one lease factor each",
+                    opts.nodes
+                );
+                return usage();
+            }
+            opts.set_lease_factors(f.clone());
+        }
         println!("seed {seed}: {opts:?}");
         match run_seed(seed, opts) {
             Ok(r) => println!(
-                "seed {seed}: ok, {} leaderships, recovery {:?} ns (bound {} ns), {} steps",
-                r.starts, r.recovery, r.bound, r.steps
+                "seed {seed}: ok, {} leaderships, recovery {:?} ns (bound {} ns), {} steps, \
+                 hidden holders: {} deletions, {} assignments",
+                r.starts, r.recovery, r.bound, r.steps, r.hidden_deletions, r.hidden_assignments
             ),
             Err(f) => {
                 if let Some(t) = &f.trace {
@@ -86,7 +132,9 @@ fn main() -> ExitCode {
 fn usage() -> ExitCode {
     eprintln!(
         "usage: election-sim (--seed N | --seeds FROM..TO) [--trace] [--faults true|false] \
-         [--clock-ratio R (>= 1)] [--write-mode cas|blind]"
+         [--clock-ratio R (>= 1)] [--write-mode cas|blind] [--coordinated true|false] \
+         [--lease-factors K,K,.. (one per node, each >= 1) | --mix-leases] \
+         [--fleet-lease true|false]"
     );
     ExitCode::from(2)
 }

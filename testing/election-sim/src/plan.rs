@@ -12,8 +12,21 @@ use crate::store::WriteMode;
 pub struct SimOptions {
     /// Number of candidates.
     pub nodes: usize,
-    /// The configuration every candidate uses (identity and seed are set per node).
+    /// The configuration every candidate uses (identity and seed are set per
+    /// node), its lease scaled per node by [`SimOptions::lease_factors`]
+    /// ([`SimOptions::node_config`]).
     pub config: Config,
+    /// Each node's lease multiplier (one per node): node `i` runs with
+    /// `lease_duration × k` and `renew_deadline × k`, the ratio of the two (and so
+    /// the tolerated clock ratio) unchanged. All 1 in most runs; mixed in some
+    /// (FAULTS R14: a rollout that changes `--lease-duration`, a fleet mixed with
+    /// client-go), drawn from a stream of their own.
+    pub lease_factors: Vec<u32>,
+    /// Every node is told the fleet's longest lease
+    /// (`Config::fleet_lease_duration`), as the operator of a fleet with mixed
+    /// lease lengths must: without it, a node that never saw the longest-lease
+    /// holder cannot know to wait for it (a negative control turns it off).
+    pub fleet_lease: bool,
     /// Faults are injected during `[0, fault_window)`; then everything heals.
     pub fault_window: Duration,
     /// Inject faults at all. A fault-free run must elect one leader and keep it.
@@ -62,8 +75,11 @@ impl SimOptions {
             _ => WatchUse::Mixed,
         };
         let window = config.lease_duration * 6;
+        let nodes = rng.range(2, 6) as usize;
         let mut opts = SimOptions {
-            nodes: rng.range(2, 6) as usize,
+            nodes,
+            lease_factors: vec![1; nodes],
+            fleet_lease: true,
             fault_window: window,
             faults: !rng.chance(0.1),
             // Anywhere from equal rates to 95 % of what the configuration tolerates.
@@ -93,7 +109,74 @@ impl SimOptions {
         if SimRng::new(seed ^ COORDINATED_STREAM).chance(0.3) {
             opts.set_coordinated(true);
         }
+        // Mixed lease lengths in 30 % of the runs, from a stream of their own too.
+        if SimRng::new(seed ^ LEASE_STREAM).chance(0.3) {
+            opts.mix_leases(seed);
+        }
         opts
+    }
+
+    /// Gives the nodes the mixed lease lengths `seed` draws (FAULTS R14): a
+    /// multiplier in {1, 2, 3} per node, at least two of them distinct. The
+    /// fault window grows with the longest lease. [`draw_lease_faults`] then
+    /// adds the faults that hide a longer-lease holder from the others.
+    pub fn mix_leases(&mut self, seed: u64) {
+        let mut rng = SimRng::new(seed ^ LEASE_STREAM);
+        let _ = rng.chance(0.3); // the draw of whether the seed mixes them
+        let mut factors: Vec<u32> = (0..self.nodes).map(|_| rng.range(1, 4) as u32).collect();
+        if factors.iter().all(|&k| k == factors[0]) {
+            let i = rng.range(0, self.nodes as u64) as usize;
+            factors[i] = if factors[i] == 1 { 3 } else { 1 };
+        }
+        self.set_lease_factors(factors);
+    }
+
+    /// Sets each node's lease multiplier (one per node, each at least 1), the
+    /// fault window six of the longest leases.
+    pub fn set_lease_factors(&mut self, factors: Vec<u32>) {
+        assert_eq!(factors.len(), self.nodes, "one lease factor per node");
+        assert!(
+            factors.iter().all(|&k| k >= 1),
+            "lease factors are at least 1"
+        );
+        self.lease_factors = factors;
+        self.fault_window = self.longest_lease() * 6;
+    }
+
+    /// Whether the nodes run with different lease lengths.
+    pub fn mixed_leases(&self) -> bool {
+        self.lease_factors
+            .iter()
+            .any(|&k| k != self.lease_factors[0])
+    }
+
+    /// Node `node`'s lease multiplier (1 for a node beyond the factors given).
+    pub fn lease_factor(&self, node: usize) -> u32 {
+        self.lease_factors.get(node).copied().unwrap_or(1)
+    }
+
+    /// The configuration node `node` runs with (before its identity, seed and
+    /// priority are set): [`SimOptions::config`] with the lease and the renew
+    /// deadline multiplied by its factor. Every rule of `Config::validate` that
+    /// holds for the base holds for it: the lease stays whole seconds, the ratio
+    /// of lease to renew deadline is kept, and the renew deadline only grows
+    /// against the retry period, the renew interval and the request timeout.
+    pub fn node_config(&self, node: usize) -> Config {
+        let k = self.lease_factor(node);
+        let mut c = self.config.clone();
+        c.lease_duration *= k;
+        c.renew_deadline *= k;
+        if self.fleet_lease && self.mixed_leases() {
+            c.fleet_lease_duration = Some(self.longest_lease());
+        }
+        c
+    }
+
+    /// The longest lease in the fleet: what liveness bounds, fault spans and
+    /// windows are counted in.
+    pub fn longest_lease(&self) -> Duration {
+        let k = self.lease_factors.iter().copied().max().unwrap_or(1);
+        self.config.lease_duration * k
     }
 
     /// Switches coordinated leader election on or off (priorities do not apply
@@ -115,17 +198,26 @@ impl SimOptions {
     /// run after the heal. Local durations are stretched by the slowest clock
     /// (`√clock_ratio` real nanoseconds per local one), plus 1 % for rounding and
     /// the simulated network's delays.
+    ///
+    /// With mixed lease lengths every lease in it is the longest in the fleet
+    /// ([`SimOptions::longest_lease`]): a follower times a held record with the
+    /// longer of the record's duration and its own, a create's lock delay and a
+    /// coordinated claim's wait after a gap last the longest lease the node has
+    /// seen (FAULTS R14), and the coordinator judges expiry on each record's own
+    /// duration. The retry period and the request timeout are the same on every
+    /// node.
     pub fn liveness_bound(&self, lock_absent: bool) -> Duration {
         let c = &self.config;
-        let mut local = c.lease_duration + c.max_retry_interval() + c.request_timeout;
+        let lease = self.longest_lease();
+        let mut local = lease + c.max_retry_interval() + c.request_timeout;
         if lock_absent {
-            local += c.lease_duration;
+            local += lease;
         }
         if self.coordinated {
             // The coordinator's own wait for the last record to expire (its clock
             // may run behind by a lease), its tick, and the assignee's wait of a
             // lease after a version it may have missed before the assignment.
-            local += c.lease_duration * 2 + c.retry_period + c.lease_duration;
+            local += lease * 2 + c.retry_period + lease;
         }
         local.mul_f64(self.clock_ratio.sqrt() * 1.01)
     }
@@ -150,6 +242,10 @@ pub enum Fault {
     Partition { node: usize, cut: Cut },
     /// The partition heals.
     Heal { node: usize },
+    /// The node the lock names (if any, when the fault comes) is cut off from
+    /// the lock, as `cut` says, until the given real time (FAULTS R14: a holder
+    /// hidden from the others).
+    PartitionHolder { cut: Cut, until: u64 },
     /// The node's watch falls silent until the given real time: it stays active
     /// as far as the node knows, but delivers nothing (a dead connection, a
     /// shared watch whose hub stalled); then it restarts fresh.
@@ -209,6 +305,12 @@ pub struct MessageFaults {
 /// Mixed into a run's seed for the draw of [`SimOptions::coordinated`].
 pub(crate) const COORDINATED_STREAM: u64 = 0x434f_4f52_4449_4e41;
 
+/// Mixed into a run's seed for the draw of [`SimOptions::lease_factors`].
+pub(crate) const LEASE_STREAM: u64 = 0x4c45_4153_454c_454e;
+
+/// Mixed into a run's seed for the random stream of [`draw_lease_faults`].
+pub(crate) const LEASE_FAULT_STREAM: u64 = 0x4c45_4153_4546_4c54;
+
 /// Mixed into a run's seed for the random stream of [`draw_watch_faults`].
 pub(crate) const WATCH_STREAM: u64 = 0x5741_5443_4846_4c54;
 
@@ -222,7 +324,7 @@ pub fn draw_watch_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Faul
         return (Vec::new(), 0.0);
     }
     let window = opts.fault_window.as_nanos() as u64;
-    let lease = opts.config.lease_duration.as_nanos() as u64;
+    let lease = opts.longest_lease().as_nanos() as u64;
     let mut faults = Vec::new();
     for _ in 0..rng.range(1, 4) {
         let at = rng.range(0, window);
@@ -238,10 +340,75 @@ pub fn draw_watch_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Faul
     (faults, 0.2 * rng.unit())
 }
 
+/// The faults that hide a holder from the others in a run with mixed lease
+/// lengths (FAULTS R14), drawn from a stream of their own so that every other
+/// draw stays what it was: the lock's holder cut off (while it may still
+/// believe, up to its own renew deadline, longer than another node's lease);
+/// then, in a classic run, the lock deleted under it (a create's lock delay must
+/// cover it), and in either mode a follower paused or its watch broken (a gap in
+/// the versions it saw, which a coordinated claim's wait must cover). None for
+/// a run without faults or with equal leases.
+pub fn draw_lease_faults(opts: &SimOptions, rng: &mut SimRng) -> Vec<(u64, Fault)> {
+    if !opts.faults || !opts.mixed_leases() {
+        return Vec::new();
+    }
+    let window = opts.fault_window.as_nanos() as u64;
+    let lease = opts.longest_lease().as_nanos() as u64;
+    let mut faults = Vec::new();
+    for _ in 0..rng.range(1, 3) {
+        // After the first election (a create's lock delay), within the window.
+        let at = rng.range(lease.min(window / 2), window);
+        let until = (at + rng.range(lease / 2, lease * 2)).min(window);
+        let cut = if rng.chance(0.3) {
+            Cut::AnswerLost
+        } else {
+            Cut::RefusedOrHang
+        };
+        faults.push((at, Fault::PartitionHolder { cut, until }));
+        // Soon enough that the cut-off holder may still believe.
+        let after = at + rng.range(0, lease / 2);
+        if !opts.coordinated && rng.chance(0.8) {
+            faults.push((after, Fault::DeleteLock));
+        }
+        // A follower that misses the holder's last renewals: paused, or its
+        // watch silent (every watch, so that the node the coordinator picks is
+        // among them) and then restarted with the current state.
+        let from = at.saturating_sub(rng.range(lease / 4, lease));
+        let resume = (after + rng.range(0, lease / 4)).min(window);
+        match rng.range(0, 3) {
+            0 => {
+                let node = rng.range(0, opts.nodes as u64) as usize;
+                faults.push((
+                    from,
+                    Fault::Pause {
+                        node,
+                        until: resume,
+                    },
+                ));
+            }
+            _ if opts.watch != WatchUse::None => {
+                for node in 0..opts.nodes {
+                    faults.push((
+                        from,
+                        Fault::WatchSilent {
+                            node,
+                            until: resume,
+                        },
+                    ));
+                    faults.push((resume, Fault::WatchRestart { node }));
+                }
+            }
+            _ => {}
+        }
+    }
+    faults.sort_by_key(|(t, _)| *t);
+    faults
+}
+
 /// Draws the fault schedule of a run.
 pub fn draw_faults(opts: &SimOptions, rng: &mut SimRng) -> (Vec<(u64, Fault)>, MessageFaults) {
     let window = opts.fault_window.as_nanos() as u64;
-    let lease = opts.config.lease_duration.as_nanos() as u64;
+    let lease = opts.longest_lease().as_nanos() as u64;
     let rd = opts.config.renew_deadline;
     if !opts.faults {
         let msg = MessageFaults {

@@ -16,8 +16,8 @@ mod coordinator;
 
 use crate::checker::{Checker, Violation};
 use crate::plan::{
-    COORDINATED_STREAM, Cut, Fault, MessageFaults, SimOptions, WATCH_STREAM, WatchUse, draw_faults,
-    draw_watch_faults,
+    COORDINATED_STREAM, Cut, Fault, LEASE_FAULT_STREAM, MessageFaults, SimOptions, WATCH_STREAM,
+    WatchUse, draw_faults, draw_lease_faults, draw_watch_faults,
 };
 use crate::rng::SimRng;
 use crate::store::{AppliedWrite, Store};
@@ -133,6 +133,14 @@ pub struct Report {
     /// The liveness bound that applied (real nanoseconds after the heal), see
     /// [`SimOptions::liveness_bound`].
     pub bound: u64,
+    /// Deletions of the lock while the node it named still believed it led, cut
+    /// off or paused, and another node ran with a shorter lease (FAULTS R14,
+    /// classic: a create's lock delay must cover that holder).
+    pub hidden_deletions: usize,
+    /// Coordinator's assignments over a record whose holder still believed it
+    /// led, to a node with a shorter lease than that holder's (FAULTS R14,
+    /// coordinated: the claim must wait that holder out).
+    pub hidden_assignments: usize,
 }
 
 /// The simulated cluster.
@@ -154,6 +162,10 @@ pub struct World {
     latency: Option<(Duration, u64)>,
     /// Real time from which the lock exists without a break (`None`: absent now).
     present_since: Option<u64>,
+    /// See [`Report::hidden_deletions`].
+    hidden_deletions: usize,
+    /// See [`Report::hidden_assignments`].
+    hidden_assignments: usize,
     checker: Checker,
     trace: Option<String>,
     steps: u64,
@@ -166,6 +178,8 @@ impl World {
         let (faults, msg) = draw_faults(&opts, &mut rng);
         let mut watch_rng = SimRng::new(seed ^ WATCH_STREAM);
         let (watch_faults, lose_watch_event) = draw_watch_faults(&opts, &mut watch_rng);
+        let mut lease_rng = SimRng::new(seed ^ LEASE_FAULT_STREAM);
+        let lease_faults = draw_lease_faults(&opts, &mut lease_rng);
         let (lo, hi) = (1.0 / opts.clock_ratio.sqrt(), opts.clock_ratio.sqrt());
         let nodes = (0..opts.nodes)
             .map(|i| Node {
@@ -196,9 +210,19 @@ impl World {
             .collect();
         let coordinator = opts.coordinated.then(|| {
             let mut rng = SimRng::new(seed ^ COORDINATED_STREAM);
-            let lease = opts.config.lease_duration.as_nanos() as u64;
+            // Off by up to the longest lease in the fleet (FAULTS R14: ahead by
+            // more than a short lease, it gives a long one away early).
+            let lease = opts.longest_lease().as_nanos() as u64;
+            let mut skew = rng.range(0, lease + lease / 2) as i64 - (lease / 2) as i64;
+            // With mixed leases, half the runs ahead by more than half the
+            // longest lease (from the stream of the lease faults): a long
+            // lease given away before its holder's deadline, which the claim's
+            // wait after a gap must cover.
+            if opts.mixed_leases() && opts.faults && lease_rng.chance(0.5) {
+                skew = lease_rng.range(lease / 2, lease + 1) as i64;
+            }
             Coordinator {
-                skew: rng.range(0, lease + lease / 2) as i64 - (lease / 2) as i64,
+                skew,
                 tick: opts.config.retry_period.as_nanos() as u64,
             }
         });
@@ -225,9 +249,15 @@ impl World {
             coordinator,
             latency: None,
             present_since: None,
+            hidden_deletions: 0,
+            hidden_assignments: 0,
             steps: 0,
         };
-        for (at, f) in faults.into_iter().chain(watch_faults) {
+        if w.opts.mixed_leases() {
+            let factors = w.opts.lease_factors.clone();
+            w.log(|| format!("lease factors {factors:?}"));
+        }
+        for (at, f) in faults.into_iter().chain(watch_faults).chain(lease_faults) {
             w.push(at, Happening::Fault(f));
         }
         for i in 0..w.nodes.len() {
@@ -285,7 +315,7 @@ impl World {
     pub fn run(mut self) -> Result<(Report, Option<String>), (Violation, Option<String>)> {
         let heal = self.opts.fault_window.as_nanos() as u64;
         let longest = self.opts.liveness_bound(true).as_nanos() as u64;
-        let end = heal + longest + self.opts.config.lease_duration.as_nanos() as u64;
+        let end = heal + longest + self.opts.longest_lease().as_nanos() as u64;
         // Everything faulty ends at `heal`.
         self.push(heal, Happening::Fault(Fault::HealNetwork));
         for i in 0..self.nodes.len() {
@@ -293,10 +323,11 @@ impl World {
             self.push(heal, Happening::Fault(Fault::Restart { node: i }));
         }
         let mut recovery = None;
-        // Whether the lock was absent within a lease (real, slowest clock) of the
-        // heal, or after it: a create's strict lock delay may then run past the heal.
+        // Whether the lock was absent within a lease (the longest, real, slowest
+        // clock) of the heal, or after it: a create's strict lock delay may then
+        // run past the heal.
         let stretch = self.opts.clock_ratio.sqrt() * 1.01;
-        let lease_real = self.opts.config.lease_duration.mul_f64(stretch).as_nanos() as u64;
+        let lease_real = self.opts.longest_lease().mul_f64(stretch).as_nanos() as u64;
         let mut absent_near_heal = false;
         while let Some(Reverse(q)) = self.queue.pop() {
             if q.at > end {
@@ -325,6 +356,8 @@ impl World {
             recovery,
             steps: self.steps,
             bound,
+            hidden_deletions: self.hidden_deletions,
+            hidden_assignments: self.hidden_assignments,
         };
         match recovery {
             Some(r) if r <= bound => {}
@@ -466,7 +499,7 @@ impl World {
             match ev {
                 Event::Draining { .. } => {
                     let drain = if self.rng.chance(0.05) {
-                        self.opts.config.renew_deadline.as_nanos() as u64 * 2
+                        self.opts.node_config(node).renew_deadline.as_nanos() as u64 * 2
                     } else {
                         self.rng.range(0, 300_000_000)
                     };
@@ -676,8 +709,7 @@ impl World {
                 }
                 let mut config: Config = self
                     .opts
-                    .config
-                    .clone()
+                    .node_config(node)
                     .identity(self.nodes[node].id.clone());
                 config.seed = Some(self.rng.next_u64());
                 config.priority = self.nodes[node].priority;
@@ -685,7 +717,11 @@ impl World {
                 self.nodes[node].elector =
                     Some(Elector::new(config, local).expect("simulated configs are valid"));
                 self.nodes[node].wake = None;
-                self.start_watch(node);
+                // A process started inside a partition cannot open its watch:
+                // the heal starts it (as it does for a node cut off while running).
+                if self.nodes[node].partitioned.is_none() {
+                    self.start_watch(node);
+                }
                 return self.pump(node);
             }
             Fault::Shutdown { node } => {
@@ -710,6 +746,16 @@ impl World {
                         e.handle(Input::WatchActive(false), local);
                         return self.pump(node);
                     }
+                }
+            }
+            Fault::PartitionHolder { cut, until } => {
+                let holder = self
+                    .store
+                    .current()
+                    .and_then(|o| self.node_named(&o.record.holder));
+                if let Some(node) = holder {
+                    self.push(until, Happening::Fault(Fault::Heal { node }));
+                    return self.fault(Fault::Partition { node, cut });
                 }
             }
             Fault::WatchSilent { node, until } => self.nodes[node].watch_silent_until = until,
@@ -744,6 +790,14 @@ impl World {
                 }
             }
             Fault::DeleteLock => {
+                if let Some(h) = self
+                    .store
+                    .current()
+                    .and_then(|o| self.node_named(&o.record.holder))
+                    && self.hidden_believer(h, None)
+                {
+                    self.hidden_deletions += 1;
+                }
                 let (w, version) = self.store.delete();
                 self.present_since = None;
                 self.checker.on_delete(self.store.last_version());
@@ -768,6 +822,31 @@ impl World {
 }
 
 impl World {
+    /// The node whose identity is `id`.
+    fn node_named(&self, id: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| &*n.id == id)
+    }
+
+    /// Whether node `h` believes it leads while the others cannot see it (cut
+    /// off or paused), and runs with a longer lease than `than` (any other live
+    /// node, when `None`): the holder FAULTS R14 is about.
+    fn hidden_believer(&self, h: usize, than: Option<usize>) -> bool {
+        let n = &self.nodes[h];
+        let believes = n
+            .elector
+            .as_ref()
+            .is_some_and(|e| e.is_leader(n.local(self.now)));
+        let hidden = n.partitioned.is_some() || n.paused_until > self.now;
+        let k = self.opts.lease_factor(h);
+        let shorter = match than {
+            Some(o) => self.opts.lease_factor(o) < k,
+            None => (0..self.nodes.len()).any(|o| {
+                o != h && self.nodes[o].elector.is_some() && self.opts.lease_factor(o) < k
+            }),
+        };
+        believes && hidden && shorter
+    }
+
     /// A human's patch of the record (FAULTS R1, R2, R13): `edit` applied to the
     /// record as stored, at a new version; the holder's stamps are kept, as a
     /// patch keeps them. A patch of a missing lock fails (404), and this operator
@@ -816,8 +895,8 @@ fn brief_action(a: &Action) -> String {
 fn brief_result(r: &Result<election_core::Observation, LockError>) -> String {
     match r {
         Ok(o) => format!(
-            "ok {:?} holder={:?} t={}",
-            o.version, o.record.holder, o.record.transitions
+            "ok {:?} holder={:?} t={} d={:?}",
+            o.version, o.record.holder, o.record.transitions, o.record.lease_duration_secs
         ),
         Err(e) => format!("err {e}"),
     }
@@ -826,8 +905,12 @@ fn brief_result(r: &Result<election_core::Observation, LockError>) -> String {
 fn brief_input(i: &Input) -> String {
     match i {
         Input::Watch(WatchEvent::Changed(o)) => format!(
-            "{:?} holder={:?} t={} acquired={:?}",
-            o.version, o.record.holder, o.record.transitions, o.record.acquire_time
+            "{:?} holder={:?} t={} d={:?} acquired={:?}",
+            o.version,
+            o.record.holder,
+            o.record.transitions,
+            o.record.lease_duration_secs,
+            o.record.acquire_time
         ),
         other => format!("{other:?}"),
     }

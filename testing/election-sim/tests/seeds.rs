@@ -94,3 +94,57 @@ fn r12_metadata_edits_never_read_as_identity_collisions() {
     }
     assert!(edits >= 50, "only {edits} metadata edits drawn");
 }
+
+/// FAULTS R14 in the simulation: nodes with mixed lease lengths (a multiplier in
+/// {1, 2, 3} per node on the lease and the renew deadline: a rollout that
+/// changes `--lease-duration`, a fleet mixed with client-go), in both modes, with
+/// the faults that hide a longer-lease holder from the others: the holder cut
+/// off, then the lock deleted under it (classic) or the lock given to a node
+/// with a shorter lease (coordinated), followers paused, polling, or their
+/// watch broken. No two lead at once, and the runs did draw both situations
+/// while the hidden holder still believed it led ([`Report::hidden_deletions`],
+/// [`Report::hidden_assignments`]), so the test cannot pass vacuously.
+///
+/// [`Report::hidden_deletions`]: election_sim::Report::hidden_deletions
+/// [`Report::hidden_assignments`]: election_sim::Report::hidden_assignments
+#[test]
+fn r14_mixed_lease_lengths_never_overlap() {
+    let runs = 1_500u64;
+    let (mut deletions, mut assignments) = (0, 0);
+    let mut failures = Vec::new();
+    for seed in 0..runs {
+        for coordinated in [false, true] {
+            let mut opts = SimOptions::for_seed(seed);
+            opts.faults = true;
+            opts.set_coordinated(coordinated);
+            opts.mix_leases(seed);
+            assert!(opts.mixed_leases(), "seed {seed}: {:?}", opts.lease_factors);
+            match run_seed(seed, opts) {
+                Ok(r) => {
+                    deletions += r.hidden_deletions;
+                    assignments += r.hidden_assignments;
+                }
+                Err(f) => failures.push(f.to_string()),
+            }
+        }
+    }
+    println!(
+        "{runs} seeds in each mode: {deletions} deletions and {assignments} assignments \
+         under a longer-lease holder that still believed"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} runs failed:\n{}",
+        failures.len(),
+        runs * 2,
+        failures.join("\n")
+    );
+    assert!(
+        deletions >= 100,
+        "only {deletions} deletions under a hidden holder"
+    );
+    assert!(
+        assignments >= 100,
+        "only {assignments} assignments over a hidden holder"
+    );
+}

@@ -12,7 +12,10 @@
 //! lock away early, which the candidates' local rule must make safe) or behind
 //! by up to half a lease (it gives it away late). A live candidate is one whose
 //! process runs, is not paused, is not partitioned and is not shutting down:
-//! one that would answer the coordinator's ping.
+//! one that would answer the coordinator's ping. Its skew is counted in the
+//! longest lease of the fleet, and it judges each record's expiry on that
+//! record's own `leaseDurationSeconds` (its default duration, the base
+//! configuration's lease, goes only into its assignments).
 
 use election_core::{Action, Handover, LockRecord, Stamp, WriteId};
 
@@ -71,6 +74,12 @@ impl World {
                     _ => true,
                 };
                 if !rec.is_held() || (expired && rec.holder != best_id) {
+                    if rec.is_held()
+                        && let Some(h) = self.node_named(&rec.holder)
+                        && self.hidden_believer(h, Some(best))
+                    {
+                        self.hidden_assignments += 1;
+                    }
                     Action::Update {
                         op: WriteId(0),
                         expected: cur.version.clone(),
