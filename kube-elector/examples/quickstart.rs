@@ -1,4 +1,4 @@
-//! The quick start: lead with the Lease `quickstart` until SIGTERM, then release it.
+//! The quick start: lead with the Lease `$LEASE_NAME` (`quickstart`) until SIGTERM, then release it.
 use kube_elector::ops::{Monitor, health::Health, http::Endpoint, identity};
 use kube_elector::{kube, prelude::*};
 use tokio::signal::unix::{SignalKind, signal};
@@ -9,7 +9,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let kube_config = kube::Config::infer().await?; // KUBECONFIG, ~/.kube/config or in-cluster
     let namespace = kube_config.default_namespace.clone();
     let client = kube_elector::client(kube_config)?; // kube's own retries off
-    let lock = LeaseLock::new(client, &namespace, "quickstart")?;
+    let lease = std::env::var("LEASE_NAME").unwrap_or_else(|_| "quickstart".into());
+    let lock = LeaseLock::new(client, &namespace, &lease)?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let monitor = Monitor::new(lock.describe(), identity.clone()); // last renew and error, in /status
     let handle = Builder::new(monitor.lock(lock), Config::client_go(identity))
