@@ -227,8 +227,11 @@ impl World {
             }
         });
         // A watch yields every change (the `Lock` contract); the coordinated
-        // mode relies on it, so its runs lose no event while a watch goes on.
-        let lose_watch_event = if opts.coordinated {
+        // mode relies on it, and so does the classic mode's wait after a gap,
+        // which matters only with mixed lease lengths: those runs lose no event
+        // while a watch goes on. (A lock whose watch can skip must end the
+        // stream instead, which the watch faults above do.)
+        let lose_watch_event = if opts.coordinated || opts.mixed_leases() {
             0.0
         } else {
             lose_watch_event
