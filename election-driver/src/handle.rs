@@ -1,8 +1,12 @@
 //! The handle a user holds on a running driver.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use election_core::{Instant, Term};
+use futures::FutureExt;
 use futures::channel::{mpsc, oneshot};
 
 use crate::shared::{Shared, StateStream};
@@ -153,7 +157,12 @@ impl Handle {
     ///
     /// Every state the driver publishes before it answers [`Handle::step_down`]
     /// or [`Handle::shutdown`] is ready in the stream when that answer resolves,
-    /// and `StoppedLeading` is ready before the release is written. A reader on
+    /// and `StoppedLeading` is ready before the release is written. A task that
+    /// polls the stream before the answer (a biased `select`) reads every such
+    /// state before the answer resolves, even when the driver published them and
+    /// answered between its two polls: the answer resolves one poll after it
+    /// arrived. No state is coalesced: the stream holds every state in order
+    /// unless its reader falls [`crate::STREAM_BUFFER`] states behind. A reader on
     /// another task still runs when its executor schedules it, which on a loaded
     /// machine can be after the release: work that must stop before the release
     /// runs as leader work ([`crate::Builder::leader_work`]), which the release
@@ -165,12 +174,13 @@ impl Handle {
     /// Gives leadership up gracefully: the leader work is cancelled and awaited,
     /// then the lock is released, and this node stays a follower for one lease
     /// duration. Resolves once this node no longer holds the lock (at once if it
-    /// does not), or when the driver has ended.
+    /// does not), or when the driver has ended, one poll after the driver's
+    /// answer: the states published before it are read first by a task polling
+    /// a stream before this future ([`Handle::states`]).
     pub async fn step_down(&self) {
         let (tx, rx) = oneshot::channel();
-        if self.commands.unbounded_send(Command::StepDown(tx)).is_ok() {
-            let _ = rx.await;
-        }
+        let sent = self.commands.unbounded_send(Command::StepDown(tx)).is_ok();
+        Answer::new(sent.then_some(rx)).await;
     }
 
     /// Stands by (`true`) or campaigns again (`false`): on standby this node
@@ -183,16 +193,16 @@ impl Handle {
     }
 
     /// Shuts down: drains and releases if leading (unless the configuration says
-    /// not to release), then ends the driver. Resolves when the driver has ended.
+    /// not to release), then ends the driver. Resolves when the driver has ended,
+    /// one poll after its answer, as [`Handle::step_down`] does.
     ///
     /// Takes `&self` so that a handle shared behind an `Arc` (with a write guard or
     /// a health endpoint) can be shut down without first collecting every clone.
     /// Afterwards the handle reports "not leader" and its commands do nothing.
     pub async fn shutdown(&self) {
         let (tx, rx) = oneshot::channel();
-        if self.commands.unbounded_send(Command::Shutdown(tx)).is_ok() {
-            let _ = rx.await;
-        }
+        let sent = self.commands.unbounded_send(Command::Shutdown(tx)).is_ok();
+        Answer::new(sent.then_some(rx)).await;
     }
 
     /// Stops the driver at once, without draining or releasing: what a crash does
@@ -201,6 +211,52 @@ impl Handle {
     /// and demos.
     pub fn abort(&self) {
         let _ = self.commands.unbounded_send(Command::Abort);
+    }
+}
+
+/// The driver's answer to [`Handle::step_down`] or [`Handle::shutdown`], taken
+/// one poll after it arrived (docs/faults.md H10).
+///
+/// The driver answers only after it has published the states that led to the
+/// answer, so they are queued in every stream by then. But a task that polls a
+/// stream and then the answer (a biased `select`, a loop reading states until
+/// the answer) may find the stream empty, be descheduled, and find the answer
+/// there at its next poll: the driver, on another thread, published the states
+/// and answered in between. Ending on that answer, it would never read them.
+/// So the answer, when first seen, wakes its task and stays pending for that
+/// poll: the next round polls the stream again, now after the answer was
+/// seen, so after the states were queued, and reads them before the answer
+/// resolves. A driver that has ended (the command could not be sent, or was
+/// dropped unanswered) counts as an answer: its states were all published
+/// before it ended.
+struct Answer {
+    /// `None` once the answer arrived, or when the command was not sent.
+    rx: Option<oneshot::Receiver<()>>,
+    /// The answer was seen at an earlier poll: resolve now.
+    seen: bool,
+}
+
+impl Answer {
+    fn new(rx: Option<oneshot::Receiver<()>>) -> Self {
+        Answer { rx, seen: false }
+    }
+}
+
+impl Future for Answer {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.seen {
+            return Poll::Ready(());
+        }
+        if let Some(rx) = &mut self.rx {
+            // Answered, or the driver ended without answering: the same to us.
+            let _ = futures::ready!(rx.poll_unpin(cx));
+            self.rx = None;
+        }
+        self.seen = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 
