@@ -72,6 +72,8 @@ macro_rules! driver_suite {
             lock_without_watch_is_polled,
             h10_states_are_ready_when_step_down_and_shutdown_resolve,
             h10_stopped_leading_is_ready_before_the_release_is_written,
+            h10_a_reader_polling_the_stream_first_reads_every_state_before_the_answer,
+            h10_a_reader_polling_the_stream_first_reads_the_states_of_a_driver_ended_before_shutdown,
         );
     };
     (@cases $block_on:path, $rt:expr; $($case:ident,)*) => {
@@ -1495,4 +1497,249 @@ pub async fn h10_stopped_leading_is_ready_before_the_release_is_written<R: Runti
         );
     }
     assert_eq!(c.releases_by("node-a").len(), 2);
+}
+
+/// A program following a state stream while it waits for an answer
+/// (`step_down()` or `shutdown()`), as a biased `select` does: each round polls
+/// the stream first and the answer only when the stream has nothing ready.
+struct StreamFirstReader {
+    stream: election_driver::StateStream,
+    ended: bool,
+    read: Vec<Change>,
+}
+
+impl StreamFirstReader {
+    fn new(stream: election_driver::StateStream) -> Self {
+        StreamFirstReader {
+            stream,
+            ended: false,
+            read: Vec::new(),
+        }
+    }
+
+    /// The stream's half of the rounds: every state ready now, until the
+    /// stream has nothing (its last poll found it empty) or has ended.
+    fn read_ready(&mut self) {
+        use futures::FutureExt;
+        while !self.ended {
+            match self.stream.next().now_or_never() {
+                Some(Some(s)) => self.read.push(s.change),
+                Some(None) => self.ended = true,
+                None => break,
+            }
+        }
+    }
+
+    /// The answer's half of a round: whether it resolved at this poll.
+    fn answered<F: Future<Output = ()> + ?Sized>(answer: Pin<&mut F>) -> bool {
+        use futures::FutureExt;
+        answer.now_or_never().is_some()
+    }
+
+    /// Rounds (answer, then stream) from the answer's half of the round now
+    /// under way, until the answer resolves.
+    fn until_answered<F: Future<Output = ()> + ?Sized>(
+        &mut self,
+        mut answer: Pin<&mut F>,
+        what: &str,
+    ) {
+        for _ in 0..100 {
+            if Self::answered(answer.as_mut()) {
+                return;
+            }
+            self.read_ready();
+        }
+        panic!(
+            "{what} did not resolve in 100 rounds once answered; read {:?}",
+            self.read
+        );
+    }
+}
+
+/// `future`'s output, or a panic saying `what` after `limit` on the runtime's
+/// timer (virtual under paused tokio).
+async fn within<R: Runtime, F: Future>(
+    rt: &R,
+    limit: Duration,
+    what: &str,
+    future: F,
+) -> F::Output {
+    let future = std::pin::pin!(future);
+    match futures::future::select(future, rt.sleep(limit)).await {
+        futures::future::Either::Left((out, _)) => out,
+        futures::future::Either::Right(_) => panic!("{what}: not within {limit:?}"),
+    }
+}
+
+/// docs/faults.md H10 (issue 42): a program polling the state stream before
+/// the answer of `step_down()` or `shutdown()` reads every state published
+/// before that answer, also when the driver publishes them and answers between
+/// the two polls of one of its rounds (its thread descheduled there, on a
+/// loaded machine with the driver on another thread). The test holds the
+/// leader work's drain so that the reader's last look at the stream finds it
+/// empty, then lets the driver give up, release and answer in full (a second
+/// call of the same command, sent after the first, is answered after it)
+/// before the reader polls the answer: the answer must not resolve before the
+/// stream has been polled again and has given `StoppedLeading` (and after a
+/// shutdown the final state).
+pub async fn h10_a_reader_polling_the_stream_first_reads_every_state_before_the_answer<
+    R: Runtime,
+>(
+    rt: R,
+) {
+    let c = Cluster::new(rt);
+    let open = Arc::new(AtomicBool::new(true));
+    let gate = open.clone();
+    let work_rt = c.rt.clone();
+    let handle = Builder::new(c.store.client("node-a"), Config::fast("node-a"))
+        .leader_work(move |_, cancel| {
+            let (gate, rt) = (gate.clone(), work_rt.clone());
+            async move {
+                cancel.cancelled().await;
+                while !gate.load(Ordering::SeqCst) {
+                    rt.sleep(TICK).await;
+                }
+            }
+        })
+        .spawn(c.rt.clone())
+        .expect("valid configuration");
+    let mut reader = StreamFirstReader::new(handle.states());
+
+    for shutdown in [false, true] {
+        c.until(LEASE * 3, "node-a leads", || handle.is_leader())
+            .await;
+        reader.read_ready();
+        reader.read.clear();
+        open.store(false, Ordering::SeqCst);
+        let what = if shutdown {
+            "shutdown()"
+        } else {
+            "step_down()"
+        };
+        let command = || -> Pin<Box<dyn Future<Output = ()> + '_>> {
+            if shutdown {
+                Box::pin(handle.shutdown())
+            } else {
+                Box::pin(handle.step_down())
+            }
+        };
+        let mut answer = command();
+        // Rounds until the reader has read Draining: the first poll of the
+        // answer sends the command; no answer can come while the work drains.
+        c.until(LEASE, "the reader read Draining", || {
+            reader.read_ready();
+            assert!(
+                !StreamFirstReader::answered(answer.as_mut()),
+                "{what} resolved while the work drained: {:?}",
+                reader.read
+            );
+            reader.read.iter().any(is_draining)
+        })
+        .await;
+        // A round's stream half finds nothing: StoppedLeading waits for the work.
+        reader.read_ready();
+        assert!(
+            position_of(&reader.read, |c| matches!(
+                c,
+                Change::Elector(Event::StoppedLeading { .. })
+            ))
+            .is_none(),
+            "StoppedLeading while the work drained: {:?}",
+            reader.read
+        );
+        // Before the round's answer half, the driver does everything: the
+        // work ends, StoppedLeading, the release, the answer.
+        open.store(true, Ordering::SeqCst);
+        within(&c.rt, LEASE, &format!("a second {what}"), command()).await;
+        reader.until_answered(answer.as_mut(), what);
+        let reason = if shutdown {
+            StopReason::ShutDown
+        } else {
+            StopReason::SteppedDown
+        };
+        let drain = position_of(&reader.read, is_draining);
+        let stop = position_of(&reader.read, is_stop(reason));
+        assert!(
+            drain.is_some() && stop.is_some() && drain < stop,
+            "read before {what} resolved: {:?}",
+            reader.read
+        );
+        if shutdown {
+            assert!(
+                reader.ended
+                    && matches!(reader.read.last(), Some(Change::Elector(Event::Terminated))),
+                "the final state, then the stream's end, before {what} resolved: {:?}",
+                reader.read
+            );
+        }
+    }
+    assert_eq!(c.releases_by("node-a").len(), 2);
+}
+
+/// Leader work that waits for its signal; its maker tells when the driver,
+/// which owns it, was dropped (after its last state and its answers).
+struct DropFlagWork(Arc<AtomicBool>);
+
+impl LeaderWork for DropFlagWork {
+    fn start(&mut self, _term: Term) -> WorkRun {
+        let signal = CancelSignal::new();
+        let s = signal.clone();
+        WorkRun {
+            future: Box::pin(async move { s.cancelled().await }),
+            cancel: Box::new(move || signal.cancel()),
+        }
+    }
+}
+
+impl Drop for DropFlagWork {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// docs/faults.md H10 (issue 42): `shutdown()` asked of a driver that has
+/// already ended (here on a loss, with `OnLoss::Exit`) has nobody to answer it
+/// and resolves without waiting; a program that polled its state stream just
+/// before the driver ended, and `shutdown()` just after, still reads the
+/// loss's `StoppedLeading` and the final state before `shutdown()` resolves.
+pub async fn h10_a_reader_polling_the_stream_first_reads_the_states_of_a_driver_ended_before_shutdown<
+    R: Runtime,
+>(
+    rt: R,
+) {
+    let c = Cluster::new(rt);
+    let dropped = Arc::new(AtomicBool::new(false));
+    let handle = Builder::new(c.store.client("node-a"), Config::fast("node-a"))
+        .on_loss(OnLoss::Exit)
+        .custom_leader_work(DropFlagWork(dropped.clone()))
+        .spawn(c.rt.clone())
+        .expect("valid configuration");
+    c.until(FIRST_ELECTION, "node-a leads", || handle.is_leader())
+        .await;
+    let mut reader = StreamFirstReader::new(handle.states());
+    // A round's stream half finds nothing new.
+    reader.read_ready();
+    reader.read.clear();
+    // Before its answer half, another holder takes the lock: the driver stops
+    // leading, ends (OnLoss::Exit) and is dropped.
+    let mut rec = c.store.current().unwrap().record;
+    rec.holder = "someone-else".into();
+    c.store.set_record(rec);
+    c.until(LEASE, "the driver ended and was dropped", || {
+        dropped.load(Ordering::SeqCst)
+    })
+    .await;
+    let mut answer = std::pin::pin!(handle.shutdown());
+    reader.until_answered(answer.as_mut(), "shutdown()");
+    assert!(
+        position_of(&reader.read, |c| matches!(
+            c,
+            Change::Elector(Event::StoppedLeading { .. })
+        ))
+        .is_some()
+            && reader.ended
+            && matches!(reader.read.last(), Some(Change::Elector(Event::Terminated))),
+        "StoppedLeading, the final state and the stream's end before shutdown() resolved: {:?}",
+        reader.read
+    );
 }
