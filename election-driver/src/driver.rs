@@ -115,8 +115,10 @@ impl<L: Lock> Builder<L> {
         self
     }
 
-    /// A hook called with every published state, on the driver's task, before
-    /// [`Handle::states`] streams see it. Keep it short: the election waits for it.
+    /// A hook called with every published state, on the driver's task, right
+    /// after the state is queued on the [`Handle::states`] streams and before the
+    /// driver does anything else (a reader on another thread may see the state
+    /// first). Keep it short: the election waits for it.
     /// Each call adds a hook; they run in the order they were added.
     pub fn on_state(mut self, hook: impl Fn(&LeadershipState) + Send + Sync + 'static) -> Self {
         self.hooks.push(Box::new(hook));
