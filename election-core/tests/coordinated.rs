@@ -41,10 +41,10 @@ fn watching_follower(id: &str) -> Node {
     n
 }
 
-/// A watching follower assigned the lock 2.1 s after it last saw "b" renew (so
-/// b is past by its own clock): it claimed the assignment at version 13 and
-/// leads. Its record as stored is returned too.
-fn claimed_leader(id: &str) -> (Node, LockRecord) {
+/// A watching follower assigned the lock (version 12) 2.1 s after it last saw
+/// "b" renew (so b is past by its own clock): its claim is in flight (the write
+/// and its record returned).
+fn claiming(id: &str) -> (Node, WriteId, LockRecord) {
     let mut n = watching_follower(id);
     n.advance(ms(2_100));
     n.watch(WatchEvent::Changed(obs(
@@ -52,6 +52,13 @@ fn claimed_leader(id: &str) -> (Node, LockRecord) {
         assigned(id, &held("b", 2, 3)),
     )));
     let (op, _, claim) = n.update();
+    (n, op, claim)
+}
+
+/// [`claiming`], the claim answered at version 13: the node leads. Its record
+/// as stored is returned too.
+fn claimed_leader(id: &str) -> (Node, LockRecord) {
+    let (mut n, op, claim) = claiming(id);
     let mine = stamped(claim, 5);
     n.answer(op, Ok(obs("13", mine.clone())));
     assert!(n.e.is_leader(n.now), "leads at once");
@@ -649,13 +656,7 @@ fn c2_a_leader_reassigned_by_the_coordinator_ends_its_term_and_claims_anew() {
 /// holder, and the node leads at once when the answer comes.
 #[test]
 fn c2_the_claims_watch_echo_before_its_answer_does_not_delay_leading() {
-    let mut n = watching_follower("a");
-    n.advance(ms(2_100));
-    n.watch(WatchEvent::Changed(obs(
-        "12",
-        assigned("a", &held("b", 2, 3)),
-    )));
-    let (op, _, claim) = n.update();
+    let (mut n, op, claim) = claiming("a");
     let mine = obs("13", stamped(claim, 5));
     n.advance(ms(2));
     n.watch(WatchEvent::Changed(mine.clone()));
@@ -721,13 +722,7 @@ fn c7_an_end_of_term_seen_during_a_successful_renew_is_read_at_once() {
 #[test]
 fn c7_a_landed_claim_overtaken_by_an_edit_of_it_is_adopted() {
     for case in ["label", "mark"] {
-        let mut n = watching_follower("a");
-        n.advance(ms(2_100));
-        n.watch(WatchEvent::Changed(obs(
-            "12",
-            assigned("a", &held("b", 2, 3)),
-        )));
-        let (op, _, claim) = n.update();
+        let (mut n, op, claim) = claiming("a");
         let mine = stamped(claim, 5);
         n.advance(ms(10));
         n.watch(WatchEvent::Changed(obs("13", mine.clone())));
@@ -847,13 +842,7 @@ fn c4_assignments_are_not_reported_as_identity_collisions() {
     )));
     assert_eq!(collisions(&n), 0, "previous life, then an assignment");
     // A claim that conflicts, then a read showing a new assignment.
-    let mut n = watching_follower("a");
-    n.advance(ms(2_100));
-    n.watch(WatchEvent::Changed(obs(
-        "12",
-        assigned("a", &held("b", 2, 3)),
-    )));
-    let (op, _, _) = n.update();
+    let (mut n, op, _) = claiming("a");
     n.answer(op, Err(LockError::Conflict));
     let read = n.get();
     n.answer(read, Ok(obs("14", assigned("a", &held("c", 2, 3)))));
@@ -864,13 +853,7 @@ fn c4_assignments_are_not_reported_as_identity_collisions() {
 /// never leads, and releases at once, not a renew interval after the claim.
 #[test]
 fn c8_a_shutdown_during_a_claim_releases_at_once() {
-    let mut n = watching_follower("a");
-    n.advance(ms(2_100));
-    n.watch(WatchEvent::Changed(obs(
-        "12",
-        assigned("a", &held("b", 2, 3)),
-    )));
-    let (op, _, claim) = n.update();
+    let (mut n, op, claim) = claiming("a");
     n.advance(ms(50));
     n.shutdown();
     n.advance(ms(50));
