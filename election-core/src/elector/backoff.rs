@@ -88,16 +88,14 @@ impl Elector {
     /// now instead: a poller back from an outage would otherwise follow the
     /// lock blind for that long, and miss a handover meant for it.
     pub(super) fn end_backoff(&mut self, now: Instant) {
-        if self.failures > 1
-            && let super::Follow::Poll { next } = self.follow
-        {
-            self.failures = 0;
+        let backed_off = self.failures > 1;
+        self.failures = 0;
+        if backed_off && let super::Follow::Poll { next } = self.follow {
             let plain = now + self.jittered_period();
             if plain < next {
                 self.follow = super::Follow::Poll { next: plain };
             }
         }
-        self.failures = 0;
     }
 
     /// `retry_period × [1, 1 + jitter)`, drawn afresh.

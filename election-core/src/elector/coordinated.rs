@@ -11,7 +11,8 @@
 //!   lease (the holder's, or its own if longer) after the last version it saw
 //!   held by another, and the longest lease seen from any holder after any
 //!   version that may not directly follow the one seen before it (a version it
-//!   missed may hide a holder, with any lease it was seen to use). The coordinator judges expiry by wall clocks; this rule
+//!   missed may hide a holder, with any lease it was seen to use). The
+//!   coordinator judges expiry by wall clocks; this rule
 //!   keeps the promise on local time, as the classic mode does;
 //! - a version naming this node with an acquire time that it did not write (a
 //!   twin, or its own previous life) is timed like another's lease and taken

@@ -14,11 +14,11 @@ impl Elector {
     /// The lock is absent. Whoever held it before it was deleted may still believe
     /// it leads until its deadline, which passes within its lease duration from
     /// now (the deletion came before this observation): within the longest lease
-    /// seen, since that holder may have run with a longer lease than this node's. With the strict lock delay, do
-    /// not lead before then, whichever write wins (a create, or taking over a
-    /// record whose create's outcome was unknown). A node cannot tell a lock never
-    /// created from one deleted under a live leader, so this holds for a node that
-    /// never saw the lock held too. `deleted_at`: the deletion's version, where
+    /// seen, since that holder may have run with a longer lease than this
+    /// node's. With the strict lock delay, do not lead before then, whichever
+    /// write wins (a create, or taking over a record whose create's outcome was
+    /// unknown). A node cannot tell a lock never created from one deleted under a
+    /// live leader, so this holds for a node that never saw the lock held too. `deleted_at`: the deletion's version, where
     /// the lock said it.
     pub(super) fn note_absent(&mut self, deleted_at: Option<Version>, now: Instant) {
         self.lock = match core::mem::replace(&mut self.lock, LockView::Unread) {
@@ -54,9 +54,9 @@ impl Elector {
     /// after the gap. A release ends it: only a holder that led by these rules
     /// releases (never one within its lock delay), and it stopped first. A
     /// record that may be this node's own write (its watch echo included) is no
-    /// gap either. In a fleet of
-    /// one lease duration the bound never outlasts the expiry of the version
-    /// that set it; with mixed lease lengths it covers the longest (R14).
+    /// gap either. In a fleet of one lease duration the bound never outlasts the
+    /// expiry of the version that set it; with mixed lease lengths it covers
+    /// the longest (R14).
     pub(super) fn note_gap(&mut self, adjacent: bool, now: Instant) {
         if self.config.mode != Mode::Classic || self.config.lock_delay != LockDelay::Strict {
             return;
