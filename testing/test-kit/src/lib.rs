@@ -13,6 +13,10 @@
 //!   the check of the leadership Events a Kubernetes lock records during it;
 //! - [`rbac`]: a lock's RBAC Role checked against the requests a lock session
 //!   makes on the emulator;
+//! - [`apiserver`]: a real kube-apiserver on etcd, built from source by
+//!   `testing/k8s-server/build.sh`, for the real-server tests; and
+//!   [`Server`](apiserver::Server), what a suite needs of an API server, so
+//!   that one suite runs on the emulator and on kube-apiserver;
 //! - [`stall`]: a watch that tells a real-time test whether the machine
 //!   withheld its whole process (then a leader rightly loses at its deadline)
 //!   or only an executor was blocked.
@@ -28,6 +32,7 @@
 // the unit tests' build, which also gets the dev-dependencies.
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
+pub mod apiserver;
 pub mod driver_suite;
 pub mod kube_lock;
 pub mod rbac;
