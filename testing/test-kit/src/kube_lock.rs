@@ -17,24 +17,22 @@
 //! they are; the suite's own direct `kube` calls go through
 //! [`compat`], and its timers are `async-io`'s.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use election_core::{
-    Config, Lock, LockError, LockRecord, Observation, Stamp, Version, WallTime, WatchEvent,
+    Config, Lock, LockError, LockRecord, Observation, Stamp, WallTime, WatchEvent,
 };
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::Resource as _;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams};
 use kube_emulator::{Emulator, Fault, Match, Resource};
 use kube_support::{Clock, Codec, LeaderEvent, ObjectLock, WatchConfig};
 use lock_memory::conformance::{Case, Harness, run_all};
 
+use crate::apiserver::Server;
 use crate::runtimes::{compat, timeout};
 
+pub mod any_server;
 pub mod election;
 pub mod shared;
 
@@ -122,6 +120,64 @@ macro_rules! kube_lock_suite {
     };
 }
 
+/// Makes the cases of [`any_server`] (those that need no injected fault) and
+/// the lock conformance suite ([`conformance_on`]) tests against the real
+/// kube-apiserver ([`ApiServer::shared`](crate::apiserver::ApiServer::shared),
+/// one per test binary, a namespace per test), in a module `on_apiserver`, on
+/// tokio. They are `#[ignore]`d: they need the server built by
+/// `testing/k8s-server/build.sh`, and `.ci/run` runs them with `--ignored`.
+///
+/// ```text
+/// test_kit::kube_lock_suite_on_apiserver!(LeaseSuite);
+/// ```
+#[macro_export]
+macro_rules! kube_lock_suite_on_apiserver {
+    ($subject:ty) => {
+        $crate::kube_lock_suite_on_apiserver!(@cases $subject;
+            create_get_update_round_trip_client_go_fields,
+            a1_a2_w3_update_from_a_stale_version_is_a_conflict,
+            a3_create_of_an_existing_object_is_already_exists,
+            a4_update_of_a_deleted_object_is_not_found_and_does_not_recreate_it,
+            a5_missing_namespace_is_invalid_and_names_it,
+            a8_a_zero_lease_duration_is_written_as_one,
+            watch_yields_the_current_state_then_changes,
+            r10_an_identical_rewrite_takes_a_new_version,
+            r12_foreign_labels_annotations_and_owners_are_preserved,
+            h9_events_are_recorded_as_client_go_words_them,
+            r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails,
+        );
+    };
+    (@cases $subject:ty; $($case:ident,)+) => {
+        mod on_apiserver {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $(
+                #[test]
+                #[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+                fn $case() {
+                    $crate::runtimes::Runtime::Tokio.run(|| {
+                        $crate::kube_lock::any_server::$case::<$subject>(
+                            $crate::apiserver::ApiServer::shared(),
+                        )
+                    })
+                }
+            )+
+
+            /// The lock conformance suite, whole.
+            #[test]
+            #[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+            fn conformance() {
+                $crate::runtimes::Runtime::Tokio.run(|| {
+                    $crate::kube_lock::conformance_on::<$subject>(
+                        $crate::apiserver::ApiServer::shared(),
+                    )
+                })
+            }
+        }
+    };
+}
+
 /// The namespace of the lock objects.
 pub const NS: &str = "default";
 /// The frozen wall clock of [`lock`]: 2026-08-07T23:11:09Z.
@@ -144,7 +200,17 @@ pub fn lock<S: KubeLock>(
     ns: &str,
     name: &str,
 ) -> ObjectLock<S::Codec> {
-    let client = kube_support::lock_client(emu.kube_config(token)).expect("client");
+    lock_on::<S>(emu, token, ns, name)
+}
+
+/// [`lock`] on any [`Server`], as `identity`.
+pub fn lock_on<S: KubeLock>(
+    server: &dyn Server,
+    identity: &str,
+    ns: &str,
+    name: &str,
+) -> ObjectLock<S::Codec> {
+    let client = kube_support::lock_client(server.kube_config(identity)).expect("client");
     ObjectLock::<S::Codec>::builder(client, ns, name)
         .clock(Clock::fixed(T0))
         .build()
@@ -165,14 +231,29 @@ pub fn held(holder: &str, transitions: u32) -> LockRecord {
 
 /// The lock object `name` in [`NS`] as the emulator stores it.
 pub fn raw<S: KubeLock>(emu: &Emulator, name: &str) -> serde_json::Value {
-    emu.object(S::RESOURCE, NS, name)
-        .expect("the lock object exists")
+    raw_in::<S>(emu, NS, name)
 }
 
 /// The record in the lock object `name` in [`NS`], as JSON in client-go's field
 /// names.
 pub fn record<S: KubeLock>(emu: &Emulator, name: &str) -> serde_json::Value {
     S::record_json(&raw::<S>(emu, name))
+}
+
+/// The lock object `name` in `ns` as `server` has it.
+pub fn raw_in<S: KubeLock>(server: &dyn Server, ns: &str, name: &str) -> serde_json::Value {
+    server.object(S::RESOURCE, ns, name).unwrap_or_else(|| {
+        panic!(
+            "the lock object {ns}/{name} exists on the {}",
+            server.name()
+        )
+    })
+}
+
+/// The record in the lock object `name` in `ns` on `server`, as JSON in
+/// client-go's field names.
+pub fn record_in<S: KubeLock>(server: &dyn Server, ns: &str, name: &str) -> serde_json::Value {
+    S::record_json(&raw_in::<S>(server, ns, name))
 }
 
 /// The emulator, on a thread and tokio runtime of its own: the tests run on any
@@ -185,111 +266,31 @@ pub fn start() -> Emulator {
 /// values and timestamp format client-go writes; the holder is written present and
 /// empty on release.
 pub async fn create_get_update_round_trip_client_go_fields<S: KubeLock>() {
-    let emu = start();
-    let name = unique("rt");
-    let a = lock::<S>(&emu, "a", NS, &name);
-    assert_eq!(a.get().await, Err(LockError::NotFound));
-    let created = a.create(&held("a", 0)).await.expect("create");
-    assert_eq!(created.record.holder.as_ref(), "a");
-    assert_eq!(created.record.renew_time, Stamp::At(T0));
-    let rec = &record::<S>(&emu, &name);
-    assert_eq!(rec["holderIdentity"], "a");
-    assert_eq!(rec["leaseDurationSeconds"], 15);
-    assert_eq!(rec["renewTime"], S::RENEW_TIME_AT_T0);
-    assert_eq!(rec[S::TRANSITIONS], 0);
-
-    let b = lock::<S>(&emu, "b", NS, &name);
-    let seen = b.get().await.expect("get");
-    assert_eq!(seen, created);
-    let mut release = held("", 0);
-    release.lease_duration_secs = Some(1);
-    let released = b.update(&seen.version, &release).await.expect("update");
-    assert_ne!(released.version, seen.version);
-    let rec = &record::<S>(&emu, &name);
-    assert_eq!(
-        rec["holderIdentity"], "",
-        "written present and empty on release"
-    );
-    assert_eq!(rec["leaseDurationSeconds"], 1);
+    any_server::create_get_update_round_trip_client_go_fields::<S>(&start()).await
 }
 
 /// FAULTS A1, A2, W3: a compare-and-swap from a stale cache is a conflict; from a
 /// version the lock never saw, it reads first, then writes; from a version neither
 /// cached nor current, a conflict without a write.
 pub async fn a1_a2_w3_update_from_a_stale_version_is_a_conflict<S: KubeLock>() {
-    let emu = start();
-    let name = unique("a1");
-    let a = lock::<S>(&emu, "a", NS, &name);
-    let b = lock::<S>(&emu, "b", NS, &name);
-    let v1 = a.create(&held("a", 0)).await.expect("create");
-    let v2 = b
-        .update(&v1.version, &held("b", 1))
-        .await
-        .expect("b takes over");
-    // a still holds v1 in its cache: its compare-and-swap must fail.
-    assert_eq!(
-        a.update(&v1.version, &held("a", 0)).await,
-        Err(LockError::Conflict)
-    );
-    assert_eq!(record::<S>(&emu, &name)["holderIdentity"], "b");
-    // a version a never saw (its cache is stale): read, then CAS on it.
-    let v3 = a
-        .update(&v2.version, &held("a", 2))
-        .await
-        .expect("CAS on the fresh version");
-    assert_eq!(v3.record.holder.as_ref(), "a");
-    // A version that is neither cached nor current is a conflict without a write.
-    let writes = emu.write_history().len();
-    assert_eq!(
-        a.update(&Version::new("1"), &held("a", 3)).await,
-        Err(LockError::Conflict)
-    );
-    assert_eq!(emu.write_history().len(), writes);
+    any_server::a1_a2_w3_update_from_a_stale_version_is_a_conflict::<S>(&start()).await
 }
 
 /// FAULTS A3: a create of an existing lock object is `AlreadyExists`.
 pub async fn a3_create_of_an_existing_object_is_already_exists<S: KubeLock>() {
-    let emu = start();
-    let name = unique("a3");
-    let a = lock::<S>(&emu, "a", NS, &name);
-    let b = lock::<S>(&emu, "b", NS, &name);
-    a.create(&held("a", 0)).await.expect("create");
-    assert_eq!(b.create(&held("b", 0)).await, Err(LockError::AlreadyExists));
+    any_server::a3_create_of_an_existing_object_is_already_exists::<S>(&start()).await
 }
 
 /// FAULTS A4: an update of a deleted lock object is `NotFound`, and re-creates
 /// nothing.
 pub async fn a4_update_of_a_deleted_object_is_not_found_and_does_not_recreate_it<S: KubeLock>() {
-    let emu = start();
-    let name = unique("a4");
-    let a = lock::<S>(&emu, "a", NS, &name);
-    let v1 = a.create(&held("a", 0)).await.expect("create");
-    compat(async {
-        let api: Api<Object<S>> = Api::namespaced(emu.client("admin").unwrap(), NS);
-        api.delete(&name, &DeleteParams::default()).await
-    })
-    .await
-    .expect("delete");
-    // Leases allow create-on-update (ConfigMaps do not), but our PUT carries the
-    // old UID, whose precondition fails: the lock reports NotFound and nothing is
-    // re-created.
-    assert_eq!(
-        a.update(&v1.version, &held("a", 0)).await,
-        Err(LockError::NotFound)
-    );
-    assert_eq!(a.get().await, Err(LockError::NotFound));
+    any_server::a4_update_of_a_deleted_object_is_not_found_and_does_not_recreate_it::<S>(&start())
+        .await
 }
 
 /// FAULTS A5: a create in a missing namespace is `Invalid`, naming the namespace.
 pub async fn a5_missing_namespace_is_invalid_and_names_it<S: KubeLock>() {
-    let emu = start();
-    let a = lock::<S>(&emu, "a", "no-such-ns", "lock");
-    match a.create(&held("a", 0)).await {
-        Err(LockError::Invalid { message }) => {
-            assert!(message.contains("\"no-such-ns\""), "{message}")
-        }
-        other => panic!("expected Invalid naming the namespace, got {other:?}"),
-    }
+    any_server::a5_missing_namespace_is_invalid_and_names_it::<S>(&start()).await
 }
 
 /// FAULTS A6: a 403 is `Forbidden`, naming the verb, the resource and the object;
@@ -341,12 +342,7 @@ pub async fn a8_unprocessable_write_is_invalid<S: KubeLock>() {
     // We never write a duration of 0, which the API rejects: a record asking for
     // one is written as 1.
     emu.faults("a").clear();
-    let mut zero = held("", 0);
-    zero.lease_duration_secs = Some(0);
-    a.update(&v.version, &zero)
-        .await
-        .expect("written with duration 1");
-    assert_eq!(record::<S>(&emu, &name)["leaseDurationSeconds"], 1);
+    any_server::a8_a_zero_lease_duration_is_written_as_one::<S>(&emu).await;
 }
 
 /// FAULTS A9: a 429 is `Transient` with its `retryAfterSeconds`.
@@ -505,33 +501,7 @@ fn changed(ev: Option<Result<WatchEvent, LockError>>) -> Observation {
 /// A fresh watch yields the current state, then each change of this object only
 /// (field selector), then its deletion.
 pub async fn watch_yields_the_current_state_then_changes<S: KubeLock>() {
-    let emu = start();
-    let name = unique("watch");
-    let a = lock::<S>(&emu, "a", NS, &name);
-    let b = lock::<S>(&emu, "b", NS, &name);
-    // An object of another name must not show up (field selector).
-    lock::<S>(&emu, "c", NS, &unique("other"))
-        .create(&held("c", 0))
-        .await
-        .unwrap();
-    let v1 = a.create(&held("a", 0)).await.expect("create");
-    let mut w = b.watch(None).expect("the lock watches");
-    assert_eq!(changed(next_event(&mut w).await), v1);
-    let v2 = a.update(&v1.version, &held("a", 0)).await.expect("renew");
-    assert_eq!(changed(next_event(&mut w).await), v2);
-    compat(async {
-        let api: Api<Object<S>> = Api::namespaced(emu.client("admin").unwrap(), NS);
-        api.delete(&name, &DeleteParams::default()).await
-    })
-    .await
-    .unwrap();
-    // The deletion carries its own version, after the last write's.
-    match next_event(&mut w).await {
-        Some(Ok(WatchEvent::Deleted(Some(at)))) => {
-            assert!(at.is_newer_than(&v2.version), "{at:?} after {v2:?}")
-        }
-        other => panic!("expected the deletion with its version, got {other:?}"),
-    }
+    any_server::watch_yields_the_current_state_then_changes::<S>(&start()).await
 }
 
 /// FAULTS W1: a broken watch ends; resumed from the last version seen, it yields
@@ -614,108 +584,21 @@ pub async fn w2_gone_ends_the_watch_and_a_fresh_watch_lists_first<S: KubeLock>()
 /// FAULTS R10: a write identical to the stored record (a frozen clock) still gets
 /// a new version.
 pub async fn r10_an_identical_rewrite_takes_a_new_version<S: KubeLock>() {
-    let emu = start();
-    let a = lock::<S>(&emu, "a", NS, &unique("r10"));
-    let v1 = a.create(&held("a", 0)).await.expect("create");
-    let v2 = a
-        .update(&v1.version, &held("a", 0))
-        .await
-        .expect("renew, frozen clock");
-    assert_eq!(v1.record, v2.record, "identical bytes");
-    assert_ne!(v1.version, v2.version);
-    let v3 = a.update(&v2.version, &held("a", 0)).await.expect("again");
-    assert_ne!(v3.version, v2.version);
+    any_server::r10_an_identical_rewrite_takes_a_new_version::<S>(&start()).await
 }
 
 /// FAULTS R12: labels, annotations and owner references that others put on the
 /// lock object are kept, even by a write from a stale cache; the lock's own labels
 /// and annotations are added.
 pub async fn r12_foreign_labels_annotations_and_owners_are_preserved<S: KubeLock>() {
-    let emu = start();
-    let name = unique("r12");
-    let client = kube_support::lock_client(emu.kube_config("a")).unwrap();
-    let a = ObjectLock::<S::Codec>::builder(client, NS, &name)
-        .label("app", "ours")
-        .clock(Clock::fixed(T0))
-        .build()
-        .unwrap();
-    let v1 = a.create(&held("a", 0)).await.expect("create");
-    // A human (or a controller) adds metadata.
-    let v2 = compat(async {
-        let api: Api<Object<S>> = Api::namespaced(emu.client("human").unwrap(), NS);
-        let mut obj = api.get(&name).await.unwrap();
-        obj.meta_mut()
-            .labels
-            .get_or_insert_with(BTreeMap::new)
-            .insert("team".into(), "x".into());
-        obj.meta_mut()
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert("note".into(), "keep me".into());
-        obj.meta_mut().owner_references = Some(vec![OwnerReference {
-            api_version: "apps/v1".into(),
-            kind: "Deployment".into(),
-            name: "ctl".into(),
-            uid: "1234".into(),
-            ..OwnerReference::default()
-        }]);
-        api.replace(&name, &PostParams::default(), &obj)
-            .await
-            .unwrap()
-    })
-    .await;
-    // The lock writes from a stale cache (v1 is gone): it must still keep them.
-    assert_eq!(
-        a.update(&v1.version, &held("a", 0)).await,
-        Err(LockError::Conflict)
-    );
-    let mut rec = held("a", 0);
-    rec.priority = Some(5);
-    a.update(
-        &Version::new(v2.meta().resource_version.clone().unwrap()),
-        &rec,
-    )
-    .await
-    .expect("renew");
-    let obj = raw::<S>(&emu, &name);
-    assert_eq!(obj["metadata"]["labels"]["team"], "x");
-    assert_eq!(obj["metadata"]["labels"]["app"], "ours");
-    assert_eq!(obj["metadata"]["annotations"]["note"], "keep me");
-    assert_eq!(obj["metadata"]["annotations"]["election.rs/priority"], "5");
-    assert_eq!(obj["metadata"]["ownerReferences"][0]["name"], "ctl");
+    any_server::r12_foreign_labels_annotations_and_owners_are_preserved::<S>(&start()).await
 }
 
 /// FAULTS H9: leadership Events are recorded on the lock object as client-go
 /// words them; a refused Event is an error for the log and leaves the lock working.
 pub async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock<S: KubeLock>() {
     let emu = start();
-    let name = unique("h9");
-    let a = lock::<S>(&emu, "a", NS, &name);
-    let v = a.create(&held("a", 0)).await.expect("create");
-    a.record_event(LeaderEvent::BecameLeader {
-        identity: "a".into(),
-    })
-    .await
-    .expect("event recorded");
-    let list = compat(async {
-        let events: Api<Event> = Api::namespaced(emu.client("admin").unwrap(), NS);
-        events.list(&ListParams::default()).await
-    })
-    .await
-    .unwrap();
-    let ev = list
-        .items
-        .iter()
-        .find(|e| e.involved_object.name.as_deref() == Some(name.as_str()))
-        .expect("an event on the lock object");
-    assert_eq!(ev.reason.as_deref(), Some("LeaderElection"));
-    assert_eq!(ev.message.as_deref(), Some("a became leader"));
-    assert_eq!(ev.type_.as_deref(), Some("Normal"));
-    assert_eq!(
-        ev.involved_object.kind.as_deref(),
-        Some(Object::<S>::kind(&()).as_ref())
-    );
-
+    let (a, version) = any_server::h9_record_an_event::<S>(&emu, NS).await;
     emu.faults("a")
         .on(Match::any().resource(Resource::Event))
         .forbidden();
@@ -726,7 +609,7 @@ pub async fn h9_events_are_recorded_and_their_failures_do_not_touch_the_lock<S: 
         .await
         .expect_err("events forbidden");
     assert!(matches!(err.0, LockError::Forbidden { .. }));
-    a.update(&v.version, &held("a", 0))
+    a.update(&version, &held("a", 0))
         .await
         .expect("the lock is unaffected");
 }
@@ -770,35 +653,7 @@ pub async fn rbac_the_shipped_role_grants_every_request_of_a_session<S: KubeLock
 /// time; an empty holder with a far-past one) are read as written, and a renew
 /// from the version before them loses its compare-and-swap.
 pub async fn r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails<S: KubeLock>() {
-    let emu = start();
-    let name = unique("r1");
-    let a = lock::<S>(&emu, "a", NS, &name);
-    let v1 = a.create(&held("a", 0)).await.expect("create");
-    // The human's client and calls get a tokio reactor from `compat`; the lock's do not.
-    let api: Api<Object<S>> =
-        compat(async { Api::namespaced(emu.client("human").unwrap(), NS) }).await;
-    for (holder, renew) in [
-        ("intruder", "2099-01-01T00:00:00.000000Z"), // R1, with R9's far-future renewTime
-        ("", "1999-01-01T00:00:00.000000Z"),         // R2, far past
-    ] {
-        compat(async {
-            let mut obj = api.get(&name).await.unwrap();
-            S::edit_record(&mut obj, holder, renew);
-            api.replace(&name, &PostParams::default(), &obj)
-                .await
-                .unwrap();
-        })
-        .await;
-        let seen = a.get().await.expect("read");
-        assert_eq!(seen.record.holder.as_ref(), holder);
-        assert!(matches!(seen.record.renew_time, Stamp::At(_)));
-    }
-    // Our renew from the version before the edits loses its compare-and-swap.
-    assert_eq!(
-        a.update(&v1.version, &held("a", 0)).await,
-        Err(LockError::Conflict)
-    );
-    assert_eq!(record::<S>(&emu, &name)["holderIdentity"], "");
+    any_server::r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails::<S>(&start()).await
 }
 
 /// FAULTS A15, A16: an answer held after the write committed is still awaited
@@ -839,8 +694,14 @@ pub async fn a15_a16_a_held_answer_is_awaited_and_the_write_landed<S: KubeLock>(
 ///
 /// [`runtime_tests!`]: crate::runtime_tests!
 pub async fn conformance<S: KubeLock>() {
+    conformance_on::<S>(&start()).await;
+}
+
+/// [`conformance`] against any [`Server`], in a namespace of its own.
+pub async fn conformance_on<S: KubeLock>(server: &dyn Server) {
     let mut h = ObjectHarness::<S> {
-        emu: start(),
+        server,
+        ns: server.namespace(),
         name: String::new(),
         shared: None,
     };
@@ -860,7 +721,8 @@ pub async fn conformance_shared<S: KubeLock>() {
         shared
     });
     let mut h = ObjectHarness::<S> {
-        emu,
+        server: &emu,
+        ns: NS.to_owned(),
         name: String::new(),
         shared: Some(shared),
     };
@@ -880,16 +742,17 @@ fn check_conformance(r: lock_memory::conformance::Report) {
 /// The conformance harness: two clients' locks on a fresh object per case
 /// (watched through the clients' shared watches if given), and an admin's
 /// delete.
-struct ObjectHarness<S: KubeLock> {
-    emu: Emulator,
+struct ObjectHarness<'s, S: KubeLock> {
+    server: &'s dyn Server,
+    ns: String,
     name: String,
     shared: Option<[kube_support::SharedWatch<Object<S>>; 2]>,
 }
 
-impl<S: KubeLock> ObjectHarness<S> {
+impl<S: KubeLock> ObjectHarness<'_, S> {
     fn lock(&self, token: &str) -> ObjectLock<S::Codec> {
-        let client = kube_support::lock_client(self.emu.kube_config(token)).expect("client");
-        let mut b = ObjectLock::<S::Codec>::builder(client, NS, &self.name);
+        let client = kube_support::lock_client(self.server.kube_config(token)).expect("client");
+        let mut b = ObjectLock::<S::Codec>::builder(client, &self.ns, &self.name);
         if let Some(shared) = &self.shared {
             b = b.shared_watch(&shared[usize::from(token == "b")]);
         }
@@ -897,7 +760,7 @@ impl<S: KubeLock> ObjectHarness<S> {
     }
 }
 
-impl<S: KubeLock> Harness for ObjectHarness<S> {
+impl<S: KubeLock> Harness for ObjectHarness<'_, S> {
     type Lock = ObjectLock<S::Codec>;
 
     async fn fresh(&mut self) -> (Self::Lock, Self::Lock) {
@@ -907,10 +770,10 @@ impl<S: KubeLock> Harness for ObjectHarness<S> {
     }
 
     async fn delete(&mut self) -> bool {
-        let client = kube_support::lock_client(self.emu.kube_config("admin")).expect("client");
-        let api: Api<Object<S>> = Api::namespaced(client, NS);
+        let client = kube_support::lock_client(self.server.kube_config("admin")).expect("client");
+        let api: Api<Object<S>> = Api::namespaced(client, &self.ns);
         let name = self.name.clone();
-        // The emulator's client wants a tokio reactor, also under smol and async-std.
+        // kube's client wants a tokio reactor, also under smol and async-std.
         compat(async move { api.delete(&name, &DeleteParams::default()).await })
             .await
             .is_ok()

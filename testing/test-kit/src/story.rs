@@ -7,7 +7,9 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use election_driver::Handle;
-use kube_emulator::{Emulator, Resource};
+use kube_emulator::Resource;
+
+use crate::apiserver::Server;
 
 use crate::runtimes::{sleep, timeout};
 
@@ -102,10 +104,11 @@ pub async fn three_candidates<H: Candidate>(
 }
 
 /// The leadership Events (core `v1`) about the lock object `name` in
-/// `namespace`, as `(message, reason)`.
-pub fn leader_events(emu: &Emulator, namespace: &str, name: &str) -> Vec<(String, String)> {
+/// `namespace` on `server` (the emulator or kube-apiserver), as `(message, reason)`.
+pub fn leader_events(server: &dyn Server, namespace: &str, name: &str) -> Vec<(String, String)> {
     let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
-    emu.objects(Resource::Event, namespace)
+    server
+        .objects(Resource::Event, namespace)
         .iter()
         .filter(|e| e["involvedObject"]["name"] == name)
         .map(|e| (text(&e["message"]), text(&e["reason"])))
@@ -121,10 +124,10 @@ pub fn leader_events(emu: &Emulator, namespace: &str, name: &str) -> Vec<(String
 /// # Panics
 ///
 /// When the Events differ.
-pub async fn check_story_events(emu: &Emulator, namespace: &str, name: &str) {
+pub async fn check_story_events(server: &dyn Server, namespace: &str, name: &str) {
     let mut events = Vec::new();
     for _ in 0..100 {
-        events = leader_events(emu, namespace, name);
+        events = leader_events(server, namespace, name);
         if events.len() >= 5 {
             break;
         }

@@ -1,5 +1,6 @@
 //! The three-candidate election story ([`three_candidates`]) on a Kubernetes lock
-//! over the API emulator: a leader is elected, crashes, another takes over after
+//! over the API emulator ([`on_tokio`], [`on_any_runtime`]) or the real
+//! kube-apiserver ([`on_server`]): a leader is elected, crashes, another takes over after
 //! the lease; that one hands over gracefully, and a third leads at once. At no
 //! sampled instant do two candidates report leadership. The candidates record
 //! client-go's Events on the lock object as they start and stop leading (the
@@ -18,14 +19,24 @@ use election_driver::{Builder, Runtime};
 use kube_emulator::{Emulator, Match, Resource, Verb};
 use kube_support::ObjectLock;
 
-use super::{KubeLock, NS, record};
+use super::{KubeLock, NS, record_in};
+use crate::apiserver::Server;
 use crate::story::{CANDIDATES, check_story_events, leader_events, three_candidates};
 
 fn lock<S: KubeLock>(emu: &Emulator, name: &str, config: &Config) -> ObjectLock<S::Codec> {
+    lock_in::<S>(emu, NS, name, config)
+}
+
+fn lock_in<S: KubeLock>(
+    server: &dyn Server,
+    ns: &str,
+    name: &str,
+    config: &Config,
+) -> ObjectLock<S::Codec> {
     let id = &config.identity;
-    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    let client = kube_support::lock_client(server.kube_config(id)).expect("client");
     // The driver hands the lock the election's request timeout (Lock::configure).
-    ObjectLock::<S::Codec>::builder(client, NS, name)
+    ObjectLock::<S::Codec>::builder(client, ns, name)
         .build()
         .expect("valid names")
 }
@@ -35,29 +46,53 @@ fn config(id: &str) -> Config {
 }
 
 /// The record names `holder` and counts at least the two hand-overs.
-fn check_record<S: KubeLock>(emu: &Emulator, name: &str, holder: &str) {
-    let rec = record::<S>(emu, name);
+fn check_record<S: KubeLock>(server: &dyn Server, ns: &str, name: &str, holder: &str) {
+    let rec = record_in::<S>(server, ns, name);
     assert_eq!(rec["holderIdentity"], holder);
     assert!(rec[S::TRANSITIONS].as_u64().unwrap_or(0) >= 2);
 }
 
-/// The story on `S`'s lock `name` with the driver on `rt`, Events forbidden or
-/// not, then the check of its Events.
-async fn story<S: KubeLock>(emu: &Emulator, rt: impl Runtime, name: &str, events_forbidden: bool) {
-    if events_forbidden {
-        forbid_events(emu);
-    }
+/// The story on `S`'s lock `name` in `ns` of `server` with the driver on
+/// `rt`, then the check of its Events (none stored if `events_forbidden`: the
+/// caller forbade them).
+async fn story<S: KubeLock>(
+    server: &dyn Server,
+    ns: &str,
+    rt: impl Runtime,
+    name: &str,
+    events_forbidden: bool,
+) {
     three_candidates(
         |id| {
             let config = config(id);
-            Builder::new(lock::<S>(emu, name, &config), config)
+            Builder::new(lock_in::<S>(server, ns, name, &config), config)
                 .spawn(rt.clone())
                 .expect("valid config")
         },
-        |holder| check_record::<S>(emu, name, holder),
+        |holder| check_record::<S>(server, ns, name, holder),
     )
     .await;
-    check_events(emu, name, events_forbidden).await;
+    if events_forbidden {
+        assert_eq!(leader_events(server, ns, name), []);
+    } else {
+        check_story_events(server, ns, name).await;
+    }
+}
+
+/// The story and its checks on the emulator, Events forbidden or not.
+async fn story_on_emulator<S: KubeLock>(
+    emu: &Emulator,
+    rt: impl Runtime,
+    name: &str,
+    events_forbidden: bool,
+) {
+    if events_forbidden {
+        forbid_events(emu);
+    }
+    story::<S>(emu, NS, rt, name, events_forbidden).await;
+    if events_forbidden {
+        check_events_were_tried(emu);
+    }
 }
 
 /// The story on tokio: the emulator on the caller's tokio runtime, the driver on
@@ -66,7 +101,7 @@ pub async fn on_tokio<S: KubeLock>(rt: impl Runtime, name: &str, events_forbidde
     let emu = Emulator::start().await.expect("emulator");
     tokio::time::timeout(
         Duration::from_secs(60),
-        story::<S>(&emu, rt, name, events_forbidden),
+        story_on_emulator::<S>(&emu, rt, name, events_forbidden),
     )
     .await
     .expect("the story ends within a minute");
@@ -77,17 +112,23 @@ pub async fn on_tokio<S: KubeLock>(rt: impl Runtime, name: &str, events_forbidde
 /// (`adapter_smol::SmolRuntime` under smol and async-std).
 pub async fn on_any_runtime<S: KubeLock>(rt: impl Runtime, name: &str, events_forbidden: bool) {
     let emu = Emulator::start_blocking().expect("emulator");
-    story::<S>(&emu, rt, name, events_forbidden).await;
+    story_on_emulator::<S>(&emu, rt, name, events_forbidden).await;
 }
 
-/// After a story: with Events forbidden, they were tried and none stored; else the
-/// story's Events ([`check_story_events`]).
-async fn check_events(emu: &Emulator, name: &str, events_forbidden: bool) {
-    if events_forbidden {
-        check_events_were_refused(emu, name);
-    } else {
-        check_story_events(emu, NS, name).await;
-    }
+/// The story against any [`Server`] (kube-apiserver:
+/// [`ApiServer::shared`](crate::apiserver::ApiServer::shared)), in a namespace
+/// of its own, with the driver on `rt`, within a minute: the election, the
+/// failover after a crash no earlier than the lease allows, the graceful
+/// handover within [`HANDOVER_BOUND`](crate::story::HANDOVER_BOUND), the record
+/// as the server has it, and the leadership Events the server stored.
+pub async fn on_server<S: KubeLock>(server: &dyn Server, rt: impl Runtime, name: &str) {
+    let ns = server.namespace();
+    crate::runtimes::timeout(
+        Duration::from_secs(60),
+        story::<S>(server, &ns, rt, name, false),
+    )
+    .await
+    .expect("the story ends within a minute");
 }
 
 /// Every client's Event creates are answered 403 (docs/faults.md H9).
@@ -98,15 +139,14 @@ fn forbid_events(emu: &Emulator) {
 }
 
 /// The candidates did try to record Events (at least the three `became
-/// leader`), and none was stored.
-fn check_events_were_refused(emu: &Emulator, name: &str) {
+/// leader`), though none was stored.
+fn check_events_were_tried(emu: &Emulator) {
     let counts = emu.request_counts();
     let tried: u64 = CANDIDATES
         .iter()
         .map(|id| counts.get(id, Verb::Create, Resource::Event))
         .sum();
     assert!(tried >= 3, "Event creates tried: {tried}");
-    assert_eq!(leader_events(emu, NS, name), []);
 }
 
 /// How long a candidate that leads at once on its create may lead beside the
