@@ -760,73 +760,19 @@ fn make_certificates(dir: &Path) -> Result<(), String> {
          extendedKeyUsage=serverAuth\n",
     )
     .map_err(|e| format!("cannot write server.ext: {e}"))?;
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
+    let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    let steps = [
+        format!("req -x509 {ec} -keyout ca.key -out ca.crt -days 7 -subj /CN=kube-elector-test-ca"),
+        format!("req {ec} -keyout server.key -out server.csr -subj /CN=kube-apiserver"),
+        "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt \
+         -days 7 -extfile server.ext"
+            .to_owned(),
+        "ecparam -name prime256v1 -genkey -noout -out sa.key".to_owned(),
+        "ec -in sa.key -pubout -out sa.pub".to_owned(),
     ];
-    let steps: [&[&str]; 5] = [
-        &[
-            &["req", "-x509"][..],
-            &ec,
-            &[
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.crt",
-                "-days",
-                "7",
-                "-subj",
-                "/CN=kube-elector-test-ca",
-            ],
-        ]
-        .concat(),
-        &[
-            &["req"][..],
-            &ec,
-            &[
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-                "-subj",
-                "/CN=kube-apiserver",
-            ],
-        ]
-        .concat(),
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-days",
-            "7",
-            "-extfile",
-            "server.ext",
-        ],
-        &[
-            "ecparam",
-            "-name",
-            "prime256v1",
-            "-genkey",
-            "-noout",
-            "-out",
-            "sa.key",
-        ],
-        &["ec", "-in", "sa.key", "-pubout", "-out", "sa.pub"],
-    ];
-    for args in steps {
+    for args in &steps {
         let out = Command::new("openssl")
-            .args(args)
+            .args(args.split_whitespace())
             .current_dir(dir)
             .stdin(Stdio::null())
             .output()
@@ -835,8 +781,7 @@ fn make_certificates(dir: &Path) -> Result<(), String> {
             })?;
         if !out.status.success() {
             return Err(format!(
-                "openssl {}: {}\n{}",
-                args.join(" "),
+                "openssl {args}: {}\n{}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr)
             ));
