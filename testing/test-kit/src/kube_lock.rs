@@ -34,6 +34,7 @@ use crate::runtimes::{compat, timeout};
 
 pub mod any_server;
 pub mod election;
+pub mod on_apiserver;
 pub mod shared;
 
 /// A Kubernetes lock under test: its codec, and what the suite must know about
@@ -120,8 +121,9 @@ macro_rules! kube_lock_suite {
     };
 }
 
-/// Makes the cases of [`any_server`] (those that need no injected fault) and
-/// the lock conformance suite ([`conformance_on`]) tests against the real
+/// Makes the cases of [`any_server`] (those that need no injected fault), of
+/// [`on_apiserver`] (the shipped Role under real RBAC) and the lock
+/// conformance suite ([`conformance_on`]) tests against the real
 /// kube-apiserver ([`ApiServer::shared`](crate::apiserver::ApiServer::shared),
 /// one per test binary, a namespace per test), in a module `on_apiserver`, on
 /// tokio. They are `#[ignore]`d: they need the server built by
@@ -147,6 +149,19 @@ macro_rules! kube_lock_suite_on_apiserver {
             r1_r2_r9_human_edits_are_read_and_our_stale_cas_fails,
         );
     };
+    (@rbac $subject:ty; $($case:ident,)+) => {
+        $(
+            #[test]
+            #[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+            fn $case() {
+                $crate::runtimes::Runtime::Tokio.run(|| {
+                    $crate::kube_lock::on_apiserver::$case::<$subject>(
+                        $crate::apiserver::ApiServer::shared(),
+                    )
+                })
+            }
+        )+
+    };
     (@cases $subject:ty; $($case:ident,)+) => {
         mod on_apiserver {
             #[allow(unused_imports)]
@@ -163,6 +178,11 @@ macro_rules! kube_lock_suite_on_apiserver {
                     })
                 }
             )+
+
+            $crate::kube_lock_suite_on_apiserver!(@rbac $subject;
+                rbac_the_shipped_role_grants_every_request_of_a_session,
+                rbac_a_missing_permission_is_reported_clearly,
+            );
 
             /// The lock conformance suite, whole.
             #[test]
