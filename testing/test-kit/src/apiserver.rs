@@ -113,6 +113,13 @@ pub trait Server: Send + Sync {
     /// A namespace for one test: the emulator's `default`, a new one on
     /// kube-apiserver.
     fn namespace(&self) -> String;
+
+    /// Makes every resource version handed out so far one a watch cannot
+    /// resume from (410 Gone), as after a long disconnection: the emulator
+    /// compacts its history; kube-apiserver restarts on the same etcd
+    /// ([`ApiServer::restart_apiserver`]: its watch cache begins after them),
+    /// which only a server of the test's own may do.
+    fn expire_watch_history(&self);
 }
 
 impl Server for Emulator {
@@ -130,6 +137,9 @@ impl Server for Emulator {
     }
     fn namespace(&self) -> String {
         "default".to_owned()
+    }
+    fn expire_watch_history(&self) {
+        self.compact();
     }
 }
 
@@ -200,9 +210,12 @@ pub struct ApiServer {
     url: String,
     port: u16,
     etcd: Child,
-    apiserver: Child,
-    /// Kills the two and removes `dir` when its stdin closes: when this process
-    /// ends without dropping the server.
+    apiserver: Mutex<Child>,
+    apiserver_bin: PathBuf,
+    apiserver_args: Vec<String>,
+    /// Kills the two (by the process ids in `dir/*.pid`) and removes `dir`
+    /// when its stdin closes: when this process ends without dropping the
+    /// server.
     watchdog: Option<(Child, ChildStdin)>,
     runtime: Option<tokio::runtime::Runtime>,
     configs: BTreeMap<String, kube::Config>,
@@ -320,32 +333,29 @@ impl ApiServer {
         )
         .map_err(fail)?;
         let d = |f: &str| dir.join(f).display().to_string();
-        let apiserver = spawn_logged(
-            Command::new(bin.join("kube-apiserver"))
-                .arg(format!("--etcd-servers={etcd_client}"))
-                .arg("--bind-address=127.0.0.1")
-                .arg("--advertise-address=127.0.0.1")
-                .arg(format!("--secure-port={port}"))
-                .arg(format!("--cert-dir={}", d("certs")))
-                .arg(format!("--tls-cert-file={}", d("server.crt")))
-                .arg(format!("--tls-private-key-file={}", d("server.key")))
-                .arg(format!("--client-ca-file={}", d("ca.crt")))
-                .arg("--authorization-mode=RBAC")
-                .arg(format!("--token-auth-file={}", d("tokens.csv")))
-                .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
-                .arg(format!("--service-account-key-file={}", d("sa.pub")))
-                .arg(format!(
-                    "--service-account-signing-key-file={}",
-                    d("sa.key")
-                ))
-                .arg("--feature-gates=CoordinatedLeaderElection=true")
-                .arg("--runtime-config=coordination.k8s.io/v1beta1=true")
-                .arg("--service-cluster-ip-range=10.0.0.0/24")
-                // The `kubernetes` Service's Endpoints may not name a loopback
-                // address: no reconciler, rather than an error a second.
-                .arg("--endpoint-reconciler-type=none"),
-            &dir.join("kube-apiserver.log"),
-        );
+        let apiserver_args: Vec<String> = vec![
+            format!("--etcd-servers={etcd_client}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={port}"),
+            format!("--cert-dir={}", d("certs")),
+            format!("--tls-cert-file={}", d("server.crt")),
+            format!("--tls-private-key-file={}", d("server.key")),
+            format!("--client-ca-file={}", d("ca.crt")),
+            "--authorization-mode=RBAC".into(),
+            format!("--token-auth-file={}", d("tokens.csv")),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            format!("--service-account-key-file={}", d("sa.pub")),
+            format!("--service-account-signing-key-file={}", d("sa.key")),
+            "--feature-gates=CoordinatedLeaderElection=true".into(),
+            "--runtime-config=coordination.k8s.io/v1beta1=true".into(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            // The `kubernetes` Service's Endpoints may not name a loopback
+            // address: no reconciler, rather than an error a second.
+            "--endpoint-reconciler-type=none".into(),
+        ];
+        let apiserver_bin = bin.join("kube-apiserver");
+        let apiserver = spawn_apiserver(&apiserver_bin, &apiserver_args, &dir);
         let mut etcd = etcd;
         let apiserver = match apiserver {
             Ok(child) => child,
@@ -355,13 +365,16 @@ impl ApiServer {
                 return Err(fail(e));
             }
         };
-        let watchdog = spawn_watchdog(&dir, &[etcd.id(), apiserver.id()]);
+        write_pid(&dir, "etcd", etcd.id());
+        let watchdog = spawn_watchdog(&dir);
         let mut server = ApiServer {
             dir: dir.clone(),
             url: url.clone(),
             port,
             etcd,
-            apiserver,
+            apiserver: Mutex::new(apiserver),
+            apiserver_bin,
+            apiserver_args,
             watchdog,
             runtime: None,
             configs: BTreeMap::new(),
@@ -401,7 +414,29 @@ impl ApiServer {
 
     /// kube-apiserver's process id (its CPU time is in `/proc/<pid>/stat`).
     pub fn pid(&self) -> u32 {
-        self.apiserver.id()
+        lock(&self.apiserver).id()
+    }
+
+    /// Restarts kube-apiserver on the same etcd, port, certificates and tokens,
+    /// and waits until it is ready again. Meanwhile every request fails (its
+    /// connections are refused or cut); afterwards a watch cannot resume from a
+    /// resource version handed out before (410 Gone: the new watch cache starts
+    /// after them), as after a restart of a cluster's API server. Not on the
+    /// shared server: the other tests' requests would fail.
+    pub fn restart_apiserver(&self) -> Result<(), ApiServerError> {
+        {
+            let mut child = lock(&self.apiserver);
+            let _ = child.kill();
+            let _ = child.wait();
+            *child = spawn_apiserver(&self.apiserver_bin, &self.apiserver_args, &self.dir)
+                .map_err(ApiServerError::Start)?;
+        }
+        let admin = self.configs[ADMIN].clone();
+        self.block_on(async move { wait_ready(admin).await })
+            .map_err(|reason| ApiServerError::NotReady {
+                reason,
+                log: self.log_tail(),
+            })
     }
 
     /// etcd's process id.
@@ -517,7 +552,7 @@ impl ApiServer {
     fn exited(&mut self) -> Result<(), String> {
         for (name, child) in [
             ("etcd", &mut self.etcd),
-            ("kube-apiserver", &mut self.apiserver),
+            ("kube-apiserver", &mut *lock(&self.apiserver)),
         ] {
             if let Ok(Some(status)) = child.try_wait() {
                 return Err(format!("{name} exited: {status}"));
@@ -589,6 +624,10 @@ impl Server for ApiServer {
         .unwrap_or_else(|e| panic!("cannot create the namespace {name}: {e}"));
         name
     }
+
+    fn expire_watch_history(&self) {
+        self.restart_apiserver().expect("kube-apiserver restarts");
+    }
 }
 
 impl Drop for ApiServer {
@@ -600,7 +639,7 @@ impl Drop for ApiServer {
             let _ = watchdog.wait();
             drop(stdin);
         }
-        for child in [&mut self.apiserver, &mut self.etcd] {
+        for child in [&mut *lock(&self.apiserver), &mut self.etcd] {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -824,18 +863,41 @@ fn spawn_logged(command: &mut Command, log: &Path) -> Result<Child, String> {
         .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))
 }
 
+/// Starts kube-apiserver with `args`, its output appended to
+/// `dir/kube-apiserver.log`, its process id in `dir/kube-apiserver.pid`.
+fn spawn_apiserver(bin: &Path, args: &[String], dir: &Path) -> Result<Child, String> {
+    let log = dir.join("kube-apiserver.log");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+    let file2 = file
+        .try_clone()
+        .map_err(|e| format!("cannot share a log file: {e}"))?;
+    let child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(file2)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    write_pid(dir, "kube-apiserver", child.id());
+    Ok(child)
+}
+
+/// `dir/<name>.pid`, for the watchdog.
+fn write_pid(dir: &Path, name: &str, pid: u32) {
+    let _ = fs::write(dir.join(format!("{name}.pid")), format!("{pid}\n"));
+}
+
 /// A shell that waits for its stdin to close (this process ended, or dropped
-/// the server), then kills `pids` and removes `dir`.
-fn spawn_watchdog(dir: &Path, pids: &[u32]) -> Option<(Child, ChildStdin)> {
+/// the server), then kills the processes of `dir/*.pid` and removes `dir`.
+fn spawn_watchdog(dir: &Path) -> Option<(Child, ChildStdin)> {
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg("cat >/dev/null; kill -9 $PIDS 2>/dev/null; sleep 0.2; rm -rf \"$DIR\"")
-        .env(
-            "PIDS",
-            pids.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(" "),
+        .arg(
+            "cat >/dev/null; kill -9 $(cat \"$DIR\"/*.pid) 2>/dev/null; sleep 0.2; rm -rf \"$DIR\"",
         )
         .env("DIR", dir)
         .stdin(Stdio::piped())

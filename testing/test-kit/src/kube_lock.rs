@@ -184,6 +184,16 @@ macro_rules! kube_lock_suite_on_apiserver {
                 rbac_a_missing_permission_is_reported_clearly,
             );
 
+            /// FAULTS W2 on a server of its own: it restarts kube-apiserver.
+            #[test]
+            #[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+            fn w2_gone_ends_the_watch_and_a_fresh_watch_lists_first() {
+                let server = $crate::apiserver::ApiServer::start().expect("kube-apiserver");
+                $crate::runtimes::Runtime::Tokio.run(|| {
+                    $crate::kube_lock::any_server::w2_gone_ends_the_watch_and_a_fresh_watch_lists_first::<$subject>(&server)
+                })
+            }
+
             /// The lock conformance suite, whole.
             #[test]
             #[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
@@ -578,27 +588,7 @@ pub async fn w1_a_silent_watch_ends_after_the_silence_bound<S: KubeLock>() {
 /// FAULTS W2: a resume from a compacted version (410) ends the watch; a fresh
 /// watch yields the current state.
 pub async fn w2_gone_ends_the_watch_and_a_fresh_watch_lists_first<S: KubeLock>() {
-    let emu = start();
-    let name = unique("w2");
-    let a = lock::<S>(&emu, "a", NS, &name);
-    let v1 = a.create(&held("a", 0)).await.expect("create");
-    let v2 = a.update(&v1.version, &held("a", 0)).await.expect("renew");
-    emu.compact();
-    let mut w = a.watch(Some(&v1.version)).expect("watch");
-    let mut ended = false;
-    for _ in 0..3 {
-        match next_event(&mut w).await {
-            None => {
-                ended = true;
-                break;
-            }
-            Some(Err(_)) => continue,
-            Some(Ok(ev)) => panic!("a compacted version yields no change, got {ev:?}"),
-        }
-    }
-    assert!(ended, "the watch ends on 410");
-    let mut w = a.watch(None).expect("fresh watch");
-    assert_eq!(changed(next_event(&mut w).await), v2);
+    any_server::w2_gone_ends_the_watch_and_a_fresh_watch_lists_first::<S>(&start()).await
 }
 
 /// FAULTS R10: a write identical to the stored record (a frozen clock) still gets

@@ -181,6 +181,47 @@ pub async fn watch_yields_the_current_state_then_changes<S: KubeLock>(server: &d
     }
 }
 
+/// FAULTS W2: a resume from a version the server no longer has the history
+/// of (410 Gone: compacted on the emulator; before its watch cache began on
+/// a restarted kube-apiserver, [`Server::expire_watch_history`]) ends the
+/// watch, naming the 410; a fresh watch yields the current state.
+pub async fn w2_gone_ends_the_watch_and_a_fresh_watch_lists_first<S: KubeLock>(
+    server: &dyn Server,
+) {
+    let ns = &server.namespace();
+    let name = unique("w2");
+    let a = lock_on::<S>(server, "a", ns, &name);
+    let v1 = a.create(&held("a", 0)).await.expect("create");
+    let v2 = a.update(&v1.version, &held("a", 0)).await.expect("renew");
+    server.expire_watch_history();
+    let mut w = a.watch(Some(&v1.version)).expect("watch");
+    let mut errors = Vec::new();
+    let mut ended = false;
+    for _ in 0..3 {
+        match next_event(&mut w).await {
+            None => {
+                ended = true;
+                break;
+            }
+            Some(Err(e)) => errors.push(e),
+            Some(Ok(ev)) => panic!("a version without history yields no change, got {ev:?}"),
+        }
+    }
+    assert!(ended, "the watch ends on 410: {errors:?}");
+    // The same words from both servers: `rejected (410 Expired): too old
+    // resource version: 5 (6)`.
+    assert!(
+        errors
+            .iter()
+            .any(|e| matches!(e, LockError::Invalid { message }
+            if message.contains("(410 Expired): too old resource version"))),
+        "{}: {errors:?}",
+        server.name()
+    );
+    let mut w = a.watch(None).expect("fresh watch");
+    assert_eq!(changed(next_event(&mut w).await), v2);
+}
+
 /// FAULTS R10: a write identical to the stored record (a frozen clock) still gets
 /// a new version.
 pub async fn r10_an_identical_rewrite_takes_a_new_version<S: KubeLock>(server: &dyn Server) {
