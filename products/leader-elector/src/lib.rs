@@ -51,7 +51,8 @@
 //! `m`, `h`, combinations such as `1m30s`, fractions such as `1.5s`); the request
 //! timeout follows client-go's rule ([`Config::client_go_request_timeout`]) unless
 //! `--request-timeout` sets it; the leader renews every retry period unless
-//! `--renew-interval` sets a longer interval (fewer writes, same failover time). The older `--lease-duration-ms`,
+//! `--renew-interval` sets a longer interval (fewer writes, same failover time);
+//! `--fleet-lease-duration` the longest lease of a fleet that mixes them. The older `--lease-duration-ms`,
 //! `--renew-deadline-ms`, `--retry-period-ms` and `--kill-after-ms` (milliseconds)
 //! still work, hidden from `--help`; each conflicts with its new spelling. A
 //! combination that breaks a rule of [`Config::validate`] is refused before
@@ -167,6 +168,12 @@ pub struct Cli {
     /// `--renew-interval 5s --request-timeout 4s` at the default timings.
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
     pub renew_interval: Option<Duration>,
+    /// The longest lease duration any candidate of this Lease uses, where the
+    /// fleet mixes them (a rollout that changes `--lease-duration`, candidates of
+    /// other programs): every wait for a holder this one cannot see lasts at
+    /// least this (default: this candidate's own lease duration).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub fleet_lease_duration: Option<Duration>,
     /// The lease duration in milliseconds (older spelling of `--lease-duration`).
     #[arg(long, global = true, hide = true, value_name = "MS")]
     pub lease_duration_ms: Option<u64>,
@@ -524,6 +531,7 @@ impl Cli {
             config.request_timeout = timeout;
         }
         config.renew_interval = t.renew_interval;
+        config.fleet_lease_duration = self.fleet_lease_duration;
         if self.coordinated {
             config = config.coordinated();
         }
@@ -1064,6 +1072,16 @@ mod tests {
         assert!(matches!(
             cli(&["--renew-interval", "5s"]).election_config("a".into()),
             Err(ConfigError::RenewIntervalPlusTimeoutNotBelowRenewDeadline { .. })
+        ));
+        // The fleet's longest lease, for a rollout that changes the duration.
+        let config = cli(&["--fleet-lease-duration", "30s"])
+            .election_config("a".into())
+            .expect("valid");
+        assert_eq!(config.fleet_lease_duration, Some(s(30)));
+        assert_eq!(config.unseen_holder_lease(), s(30));
+        assert!(matches!(
+            cli(&["--fleet-lease-duration", "2h"]).election_config("a".into()),
+            Err(ConfigError::FleetLeaseOutOfRange(_))
         ));
     }
 
