@@ -7,11 +7,13 @@
 //!
 //! What is served: `matchConstraints.resourceRules` (groups, versions,
 //! resources, operations, `*`), a binding's `matchResources.namespaceSelector`
-//! by `matchLabels` (every namespace carries `kubernetes.io/metadata.name`),
-//! `matchConditions`, `paramKind` with `paramRef.name` and `namespace` (and
-//! `parameterNotFoundAction`), `variables`, `validations` with `message`,
-//! `messageExpression` and `reason`, `failurePolicy`, and `validationActions`
-//! (`Deny`; `Warn` answers with a warning). Not served: object selectors,
+//! (every namespace carries `kubernetes.io/metadata.name`) and
+//! `matchResources.objectSelector` (the written object's labels or the stored
+//! one's, as the API server matches them), each by `matchLabels` and
+//! `matchExpressions`, `matchConditions`, `paramKind` with `paramRef.name` and
+//! `namespace` (and `parameterNotFoundAction`), `variables`, `validations` with
+//! `message`, `messageExpression` and `reason`, `failurePolicy`, and
+//! `validationActions` (`Deny`; `Warn` answers with a warning). Not served:
 //! `excludeResourceRules`, parameter selectors, audit annotations, and the
 //! type checking the API server does when a policy is written.
 
@@ -104,7 +106,10 @@ pub(crate) fn admit(store: &Store, a: &Attempt<'_>) -> Result<Vec<String>, ApiEr
         ) else {
             continue; // a binding of a missing policy does nothing
         };
-        if !rules_match(policy, a, operation) || !namespace_matches(store, binding, a) {
+        if !rules_match(policy, a, operation)
+            || !namespace_matches(store, binding, a)
+            || !object_matches(binding, a)
+        {
             continue;
         }
         let pname = str_at(policy, "/metadata/name");
@@ -196,6 +201,31 @@ fn namespace_matches(store: &Store, binding: &Value, a: &Attempt<'_>) -> bool {
                 .and_then(Value::as_str)
         }
     };
+    selector_matches(selector, label)
+}
+
+/// Whether the binding's object selector takes the write: the labels of the
+/// object written or of the object stored (a create has only the one, a
+/// delete only the other), as the API server's `MatchObjectSelector` does. No
+/// selector, or an empty one, takes every object.
+fn object_matches(binding: &Value, a: &Attempt<'_>) -> bool {
+    let Some(selector) = binding.pointer("/spec/matchResources/objectSelector") else {
+        return true;
+    };
+    let takes = |object: Option<&Value>| {
+        object.is_some_and(|o| {
+            let labels = o.pointer("/metadata/labels");
+            selector_matches(selector, |k| {
+                labels.and_then(|l| l.get(k)).and_then(Value::as_str)
+            })
+        })
+    };
+    takes(a.object) || takes(a.old)
+}
+
+/// Whether a label selector (`matchLabels` and `matchExpressions`) takes the
+/// labels `label` reads.
+fn selector_matches<'v>(selector: &Value, label: impl Fn(&str) -> Option<&'v str>) -> bool {
     let labels_match = selector
         .get("matchLabels")
         .and_then(Value::as_object)

@@ -13,6 +13,8 @@
 //!   the check of the leadership Events a Kubernetes lock records during it;
 //! - [`rbac`]: a lock's RBAC Role checked against the requests a lock session
 //!   makes on the emulator;
+//! - [`admission`]: ValidatingAdmissionPolicy behaviours the fencing users
+//!   rely on, checked on the emulator and on kube-apiserver alike;
 //! - [`apiserver`]: a real kube-apiserver on etcd, built from source by
 //!   `testing/k8s-server/build.sh`, for the real-server tests; and
 //!   [`Server`](apiserver::Server), what a suite needs of an API server, so
@@ -32,6 +34,7 @@
 // the unit tests' build, which also gets the dev-dependencies.
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
+pub mod admission;
 pub mod apiserver;
 pub mod driver_suite;
 pub mod kube_lock;

@@ -1,0 +1,172 @@
+//! ValidatingAdmissionPolicy as the library's fencing users write it, checked
+//! on any [`Server`]: the emulator (which evaluates policies itself) and
+//! kube-apiserver (whose behaviour is the reference). Each check is one
+//! function; the emulator's and the real server's tests call the same one.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
+
+use crate::apiserver::{ADMIN, Server};
+use crate::runtimes::{compat, sleep};
+
+/// A binding's `matchResources.objectSelector` takes only the objects whose
+/// labels it selects (written or stored): a policy that refuses every
+/// ConfigMap write, bound to the label `fenced: "yes"`, refuses the creation
+/// of a labelled ConfigMap, an update that adds the label or removes it, and
+/// the deletion of a labelled one; it admits every write of an unlabelled one
+/// (`kubectl create configmap free-cm`).
+pub async fn object_selector_takes_only_the_labelled_objects(server: &dyn Server) {
+    let ns = server.namespace();
+    let name = format!("refuse-labelled-{ns}");
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": { "name": name },
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": { "resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["configmaps"],
+            }]},
+            "validations": [{ "expression": "false", "message": "labelled: refused" }],
+        },
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": { "name": name },
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {
+                "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns } },
+                "objectSelector": { "matchLabels": { "fenced": "yes" } },
+            },
+        },
+    });
+    let admin = compat(async { server.client(ADMIN) }).await;
+    let api: Api<ConfigMap> = Api::namespaced(admin.clone(), &ns);
+    let configmap = |name: &str, labelled: bool| {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.to_owned());
+        if labelled {
+            cm.metadata.labels = Some([("fenced".to_owned(), "yes".to_owned())].into());
+        }
+        cm
+    };
+    let refused = |r: Result<ConfigMap, kube::Error>, what: &str| match r {
+        Err(kube::Error::Api(s)) => assert!(
+            s.message.contains("denied request: labelled: refused"),
+            "{what}: {}",
+            s.message
+        ),
+        other => panic!(
+            "{what} on the {}: expected a refusal, got {other:?}",
+            server.name()
+        ),
+    };
+    compat(async {
+        let pp = PostParams::default();
+        // Made before the binding: a labelled ConfigMap.
+        let old = api
+            .create(&pp, &configmap("old-labelled", true))
+            .await
+            .expect("create old-labelled");
+        for (path, body) in [
+            (
+                "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+                &policy,
+            ),
+            (
+                "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+                &binding,
+            ),
+        ] {
+            let request = http::Request::post(path)
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(body).expect("JSON"))
+                .expect("a request");
+            admin
+                .request::<serde_json::Value>(request)
+                .await
+                .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+        }
+        // kube-apiserver enforces a new binding once its informers saw it
+        // (about a second); the emulator at once.
+        let started = Instant::now();
+        let dry_run = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        while api
+            .create(&dry_run, &configmap("probe", true))
+            .await
+            .is_ok()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the binding is not enforced after 20 s"
+            );
+            sleep(Duration::from_millis(50)).await;
+        }
+        // Unlabelled: every write admitted.
+        let mut free = api
+            .create(&pp, &configmap("free-cm", false))
+            .await
+            .expect("create free-cm");
+        free.data = Some([("k".to_owned(), "v".to_owned())].into());
+        let free = api
+            .replace("free-cm", &pp, &free)
+            .await
+            .expect("update free-cm");
+        // Labelled: the creation refused; adding the label refused (the
+        // object written is selected); removing it refused (the stored one
+        // is); the deletion refused.
+        refused(
+            api.create(&pp, &configmap("fenced-cm", true)).await,
+            "create labelled",
+        );
+        let mut labelled = free.clone();
+        labelled.metadata.labels = configmap("", true).metadata.labels;
+        refused(
+            api.replace("free-cm", &pp, &labelled).await,
+            "add the label",
+        );
+        let mut unlabelled = old.clone();
+        unlabelled.metadata.labels = None;
+        refused(
+            api.replace("old-labelled", &pp, &unlabelled).await,
+            "remove the label",
+        );
+        match api.delete("old-labelled", &DeleteParams::default()).await {
+            Err(kube::Error::Api(s)) => assert!(
+                s.message.contains("denied request: labelled: refused"),
+                "delete labelled: {}",
+                s.message
+            ),
+            other => panic!("delete labelled: expected a refusal, got {other:?}"),
+        }
+        api.delete("free-cm", &DeleteParams::default())
+            .await
+            .expect("delete free-cm");
+        // The policy and its binding go (cluster-scoped: not with the namespace).
+        for path in [
+            format!(
+                "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{name}"
+            ),
+            format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"),
+        ] {
+            let request = http::Request::delete(path.as_str())
+                .body(Vec::new())
+                .expect("a request");
+            admin
+                .request::<serde_json::Value>(request)
+                .await
+                .unwrap_or_else(|e| panic!("DELETE {path}: {e}"));
+        }
+    })
+    .await;
+}
