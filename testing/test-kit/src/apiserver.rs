@@ -50,8 +50,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
@@ -114,6 +114,15 @@ pub trait Server: Send + Sync {
     /// kube-apiserver.
     fn namespace(&self) -> String;
 
+    /// A `kube` configuration for the Pod `pod` of the ServiceAccount
+    /// `service_account` in `namespace`, as a Pod-bound token authenticates
+    /// it: user `system:serviceaccount:<namespace>:<service_account>`, extra
+    /// `authentication.kubernetes.io/pod-name: <pod>`. The emulator maps the
+    /// token `pod` to that user; kube-apiserver makes the ServiceAccount and
+    /// the Pod (never scheduled: no kubelet) and issues a token bound to the
+    /// Pod (TokenRequest).
+    fn pod_config(&self, namespace: &str, service_account: &str, pod: &str) -> kube::Config;
+
     /// Makes every resource version handed out so far one a watch cannot
     /// resume from (410 Gone), as after a long disconnection: the emulator
     /// compacts its history; kube-apiserver restarts on the same etcd
@@ -137,6 +146,13 @@ impl Server for Emulator {
     }
     fn namespace(&self) -> String {
         "default".to_owned()
+    }
+    fn pod_config(&self, namespace: &str, service_account: &str, pod: &str) -> kube::Config {
+        self.set_user(
+            pod,
+            kube_emulator::UserInfo::pod(namespace, service_account, pod),
+        );
+        Emulator::kube_config(self, pod)
     }
     fn expire_watch_history(&self) {
         self.compact();
@@ -490,15 +506,29 @@ impl ApiServer {
     ///
     /// When the server refuses.
     pub fn service_account_config(&self, namespace: &str, name: &str) -> kube::Config {
-        let key = (namespace.to_owned(), name.to_owned());
+        self.token_config(namespace, name, None)
+    }
+
+    /// A configuration with a token issued for the ServiceAccount `name` in
+    /// `namespace` (made if missing), bound to the Pod `pod` (made if
+    /// missing) if one is named; kept, so that one token serves each.
+    fn token_config(&self, namespace: &str, name: &str, pod: Option<&str>) -> kube::Config {
+        let key = (
+            namespace.to_owned(),
+            format!("{name}/{}", pod.unwrap_or_default()),
+        );
         if let Some(config) = lock(&self.service_accounts).get(&key) {
             return config.clone();
         }
         let admin = self.admin();
-        let (ns, sa) = key.clone();
+        let (ns, sa, pod_name) = (
+            namespace.to_owned(),
+            name.to_owned(),
+            pod.map(str::to_owned),
+        );
         let token = self
             .block_on(async move {
-                let api: Api<ServiceAccount> = Api::namespaced(admin, &ns);
+                let api: Api<ServiceAccount> = Api::namespaced(admin.clone(), &ns);
                 let account = ServiceAccount {
                     metadata: ObjectMeta {
                         name: Some(sa.clone()),
@@ -511,9 +541,14 @@ impl ApiServer {
                     Err(kube::Error::Api(s)) if s.code == 409 => {}
                     Err(e) => return Err(format!("create ServiceAccount {ns}/{sa}: {e}")),
                 }
+                let bound = match &pod_name {
+                    None => None,
+                    Some(pod) => Some(make_pod(admin, &ns, &sa, pod).await?),
+                };
                 let request = TokenRequest {
                     spec: Some(TokenRequestSpec {
                         expiration_seconds: Some(3600),
+                        bound_object_ref: bound,
                         ..TokenRequestSpec::default()
                     }),
                     ..TokenRequest::default()
@@ -528,13 +563,9 @@ impl ApiServer {
                     .ok_or_else(|| format!("TokenRequest for {ns}/{sa}: no token in the answer"))
             })
             .unwrap_or_else(|e| panic!("{e}"));
-        let text = kubeconfig_text(
-            &self.url,
-            &self.ca_file(),
-            &format!("{namespace}-{name}"),
-            &token,
-        )
-        .replace("namespace: default", &format!("namespace: {namespace}"));
+        let user = format!("{namespace}-{name}-{}", pod.unwrap_or("sa"));
+        let text = kubeconfig_text(&self.url, &self.ca_file(), &user, &token)
+            .replace("namespace: default", &format!("namespace: {namespace}"));
         let config = self
             .block_on(async move { kube_config_from(&text).await })
             .unwrap_or_else(|e| panic!("{e}"));
@@ -625,6 +656,10 @@ impl Server for ApiServer {
         name
     }
 
+    fn pod_config(&self, namespace: &str, service_account: &str, pod: &str) -> kube::Config {
+        self.token_config(namespace, service_account, Some(pod))
+    }
+
     fn expire_watch_history(&self) {
         self.restart_apiserver().expect("kube-apiserver restarts");
     }
@@ -648,6 +683,40 @@ impl Drop for ApiServer {
         }
         let _ = fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The Pod `pod` of the ServiceAccount `sa` in `ns` (made if missing; never
+/// scheduled), as a token's bound object.
+async fn make_pod(
+    admin: kube::Client,
+    ns: &str,
+    sa: &str,
+    pod: &str,
+) -> Result<BoundObjectReference, String> {
+    let api: Api<Pod> = Api::namespaced(admin, ns);
+    let spec: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": pod },
+        "spec": {
+            "serviceAccountName": sa,
+            "automountServiceAccountToken": false,
+            "containers": [{ "name": "app", "image": "registry.invalid/app:1" }],
+        },
+    }))
+    .map_err(|e| format!("a Pod: {e}"))?;
+    let made = match api.create(&PostParams::default(), &spec).await {
+        Ok(made) => made,
+        Err(kube::Error::Api(s)) if s.code == 409 => api
+            .get(pod)
+            .await
+            .map_err(|e| format!("get Pod {ns}/{pod}: {e}"))?,
+        Err(e) => return Err(format!("create Pod {ns}/{pod}: {e}")),
+    };
+    Ok(BoundObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(pod.into()),
+        uid: made.metadata.uid,
+    })
 }
 
 /// `/api/v1/namespaces/<ns>/configmaps`, `/apis/<group>/<version>/…`.
@@ -979,7 +1048,8 @@ mod tests {
 
     /// The fixture as the suites rely on it: TLS with its CA, the admin, a
     /// tester through RBAC, a ServiceAccount with a token the server issued
-    /// and no permission, an unknown token refused, LeaseCandidate served,
+    /// and no permission, a Pod-bound token naming its Pod, an unknown token
+    /// refused, LeaseCandidate served,
     /// kubeconfigs that kube loads; and everything gone after drop.
     #[test]
     #[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
@@ -988,6 +1058,7 @@ mod tests {
         eprintln!("started in {:?}", server.startup_time());
         let ns = server.namespace();
         let sa = server.service_account_config(&ns, "elector");
+        let pod = server.pod_config(&ns, "app", "app-0");
         let mut unknown = server.kube_config("a");
         unknown.auth_info.token = Some("not-a-token".to_owned().into());
         let admin = server.kube_config(ADMIN);
@@ -1023,6 +1094,22 @@ mod tests {
                 Err(kube::Error::Api(s)) => assert_eq!(s.code, 401, "{s:?}"),
                 other => panic!("an unknown token is refused: {other:?}"),
             }
+            // A Pod-bound token names its Pod, as the fencing's writer check reads it.
+            let review = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+                .header("content-type", "application/json")
+                .body(
+                    br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#
+                        .to_vec(),
+                )
+                .expect("a request");
+            let me: serde_json::Value = client(pod).request(review).await.expect("whoami");
+            let user = &me["status"]["userInfo"];
+            assert_eq!(user["username"], format!("system:serviceaccount:{ns}:app"));
+            assert_eq!(
+                user["extra"]["authentication.kubernetes.io/pod-name"],
+                serde_json::json!(["app-0"]),
+                "{me}"
+            );
             let candidates = get_json(
                 &client(admin.clone()),
                 &format!("/apis/coordination.k8s.io/v1beta1/namespaces/{ns}/leasecandidates"),
