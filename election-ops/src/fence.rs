@@ -61,9 +61,10 @@
 //! needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy is GA there). With
 //! the Lease absent (`parameterNotFoundAction: Deny`) every protected write is
 //! refused, in the API server's words for a binding it cannot configure rather
-//! than the policy's message: `422 Invalid`, "ValidatingAdmissionPolicy
-//! 'fence-…' with binding 'fence-…' denied request: failed to configure binding:
-//! no params found for policy binding with `Deny` parameterNotFoundAction".
+//! than the policy's message: `422 Invalid`, "configmaps \"x\" is forbidden:
+//! ValidatingAdmissionPolicy 'fence-…' with binding 'fence-…' denied request:
+//! failed to configure binding: no params found for policy binding with `Deny`
+//! parameterNotFoundAction".
 
 use serde_json::{Value, json};
 

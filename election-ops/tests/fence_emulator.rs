@@ -1,8 +1,10 @@
 //! The fencing policy enforced: the emulator evaluates the generated
 //! ValidatingAdmissionPolicy on every write, as the API server does, and the real
-//! `kube` client sees the API server's refusal.
+//! `kube` client sees the API server's refusal. The cases in `fence_cases` run
+//! on kube-apiserver too (`fence_apiserver.rs`).
 
 mod common;
+mod fence_cases;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,83 +59,21 @@ fn refusal(result: Result<ConfigMap, kube::Error>) -> Box<kube::core::Status> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_server_refuses_writes_not_stamped_with_the_current_term() {
-    let emu = fenced(policy()).await;
-    // No Lease yet: every protected write is refused, in the API server's words
-    // for a binding it cannot configure (422, not the policy's message).
-    let s = refusal(write(&emu, "app-0", "early", Some(("app-0", "0@1"))).await);
-    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
-    assert!(
-        s.message.ends_with(
-            "denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
-        ),
-        "{}",
-        s.message
-    );
-
-    hold(&emu, "app-0", 3).await;
-    write(&emu, "app-0", "a", Some(("app-0", "3@17")))
-        .await
-        .expect("the holder's stamped write passes");
-    let s = refusal(write(&emu, "app-0", "bare", None).await);
-    assert_eq!(s.code, 403);
-    assert!(
-        s.message.starts_with(
-            "ValidatingAdmissionPolicy 'fence-orders' with binding 'fence-orders' denied request: fenced by fence-orders"
-        ),
-        "{}",
-        s.message
-    );
-
-    // Another takes over: the deposed holder's write, sent with its old stamp,
-    // is refused and stores nothing.
-    hold(&emu, "app-1", 4).await;
-    let s = refusal(write(&emu, "app-0", "late", Some(("app-0", "3@17"))).await);
-    assert!(
-        s.message.contains("held by \"app-1\" at transitions 4"),
-        "{}",
-        s.message
-    );
-    assert_eq!(emu.object(Resource::ConfigMap, "default", "late"), None);
-    write(&emu, "app-1", "b", Some(("app-1", "4@30")))
-        .await
-        .expect("the new holder's write passes");
-
-    // A release (no holder) fences everyone off.
-    hold(&emu, "", 4).await;
-    let s = refusal(write(&emu, "app-1", "c", Some(("app-1", "4@30"))).await);
-    assert!(s.message.contains("has no holder"), "{}", s.message);
+    let emu = Emulator::start().await.expect("emulator");
+    fence_cases::writes_not_stamped_with_the_current_term_are_refused(
+        &emu,
+        fence_cases::configmaps,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_writer_check_admits_the_holders_pod_only_and_fences_deletes() {
-    let emu = fenced(policy().writer(Writer::PodName)).await;
-    hold(&emu, "app-0", 1).await;
-    write(&emu, "app-0", "a", Some(("app-0", "1@5")))
-        .await
-        .expect("the holder's Pod");
-    let s = refusal(write(&emu, "app-1", "b", Some(("app-0", "1@5"))).await);
-    assert!(s.message.contains("not the holder Pod"), "{}", s.message);
-
-    // Deletes go through the stamp layer (it marks the object first); another
-    // Pod that believes it holds the same term is still not the holder's Pod.
-    let as_app = |token| {
-        let view = common::Believes::leading("app-0", 1, "5");
-        Api::<ConfigMap>::namespaced(common::stamped_client(&emu, token, view), "default")
-    };
-    let refused = as_app("app-1")
-        .delete("a", &DeleteParams::default())
-        .await
-        .expect_err("a delete by another Pod is fenced");
-    assert!(
-        matches!(refused, kube::Error::Api(ref s) if s.code == 403),
-        "{refused:?}"
-    );
-    assert!(emu.object(Resource::ConfigMap, "default", "a").is_some());
-    as_app("app-0")
-        .delete("a", &DeleteParams::default())
-        .await
-        .expect("the holder's Pod deletes");
-    assert!(emu.object(Resource::ConfigMap, "default", "a").is_none());
+    let emu = Emulator::start().await.expect("emulator");
+    fence_cases::the_writer_check_admits_the_holders_pod_only(&emu, |ns, lease| {
+        fence_cases::configmaps(ns, lease).writer(Writer::PodName)
+    })
+    .await;
 }
 
 /// A leader whose process stops (its lock calls hang, as under SIGSTOP) with a

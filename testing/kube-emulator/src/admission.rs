@@ -127,7 +127,7 @@ pub(crate) fn admit(store: &Store, a: &Attempt<'_>) -> Result<Vec<String>, ApiEr
                 .is_some_and(|l| l.iter().any(|x| x == action))
         };
         if has("Deny") {
-            return Err(refused(&reason, message));
+            return Err(refused(&reason, message, a));
         }
         if has("Warn") {
             warnings.push(message);
@@ -145,18 +145,35 @@ fn operation(verb: Verb) -> Option<&'static str> {
     }
 }
 
-fn refused(reason: &str, message: String) -> ApiError {
+/// The refusal as the API server's admission chain words it
+/// (`admission.NewForbidden`): `<resource> "<name>" is forbidden: <message>`,
+/// the message again as the one cause, with the code the policy's `reason`
+/// asks for (422 for a binding that cannot be configured, as for `Invalid`).
+fn refused(reason: &str, message: String, a: &Attempt<'_>) -> ApiError {
     let (code, reason) = match reason {
         "Forbidden" => (403, "Forbidden"),
         "Unauthorized" => (401, "Unauthorized"),
         "RequestEntityTooLarge" => (413, "RequestEntityTooLarge"),
         _ => (422, "Invalid"),
     };
+    let mut details = serde_json::Map::new();
+    if !a.name.is_empty() {
+        details.insert("name".into(), json!(a.name));
+    }
+    if !a.resource.group().is_empty() {
+        details.insert("group".into(), json!(a.resource.group()));
+    }
+    details.insert("kind".into(), json!(a.resource.plural()));
+    details.insert("causes".into(), json!([{ "message": message }]));
     ApiError {
         code,
         reason,
-        message,
-        details: None,
+        message: format!(
+            "{} {:?} is forbidden: {message}",
+            a.resource.qualified(),
+            a.name
+        ),
+        details: Some(Value::Object(details)),
         retry_after: None,
     }
 }

@@ -1,0 +1,287 @@
+//! The fencing cases that need no injected fault, on any server
+//! (`test_kit::apiserver::Server`): the emulator's tests (`fence_emulator.rs`)
+//! and kube-apiserver's (`fence_apiserver.rs`) run the same functions. Each
+//! case fences ConfigMaps in a namespace of its own with a policy of its own
+//! (the policy and its binding are cluster-scoped: named after a Lease no
+//! other case uses), and waits until the server enforces it (kube-apiserver
+//! takes about a second to see a new binding).
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, TERM_ANNOTATION, WRITE_ANNOTATION};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{Api, DeleteParams, PostParams};
+use kube_emulator::Resource;
+use test_kit::apiserver::{ADMIN, Server};
+
+/// A namespace of `server` fenced by a policy on its Lease `lease`.
+pub struct Fenced<'s> {
+    pub server: &'s dyn Server,
+    pub ns: String,
+    pub lease: String,
+}
+
+impl Fenced<'_> {
+    /// The policy's (and binding's) name.
+    pub fn policy_name(&self) -> String {
+        format!("fence-{}", self.lease)
+    }
+
+    /// A client of the Pod `pod` of the ServiceAccount `app`, with a
+    /// Pod-bound token.
+    pub fn pod(&self, pod: &str) -> kube::Client {
+        kube::Client::try_from(self.server.pod_config(&self.ns, "app", pod)).expect("client")
+    }
+
+    /// The admin's client.
+    pub fn admin(&self) -> kube::Client {
+        self.server.client(ADMIN)
+    }
+
+    /// The ConfigMap `name` as the server has it.
+    pub fn configmap(&self, name: &str) -> Option<serde_json::Value> {
+        self.server.object(Resource::ConfigMap, &self.ns, name)
+    }
+}
+
+/// A namespace of `server` fenced by the policy `make(namespace, lease)`
+/// makes, applied by the admin with `FencePolicy::apply`; returns once the
+/// server refuses an unstamped write in it (no Lease yet: every protected
+/// write is refused).
+pub async fn fenced(
+    server: &dyn Server,
+    make: impl FnOnce(&str, &str) -> FencePolicy,
+) -> Fenced<'_> {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let ns = server.namespace();
+    let lease = format!("orders-{}", N.fetch_add(1, Ordering::Relaxed));
+    // The Pods' ServiceAccount may write ConfigMaps (the emulator stores the
+    // Role without enforcing it; kube-apiserver enforces it. Not the `edit`
+    // ClusterRole: with no controller-manager to aggregate it, it is empty).
+    let role: Role = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "app" },
+        "rules": [{ "apiGroups": [""], "resources": ["configmaps"],
+                    "verbs": ["get", "create", "update", "patch", "delete"] }],
+    }))
+    .expect("a Role");
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "app" },
+        "subjects": [{ "kind": "ServiceAccount", "name": "app", "namespace": ns }],
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "app" },
+    }))
+    .expect("a RoleBinding");
+    Api::<Role>::namespaced(server.client(ADMIN), &ns)
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("the Pods' Role");
+    Api::<RoleBinding>::namespaced(server.client(ADMIN), &ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("the Pods' RoleBinding");
+    make(&ns, &lease)
+        .apply(server.client(ADMIN))
+        .await
+        .expect("policy and binding applied");
+    let f = Fenced { server, ns, lease };
+    let api: Api<ConfigMap> = Api::namespaced(f.admin(), &f.ns);
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let started = Instant::now();
+    while api.create(&dry_run, &configmap("probe")).await.is_ok() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the policy is not enforced after 20 s on the {}",
+            server.name()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    f
+}
+
+fn configmap(name: &str) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_owned());
+    cm
+}
+
+/// The Lease as `holder` takes it at `transitions` (written by the admin:
+/// the Lease is never fenced).
+pub async fn hold(f: &Fenced<'_>, holder: &str, transitions: i32) {
+    let api: Api<Lease> = Api::namespaced(f.admin(), &f.ns);
+    let mut lease: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": f.lease },
+        "spec": { "holderIdentity": holder, "leaseTransitions": transitions,
+                  "leaseDurationSeconds": 15 },
+    }))
+    .unwrap();
+    match api.get_opt(&f.lease).await.expect("read") {
+        None => {
+            api.create(&PostParams::default(), &lease)
+                .await
+                .expect("the Lease is not fenced");
+        }
+        Some(current) => {
+            lease.metadata.resource_version = current.metadata.resource_version;
+            api.replace(&f.lease, &PostParams::default(), &lease)
+                .await
+                .expect("the Lease is not fenced");
+        }
+    }
+}
+
+/// A ConfigMap `name` created through `client`, stamped by hand for `holder`
+/// at `term` with a write token of its own (no stamp when `None`).
+pub async fn write(
+    f: &Fenced<'_>,
+    client: kube::Client,
+    name: &str,
+    stamp: Option<(&str, &str)>,
+) -> Result<ConfigMap, kube::Error> {
+    static COUNT: AtomicU32 = AtomicU32::new(0);
+    let api: Api<ConfigMap> = Api::namespaced(client, &f.ns);
+    let mut cm = configmap(name);
+    if let Some((holder, term)) = stamp {
+        let token = COUNT.fetch_add(1, Ordering::Relaxed);
+        cm.metadata.annotations = Some(
+            [
+                (HOLDER_ANNOTATION.to_owned(), holder.to_owned()),
+                (TERM_ANNOTATION.to_owned(), term.to_owned()),
+                (WRITE_ANNOTATION.to_owned(), format!("{token:016x}")),
+            ]
+            .into(),
+        );
+    }
+    api.create(&PostParams::default(), &cm).await
+}
+
+/// The policy of the cases: ConfigMaps (core `v1`) fenced by `lease` in `ns`.
+pub fn configmaps(ns: &str, lease: &str) -> FencePolicy {
+    FencePolicy::new(ns, lease).protect(election_ops::fence::Protected::new("", "v1", "configmaps"))
+}
+
+/// The API server's refusal.
+pub fn refusal(result: Result<ConfigMap, kube::Error>) -> Box<kube::core::Status> {
+    match result {
+        Err(kube::Error::Api(status)) => status,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Writes not stamped with the current term are refused, in the API server's
+/// words: before any Lease (a binding it cannot configure: 422), unstamped
+/// (403, the policy's message), stamped by a deposed holder (naming the new
+/// one; nothing stored), after a release (no holder); the holder's stamped
+/// writes pass.
+pub async fn writes_not_stamped_with_the_current_term_are_refused(
+    server: &dyn Server,
+    policy: impl FnOnce(&str, &str) -> FencePolicy,
+) {
+    let f = fenced(server, policy).await;
+    let (app0, app1) = (f.pod("app-0"), f.pod("app-1"));
+    let s = refusal(write(&f, app0.clone(), "early", Some(("app-0", "0@1"))).await);
+    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
+    assert!(
+        s.message
+            .starts_with("configmaps \"early\" is forbidden: ValidatingAdmissionPolicy"),
+        "{}",
+        s.message
+    );
+    assert!(
+        s.message.ends_with(
+            "denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+        ),
+        "{}",
+        s.message
+    );
+
+    hold(&f, "app-0", 3).await;
+    write(&f, app0.clone(), "a", Some(("app-0", "3@17")))
+        .await
+        .expect("the holder's stamped write passes");
+    let s = refusal(write(&f, app0.clone(), "bare", None).await);
+    assert_eq!(s.code, 403, "{s:?}");
+    let name = f.policy_name();
+    // kube-apiserver's words (admission.NewForbidden), the policy's message
+    // after them, and again as the one cause.
+    let said = format!(
+        "ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: fenced by {name}"
+    );
+    assert!(
+        s.message
+            .starts_with(&format!("configmaps \"bare\" is forbidden: {said}")),
+        "{}",
+        s.message
+    );
+    let details = s.details.as_ref().expect("details");
+    assert_eq!(
+        (details.name.as_str(), details.kind.as_str()),
+        ("bare", "configmaps")
+    );
+    assert!(details.causes[0].message.starts_with(&said), "{details:?}");
+
+    // Another takes over: the deposed holder's write, sent with its old stamp,
+    // is refused and stores nothing.
+    hold(&f, "app-1", 4).await;
+    let s = refusal(write(&f, app0, "late", Some(("app-0", "3@17"))).await);
+    assert!(
+        s.message.contains("held by \"app-1\" at transitions 4"),
+        "{}",
+        s.message
+    );
+    assert_eq!(f.configmap("late"), None);
+    write(&f, app1.clone(), "b", Some(("app-1", "4@30")))
+        .await
+        .expect("the new holder's write passes");
+
+    // A release (no holder) fences everyone off.
+    hold(&f, "", 4).await;
+    let s = refusal(write(&f, app1, "c", Some(("app-1", "4@30"))).await);
+    assert!(s.message.contains("has no holder"), "{}", s.message);
+}
+
+/// With the writer check (`Writer::PodName`), only the holder's Pod (its
+/// Pod-bound token) writes, and deletes (through the stamp layer) are fenced
+/// the same way.
+pub async fn the_writer_check_admits_the_holders_pod_only(
+    server: &dyn Server,
+    policy: impl FnOnce(&str, &str) -> FencePolicy,
+) {
+    let f = fenced(server, policy).await;
+    hold(&f, "app-0", 1).await;
+    write(&f, f.pod("app-0"), "a", Some(("app-0", "1@5")))
+        .await
+        .expect("the holder's Pod");
+    let s = refusal(write(&f, f.pod("app-1"), "b", Some(("app-0", "1@5"))).await);
+    assert!(s.message.contains("not the holder Pod"), "{}", s.message);
+
+    // Deletes go through the stamp layer (it marks the object first); another
+    // Pod that believes it holds the same term is still not the holder's Pod.
+    let as_app = |pod: &str| {
+        let view = crate::common::Believes::leading("app-0", 1, "5");
+        let client = kube::client::ClientBuilder::try_from(f.server.pod_config(&f.ns, "app", pod))
+            .expect("config")
+            .with_layer(&election_ops::stamp::TermAnnotationLayer::new(view))
+            .build();
+        Api::<ConfigMap>::namespaced(client, &f.ns)
+    };
+    let refused = as_app("app-1")
+        .delete("a", &DeleteParams::default())
+        .await
+        .expect_err("a delete by another Pod is fenced");
+    assert!(
+        matches!(refused, kube::Error::Api(ref s) if s.code == 403),
+        "{refused:?}"
+    );
+    assert!(f.configmap("a").is_some());
+    as_app("app-0")
+        .delete("a", &DeleteParams::default())
+        .await
+        .expect("the holder's Pod deletes");
+    assert!(f.configmap("a").is_none());
+}
