@@ -32,3 +32,15 @@ fn the_writer_check_admits_the_holders_pod_only_and_fences_deletes() {
         )
     });
 }
+
+/// A policy that does not compile is refused when written; the generated one
+/// is taken.
+#[test]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+fn the_generated_policy_compiles_where_a_broken_one_is_refused() {
+    Runtime::Tokio.run(|| {
+        fence_cases::the_generated_policy_compiles_where_a_broken_one_is_refused(
+            ApiServer::shared(),
+        )
+    });
+}

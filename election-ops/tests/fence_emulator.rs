@@ -265,3 +265,11 @@ async fn apply_creates_then_replaces_the_policy_and_its_binding() {
         None
     );
 }
+
+/// A policy that does not compile is refused when written, as kube-apiserver
+/// refuses it; the generated one is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_generated_policy_compiles_where_a_broken_one_is_refused() {
+    let emu = Emulator::start().await.expect("emulator");
+    fence_cases::the_generated_policy_compiles_where_a_broken_one_is_refused(&emu).await;
+}

@@ -285,3 +285,53 @@ pub async fn the_writer_check_admits_the_holders_pod_only(
         .expect("the holder's Pod deletes");
     assert!(f.configmap("a").is_none());
 }
+
+/// The API server compiles a policy's CEL when it is written and refuses one
+/// that does not compile (422, naming the field and the expression); the
+/// generated policy (ConfigMaps and Deployments, with the writer check) is
+/// taken. (kube-apiserver's later type check, which fills
+/// `status.typeChecking`, runs in kube-controller-manager: not compared.)
+pub async fn the_generated_policy_compiles_where_a_broken_one_is_refused(server: &dyn Server) {
+    use election_ops::fence::{Protected, Writer};
+    use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+
+    // Taken (and enforced: `fenced` waits for that).
+    fenced(server, |ns, lease| {
+        configmaps(ns, lease)
+            .protect(Protected::new("apps", "v1", "deployments"))
+            .writer(Writer::PodName)
+    })
+    .await;
+    let broken: ValidatingAdmissionPolicy = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "broken-cel" },
+        "spec": {
+            "matchConstraints": { "resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"],
+            }]},
+            "validations": [{ "expression": "object.metadata.name +" }],
+        },
+    }))
+    .expect("a policy");
+    let api: Api<ValidatingAdmissionPolicy> = Api::all(server.client(ADMIN));
+    match api.create(&PostParams::default(), &broken).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 422, "{s:?}");
+            // kube-apiserver: `… "broken-cel" is invalid: spec.validations[0].expression:
+            // Invalid value: "object.metadata.name +": compilation failed: ERROR: <input>:1:23:
+            // Syntax error: …`; the emulator the same up to the parser's own words.
+            let expected = "ValidatingAdmissionPolicy.admissionregistration.k8s.io \"broken-cel\" is invalid: \
+                 spec.validations[0].expression: Invalid value: \"object.metadata.name +\": compilation failed: ";
+            assert!(
+                s.message.starts_with(expected),
+                "{}: {}",
+                server.name(),
+                s.message
+            );
+        }
+        other => panic!(
+            "a policy that does not compile is refused by the {}: {other:?}",
+            server.name()
+        ),
+    }
+}

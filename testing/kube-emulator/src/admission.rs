@@ -13,9 +13,10 @@
 //! `matchExpressions`, `matchConditions`, `paramKind` with `paramRef.name` and
 //! `namespace` (and `parameterNotFoundAction`), `variables`, `validations` with
 //! `message`, `messageExpression` and `reason`, `failurePolicy`, and
-//! `validationActions` (`Deny`; `Warn` answers with a warning). Not served:
-//! `excludeResourceRules`, parameter selectors, audit annotations, and the
-//! type checking the API server does when a policy is written.
+//! `validationActions` (`Deny`; `Warn` answers with a warning). A policy whose
+//! CEL does not compile is refused when written, as the API server refuses it
+//! (`compilation failed`). Not served: `excludeResourceRules`, parameter
+//! selectors, audit annotations, and the type checking of the expressions.
 
 use std::collections::{BTreeMap, HashMap};
 
