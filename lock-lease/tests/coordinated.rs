@@ -9,7 +9,9 @@
 //! once the last leaves, a 1.1.0 replica leads; no two replicas lead at once
 //! (their drivers' reported terms on one clock); every Lease write by a replica
 //! replaces a record that names it (only the coordinator assigns). Runs on tokio
-//! (`adapter-tokio`) and smol (`adapter-smol`).
+//! (`adapter-tokio`) and smol (`adapter-smol`). The rolling upgrade runs on the
+//! real kube-apiserver too, with its own coordinator (`test_kit::apiserver`;
+//! ignored in the workspace run, `.ci/run` runs it).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -24,6 +26,7 @@ use futures::channel::oneshot;
 use kube_emulator::{Coordinator, Emulator, Resource};
 use kube_support::candidate::LeaseCandidate;
 use lock_lease::LeaseLock;
+use test_kit::apiserver::{ApiServer, Server};
 use test_kit::runtimes::{self, sleep};
 
 const NS: &str = "default";
@@ -43,22 +46,22 @@ struct Replica {
 }
 
 impl Replica {
-    /// Starts replica `id` at `version` on `rt`.
+    /// Starts replica `id` at `version` on `rt`, on the Lease of `ns`.
     fn start<R: Runtime + Clone>(
-        emu: &Emulator,
+        (server, ns): (&dyn Server, &str),
         rt: &R,
         id: &str,
         version: &'static str,
         spans: &Spans,
     ) -> Replica {
-        let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+        let client = kube_support::lock_client(server.kube_config(id)).expect("client");
         let config = Config::fast(id).coordinated();
-        let candidate = LeaseCandidate::builder(client.clone(), NS, id, LEASE)
+        let candidate = LeaseCandidate::builder(client.clone(), ns, id, LEASE)
             .binary_version(version)
             .request_timeout(config.request_timeout)
             .build()
             .expect("a valid candidacy");
-        let lock = LeaseLock::builder(client, NS, LEASE)
+        let lock = LeaseLock::builder(client, ns, LEASE)
             .build()
             .expect("valid names");
         let handle = Builder::new(lock, config)
@@ -111,7 +114,11 @@ impl Replica {
 }
 
 /// The replica that leads, once exactly one does and the Lease names it.
-async fn wait_for_leader(emu: &Emulator, replicas: &[Replica], within: Duration) -> usize {
+async fn wait_for_leader(
+    emu: (&dyn Server, &str),
+    replicas: &[Replica],
+    within: Duration,
+) -> usize {
     let waited = runtimes::timeout(within, async {
         loop {
             let leading: Vec<usize> = (0..replicas.len())
@@ -136,25 +143,44 @@ async fn wait_for_leader(emu: &Emulator, replicas: &[Replica], within: Duration)
 }
 
 /// The Lease's holder as stored.
-fn holder(emu: &Emulator) -> Option<String> {
-    let lease = emu.object(Resource::Lease, NS, LEASE)?;
+fn holder((server, ns): (&dyn Server, &str)) -> Option<String> {
+    let lease = server.object(Resource::Lease, ns, LEASE)?;
     lease["spec"]["holderIdentity"].as_str().map(str::to_owned)
 }
 
-/// The rolling upgrade on runtime `rt`, with identities prefixed by `tag`.
+/// The rolling upgrade on the emulator as coordinator (ten times faster than
+/// kube-apiserver's), with the emulator's write log checked.
 async fn rolling_upgrade<R: Runtime + Clone>(rt: R, tag: &str) {
     let emu = Emulator::builder()
         .coordinator(Coordinator::default().scaled(0.1))
         .start_blocking()
         .expect("emulator");
+    let leaders = rolling_upgrade_on((&emu, NS), rt, tag, Duration::from_secs(20)).await;
+    check_only_the_coordinator_assigns(&emu);
+    // The leader moved to a 1.1.0 replica only at the end.
+    assert!(
+        leaders[..3].iter().all(|l| l.ends_with("-v1")),
+        "{leaders:?}"
+    );
+    assert!(leaders[3].ends_with("-v2"), "{leaders:?}");
+}
+
+/// The rolling upgrade on runtime `rt` against the coordinator of `server`,
+/// on the Lease of `ns`, with identities prefixed by `tag`, each election
+/// within `within`; the leaders in turn.
+async fn rolling_upgrade_on<R: Runtime + Clone>(
+    emu: (&dyn Server, &str),
+    rt: R,
+    tag: &str,
+    within: Duration,
+) -> Vec<String> {
     let spans: Spans = Arc::default();
     let id = |n: &str, v: u32| format!("{tag}-{n}-v{v}");
     let mut replicas: Vec<Replica> = ["a", "b", "c"]
         .iter()
-        .map(|n| Replica::start(&emu, &rt, &id(n, 1), "1.0.0", &spans))
+        .map(|n| Replica::start(emu, &rt, &id(n, 1), "1.0.0", &spans))
         .collect();
-    let within = Duration::from_secs(20);
-    let first = wait_for_leader(&emu, &replicas, within).await;
+    let first = wait_for_leader(emu, &replicas, within).await;
     assert_eq!(replicas[first].version, "1.0.0");
     let mut leaders = vec![replicas[first].id.clone()];
     for (step, n) in ["a", "b", "c"].iter().enumerate() {
@@ -164,8 +190,8 @@ async fn rolling_upgrade<R: Runtime + Clone>(rt: R, tag: &str) {
             .expect("the old replica");
         let leaving = replicas.remove(old);
         leaving.leave().await;
-        replicas.push(Replica::start(&emu, &rt, &id(n, 2), "1.1.0", &spans));
-        let leader = wait_for_leader(&emu, &replicas, within).await;
+        replicas.push(Replica::start(emu, &rt, &id(n, 2), "1.1.0", &spans));
+        let leader = wait_for_leader(emu, &replicas, within).await;
         let olds_left = 2 - step;
         let expected = if olds_left > 0 { "1.0.0" } else { "1.1.0" };
         assert_eq!(
@@ -179,10 +205,13 @@ async fn rolling_upgrade<R: Runtime + Clone>(rt: R, tag: &str) {
     for r in replicas {
         r.leave().await;
     }
-
     assert_no_overlap(&spans.lock().unwrap());
-    // Only the coordinator assigns: every replica's write replaces a record
-    // that names it; the coordinator wrote the Lease first.
+    leaders
+}
+
+/// Only the coordinator assigns: every replica's write replaces a record that
+/// names it; the coordinator wrote the Lease first (the emulator's write log).
+fn check_only_the_coordinator_assigns(emu: &Emulator) {
     let writes: Vec<_> = emu
         .committed_writes()
         .into_iter()
@@ -216,12 +245,6 @@ async fn rolling_upgrade<R: Runtime + Clone>(rt: R, tag: &str) {
         claims > 4,
         "the replicas claimed and renewed ({claims} writes)"
     );
-    // The leader moved to a 1.1.0 replica only at the end.
-    assert!(
-        leaders[..3].iter().all(|l| l.ends_with("-v1")),
-        "{leaders:?}"
-    );
-    assert!(leaders[3].ends_with("-v2"), "{leaders:?}");
 }
 
 /// C3 and C6: two replicas at 1.0.0 lead in turn; a replica at 0.9.0 joins and
@@ -240,15 +263,16 @@ where
         .expect("emulator");
     let spans: Spans = Arc::default();
     let within = Duration::from_secs(20);
+    let at = (&emu as &dyn Server, NS);
     let mut replicas = vec![
-        Replica::start(&emu, &rt, &format!("{tag}-x"), "1.0.0", &spans),
-        Replica::start(&emu, &rt, &format!("{tag}-z"), "1.0.0", &spans),
+        Replica::start(at, &rt, &format!("{tag}-x"), "1.0.0", &spans),
+        Replica::start(at, &rt, &format!("{tag}-z"), "1.0.0", &spans),
     ];
-    let first = wait_for_leader(&emu, &replicas, within).await;
+    let first = wait_for_leader(at, &replicas, within).await;
     assert_eq!(replicas[first].version, "1.0.0");
     let better = format!("{tag}-y");
-    replicas.push(Replica::start(&emu, &rt, &better, "0.9.0", &spans));
-    let leader = wait_for_leader_where(&emu, &replicas, |r| r.id == better, within).await;
+    replicas.push(Replica::start(at, &rt, &better, "0.9.0", &spans));
+    let leader = wait_for_leader_where(at, &replicas, |r| r.id == better, within).await;
     assert_eq!(
         replicas[leader].version, "0.9.0",
         "the better version preempted"
@@ -256,7 +280,7 @@ where
     // It hangs: its candidacy cannot ack, its election cannot renew.
     emu.faults(&better).hang();
     // Its lease runs out, and the coordinator gives the Lease to one that acks.
-    let next = wait_for_leader_where(&emu, &replicas, |r| r.id != better, within).await;
+    let next = wait_for_leader_where(at, &replicas, |r| r.id != better, within).await;
     assert_eq!(replicas[next].version, "1.0.0");
     assert!(
         !replicas[leader].handle.is_leader(),
@@ -276,7 +300,7 @@ where
 /// The leader index once a replica for which `wanted` holds leads alone (and the
 /// Lease names it).
 async fn wait_for_leader_where(
-    emu: &Emulator,
+    emu: (&dyn Server, &str),
     replicas: &[Replica],
     wanted: impl Fn(&Replica) -> bool,
     within: Duration,
@@ -341,4 +365,29 @@ async fn c5_a_rolling_upgrade_keeps_the_old_version_leading_until_it_is_gone_on_
 #[test]
 fn c5_a_rolling_upgrade_keeps_the_old_version_leading_until_it_is_gone_on_smol() {
     test_kit::runtimes::Runtime::Smol.run(|| rolling_upgrade(SmolRuntime::new(), "smol"));
+}
+
+/// C5 with kube-apiserver's own coordinator (its leader-election controller,
+/// `CoordinatedLeaderElection` on): the leader stays on 1.0.0 until the last
+/// 1.0.0 replica is gone, then a 1.1.0 replica leads, never two at once. Its
+/// timings are the controller's own (a 5 s election, a 5 s Lease).
+#[test]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+fn c5_a_rolling_upgrade_keeps_the_old_version_leading_until_it_is_gone_on_kube_apiserver() {
+    test_kit::runtimes::Runtime::Tokio.run(|| async {
+        let server = ApiServer::shared();
+        let ns = server.namespace();
+        let rt = TokioRuntime::current().expect("inside tokio");
+        let started = std::time::Instant::now();
+        let leaders = rolling_upgrade_on((server, &ns), rt, "kas", Duration::from_secs(60)).await;
+        eprintln!(
+            "kube-apiserver: the rolling upgrade took {:?}",
+            started.elapsed()
+        );
+        assert!(
+            leaders[..3].iter().all(|l| l.ends_with("-v1")),
+            "{leaders:?}"
+        );
+        assert!(leaders[3].ends_with("-v2"), "{leaders:?}");
+    });
 }

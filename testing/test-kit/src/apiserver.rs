@@ -22,8 +22,11 @@
 //! - RBAC authorization; bearer tokens from a static token file: [`ADMIN`] is
 //!   in `system:masters`, each of [`TESTERS`] in the group [`TESTERS_GROUP`],
 //!   which a ClusterRoleBinding gives `cluster-admin` (so the testers pass
-//!   through the RBAC authorizer); anyone else is a ServiceAccount, whose
-//!   tokens the server issues ([`ApiServer::service_account_config`]);
+//!   through the RBAC authorizer); any other identity a test names is a
+//!   ServiceAccount of [`TESTERS_NAMESPACE`], bound the same way; and
+//!   ServiceAccounts with no permission until a test binds them a Role, or
+//!   bound to a Pod, with tokens the server issues
+//!   ([`ApiServer::service_account_config`], [`Server::pod_config`]);
 //! - `CoordinatedLeaderElection` on, `coordination.k8s.io/v1beta1`
 //!   (LeaseCandidate) served;
 //! - etcd on free ports, its data in a temporary directory (on `/dev/shm` where
@@ -78,6 +81,11 @@ pub const TESTERS: [&str; 14] = [
 
 /// The group of [`TESTERS`].
 pub const TESTERS_GROUP: &str = "kube-elector:testers";
+
+/// Where [`Server::kube_config`] makes a ServiceAccount for an identity that
+/// has no static token; its ServiceAccounts are bound to `cluster-admin`, as
+/// [`TESTERS_GROUP`] is.
+pub const TESTERS_NAMESPACE: &str = "kube-elector-testers";
 
 /// How long [`ApiServer::start`] waits for `/readyz`.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(90);
@@ -606,13 +614,14 @@ impl Server for ApiServer {
         format!("kube-apiserver {K8S_VERSION}")
     }
 
+    /// [`ADMIN`] and [`TESTERS`] by their static tokens; any other identity
+    /// as the ServiceAccount of that name in [`TESTERS_NAMESPACE`] (made on
+    /// first use, bound to `cluster-admin`), with a token the server issued.
     fn kube_config(&self, identity: &str) -> kube::Config {
-        self.configs.get(identity).cloned().unwrap_or_else(|| {
-            panic!(
-                "{identity:?} has no token on the test kube-apiserver: use {ADMIN:?}, one of \
-                 {TESTERS:?}, or ApiServer::service_account_config"
-            )
-        })
+        match self.configs.get(identity) {
+            Some(config) => config.clone(),
+            None => self.token_config(TESTERS_NAMESPACE, identity, None),
+        }
     }
 
     fn object(&self, resource: Resource, namespace: &str, name: &str) -> Option<serde_json::Value> {
@@ -779,17 +788,35 @@ async fn bind_testers(configs: BTreeMap<String, kube::Config>) -> Result<(), Str
             kind: "ClusterRole".into(),
             name: "cluster-admin".into(),
         },
-        subjects: Some(vec![Subject {
-            api_group: Some("rbac.authorization.k8s.io".into()),
-            kind: "Group".into(),
-            name: TESTERS_GROUP.into(),
-            ..Subject::default()
-        }]),
+        subjects: Some(
+            [
+                TESTERS_GROUP,
+                &format!("system:serviceaccounts:{TESTERS_NAMESPACE}"),
+            ]
+            .map(|group| Subject {
+                api_group: Some("rbac.authorization.k8s.io".into()),
+                kind: "Group".into(),
+                name: group.into(),
+                ..Subject::default()
+            })
+            .into(),
+        ),
     };
-    Api::<ClusterRoleBinding>::all(admin)
+    Api::<ClusterRoleBinding>::all(admin.clone())
         .create(&PostParams::default(), &binding)
         .await
         .map_err(|e| format!("cannot bind the testers: {e}"))?;
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(TESTERS_NAMESPACE.into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(admin)
+        .create(&PostParams::default(), &namespace)
+        .await
+        .map_err(|e| format!("cannot create {TESTERS_NAMESPACE}: {e}"))?;
     let tester = kube::Client::try_from(configs[TESTERS[0]].clone()).map_err(|e| e.to_string())?;
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(tester, "default");
     let started = Instant::now();
@@ -1063,6 +1090,7 @@ mod tests {
         unknown.auth_info.token = Some("not-a-token".to_owned().into());
         let admin = server.kube_config(ADMIN);
         let tester = server.kube_config("node-a");
+        let anyone = server.kube_config("someone-else");
         let dir = server.dir.clone();
         let version = server.block_on(async move {
             let client = |c: kube::Config| kube::Client::try_from(c).expect("client");
@@ -1079,6 +1107,12 @@ mod tests {
                 .create(&PostParams::default(), &lease)
                 .await
                 .expect("a tester creates a Lease");
+            let mut other = lease.clone();
+            other.metadata.name = Some("m".into());
+            leases(anyone)
+                .create(&PostParams::default(), &other)
+                .await
+                .expect("any identity (a ServiceAccount bound to cluster-admin) creates one");
             match leases(sa).get("l").await {
                 Err(kube::Error::Api(s)) => {
                     assert_eq!(s.code, 403, "{s:?}");
