@@ -5,18 +5,21 @@
 //! `namespaceObject`, `variables`), and a failed validation refuses the write
 //! with the policy's reason and message, worded as the API server words it.
 //!
-//! What is served: `matchConstraints.resourceRules` (groups, versions,
-//! resources, operations, `*`), a binding's `matchResources.namespaceSelector`
-//! (every namespace carries `kubernetes.io/metadata.name`) and
-//! `matchResources.objectSelector` (the written object's labels or the stored
-//! one's, as the API server matches them), each by `matchLabels` and
-//! `matchExpressions`, `matchConditions`, `paramKind` with `paramRef.name` and
+//! What is served: `matchConstraints.resourceRules` and
+//! `excludeResourceRules` (groups, versions, resources, operations, `*`,
+//! `resourceNames`, `scope`), a binding's `matchResources` narrowing them the
+//! same way, the namespace selector (every namespace carries
+//! `kubernetes.io/metadata.name`) and the object selector (the written object's
+//! labels or the stored one's, as the API server matches them) of either, each
+//! by `matchLabels` and `matchExpressions`, `matchConditions`, `paramKind` with `paramRef.name` and
 //! `namespace` (and `parameterNotFoundAction`), `variables`, `validations` with
 //! `message`, `messageExpression` and `reason`, `failurePolicy`, and
 //! `validationActions` (`Deny`; `Warn` answers with a warning). A policy whose
 //! CEL does not compile is refused when written, as the API server refuses it
-//! (`compilation failed`). Not served: `excludeResourceRules`, parameter
-//! selectors, audit annotations, and the type checking of the expressions.
+//! (`compilation failed`), and a binding with a parameter selector
+//! (`paramRef.selector`), which the emulator does not serve, is refused when
+//! written, saying so. Not served either: audit annotations (there is no audit
+//! log), subresources in rules, and the type checking of the expressions.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -107,9 +110,13 @@ pub(crate) fn admit(store: &Store, a: &Attempt<'_>) -> Result<Vec<String>, ApiEr
         ) else {
             continue; // a binding of a missing policy does nothing
         };
-        if !rules_match(policy, a, operation)
-            || !namespace_matches(store, binding, a)
-            || !object_matches(binding, a)
+        let matches = |owner: &Value, at: &str| {
+            namespace_matches(store, owner.pointer(&format!("{at}/namespaceSelector")), a)
+                && object_matches(owner.pointer(&format!("{at}/objectSelector")), a)
+        };
+        if !rules_match(policy, binding, a, operation)
+            || !matches(policy, "/spec/matchConstraints")
+            || !matches(binding, "/spec/matchResources")
         {
             continue;
         }
@@ -179,31 +186,55 @@ fn refused(reason: &str, message: String, a: &Attempt<'_>) -> ApiError {
     }
 }
 
-/// Whether the policy's `matchConstraints.resourceRules` cover the write.
-fn rules_match(policy: &Value, a: &Attempt<'_>, operation: &str) -> bool {
-    let rules = policy
-        .pointer("/spec/matchConstraints/resourceRules")
-        .and_then(Value::as_array);
-    let covers = |rule: &Value, field: &str, want: &str| {
+/// Whether the write is in the policy's `matchConstraints.resourceRules` and
+/// not in its `excludeResourceRules`, and, where the binding narrows them, in
+/// its `matchResources.resourceRules` and not in its `excludeResourceRules`.
+fn rules_match(policy: &Value, binding: &Value, a: &Attempt<'_>, operation: &str) -> bool {
+    fn rules<'v>(v: &'v Value, at: &str) -> Option<&'v Vec<Value>> {
+        v.pointer(at).and_then(Value::as_array)
+    }
+    let covered = |v: &Value, at: &str| {
+        rules(v, at).is_some_and(|l| l.iter().any(|rule| rule_covers(rule, a, operation)))
+    };
+    let narrowed =
+        rules(binding, "/spec/matchResources/resourceRules").is_some_and(|l| !l.is_empty());
+    covered(policy, "/spec/matchConstraints/resourceRules")
+        && !covered(policy, "/spec/matchConstraints/excludeResourceRules")
+        && (!narrowed || covered(binding, "/spec/matchResources/resourceRules"))
+        && !covered(binding, "/spec/matchResources/excludeResourceRules")
+}
+
+/// Whether one rule (`NamedRuleWithOperations`) covers the write: its groups,
+/// versions, resources and operations (`*` for any), its `resourceNames` (none:
+/// any name) and its `scope` (`Namespaced`, `Cluster`, `*`).
+fn rule_covers(rule: &Value, a: &Attempt<'_>, operation: &str) -> bool {
+    let covers = |field: &str, want: &str| {
         rule.get(field)
             .and_then(Value::as_array)
             .is_some_and(|l| l.iter().any(|x| x == want || x == "*"))
     };
-    rules.is_some_and(|rules| {
-        rules.iter().any(|rule| {
-            covers(rule, "apiGroups", a.resource.group())
-                && covers(rule, "apiVersions", a.resource.version())
-                && covers(rule, "resources", a.resource.plural())
-                && covers(rule, "operations", operation)
-        })
-    })
+    let names = rule
+        .get("resourceNames")
+        .and_then(Value::as_array)
+        .filter(|l| !l.is_empty());
+    let scope = match rule.get("scope").and_then(Value::as_str) {
+        Some("Namespaced") => a.resource.namespaced(),
+        Some("Cluster") => !a.resource.namespaced(),
+        _ => true,
+    };
+    covers("apiGroups", a.resource.group())
+        && covers("apiVersions", a.resource.version())
+        && covers("resources", a.resource.plural())
+        && covers("operations", operation)
+        && names.is_none_or(|l| l.iter().any(|x| x == a.name))
+        && scope
 }
 
-/// Whether the binding's namespace selector (`matchLabels` and
-/// `matchExpressions`) takes the write's namespace; cluster-scoped objects are
-/// always taken.
-fn namespace_matches(store: &Store, binding: &Value, a: &Attempt<'_>) -> bool {
-    let Some(selector) = binding.pointer("/spec/matchResources/namespaceSelector") else {
+/// Whether a namespace selector (`matchLabels` and `matchExpressions`) takes
+/// the write's namespace; cluster-scoped objects are always taken, as is every
+/// namespace without a selector.
+fn namespace_matches(store: &Store, selector: Option<&Value>, a: &Attempt<'_>) -> bool {
+    let Some(selector) = selector else {
         return true;
     };
     if !a.resource.namespaced() {
@@ -222,12 +253,12 @@ fn namespace_matches(store: &Store, binding: &Value, a: &Attempt<'_>) -> bool {
     selector_matches(selector, label)
 }
 
-/// Whether the binding's object selector takes the write: the labels of the
-/// object written or of the object stored (a create has only the one, a
-/// delete only the other), as the API server's `MatchObjectSelector` does. No
-/// selector, or an empty one, takes every object.
-fn object_matches(binding: &Value, a: &Attempt<'_>) -> bool {
-    let Some(selector) = binding.pointer("/spec/matchResources/objectSelector") else {
+/// Whether an object selector takes the write: the labels of the object
+/// written or of the object stored (a create has only the one, a delete only
+/// the other), as the API server's `MatchObjectSelector` does. No selector, or
+/// an empty one, takes every object.
+fn object_matches(selector: Option<&Value>, a: &Attempt<'_>) -> bool {
+    let Some(selector) = selector else {
         return true;
     };
     let takes = |object: Option<&Value>| {

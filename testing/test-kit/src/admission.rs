@@ -170,3 +170,163 @@ pub async fn object_selector_takes_only_the_labelled_objects(server: &dyn Server
     })
     .await;
 }
+
+/// Creates `objects` (policies, bindings: JSON with `apiVersion` and `kind`)
+/// as the admin; the first refusal, if any.
+async fn create_all(
+    admin: &kube::Client,
+    objects: &[&serde_json::Value],
+) -> Result<(), kube::Error> {
+    for object in objects {
+        let plural = match object["kind"].as_str() {
+            Some("ValidatingAdmissionPolicy") => "validatingadmissionpolicies",
+            _ => "validatingadmissionpolicybindings",
+        };
+        let path = format!("/apis/admissionregistration.k8s.io/v1/{plural}");
+        let request = http::Request::post(path.as_str())
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(object).expect("JSON"))
+            .expect("a request");
+        admin.request::<serde_json::Value>(request).await?;
+    }
+    Ok(())
+}
+
+/// A policy's `excludeResourceRules` and a binding's narrowing
+/// `matchResources` (`resourceNames` in either) take writes out of the
+/// policy: of a policy that refuses every ConfigMap creation, the ConfigMap
+/// the policy excludes by name and the one the binding excludes are created;
+/// any other is refused.
+pub async fn exclude_rules_and_resource_names_narrow_a_policy(server: &dyn Server) {
+    let ns = server.namespace();
+    let name = format!("exclude-{ns}");
+    let rule = |names: &[&str]| {
+        json!({
+            "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+            "resources": ["configmaps"], "resourceNames": names,
+        })
+    };
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": { "name": name },
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [rule(&[])],
+                "excludeResourceRules": [rule(&["exempt-by-policy"])],
+            },
+            "validations": [{ "expression": "false", "message": "not excluded: refused" }],
+        },
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": { "name": name },
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {
+                "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns } },
+                "resourceRules": [rule(&[])],
+                "excludeResourceRules": [rule(&["exempt-by-binding"])],
+            },
+        },
+    });
+    let admin = compat(async { server.client(ADMIN) }).await;
+    compat(async {
+        create_all(&admin, &[&policy, &binding])
+            .await
+            .expect("the policy and its binding are taken");
+        let api: Api<ConfigMap> = Api::namespaced(admin.clone(), &ns);
+        let configmap = |name: &str| {
+            let mut cm = ConfigMap::default();
+            cm.metadata.name = Some(name.to_owned());
+            cm
+        };
+        let dry_run = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        let started = Instant::now();
+        while api.create(&dry_run, &configmap("probe")).await.is_ok() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the binding is not enforced after 20 s"
+            );
+            sleep(Duration::from_millis(50)).await;
+        }
+        let pp = PostParams::default();
+        for exempt in ["exempt-by-policy", "exempt-by-binding"] {
+            api.create(&pp, &configmap(exempt))
+                .await
+                .unwrap_or_else(|e| panic!("{exempt} on the {}: {e}", server.name()));
+        }
+        match api.create(&pp, &configmap("other")).await {
+            Err(kube::Error::Api(s)) => assert!(
+                s.message.contains("denied request: not excluded: refused"),
+                "{}",
+                s.message
+            ),
+            other => panic!(
+                "other on the {}: expected a refusal, got {other:?}",
+                server.name()
+            ),
+        }
+    })
+    .await;
+}
+
+/// A binding that picks its parameters by label (`paramRef.selector`):
+/// kube-apiserver takes it; the emulator, which does not serve it, refuses it
+/// when written, saying so, rather than taking it and ignoring it.
+pub async fn a_parameter_selector_is_taken_or_refused_saying_so(server: &dyn Server) {
+    let ns = server.namespace();
+    let name = format!("param-selector-{ns}");
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": { "name": name },
+        "spec": {
+            "paramKind": { "apiVersion": "v1", "kind": "ConfigMap" },
+            "matchConstraints": { "resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["secrets"],
+            }]},
+            "validations": [{ "expression": "true" }],
+        },
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": { "name": name },
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "paramRef": {
+                "namespace": ns,
+                "selector": { "matchLabels": { "role": "limits" } },
+                "parameterNotFoundAction": "Allow",
+            },
+        },
+    });
+    let admin = compat(async { server.client(ADMIN) }).await;
+    let taken = compat(create_all(&admin, &[&policy, &binding])).await;
+    if server.name() == "emulator" {
+        match taken {
+            Err(kube::Error::Api(s)) => {
+                assert_eq!(s.code, 422, "{s:?}");
+                assert!(
+                    s.message.contains("spec.paramRef.selector")
+                        && s.message
+                            .contains("not served by the kube-elector API emulator"),
+                    "{}",
+                    s.message
+                );
+            }
+            other => panic!("the emulator refuses a parameter selector: {other:?}"),
+        }
+    } else {
+        taken.expect("kube-apiserver takes a parameter selector");
+    }
+}

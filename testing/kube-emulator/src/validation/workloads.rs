@@ -33,6 +33,17 @@ pub(crate) fn validate(resource: Resource, obj: &Value) -> Vec<FieldError> {
         Resource::Role => role(obj, &mut errs),
         Resource::RoleBinding => role_binding(obj, &mut errs),
         Resource::ValidatingAdmissionPolicy => admission_policy(obj, &mut errs),
+        // Taken by kube-apiserver, not evaluated here: refused rather than
+        // taken and ignored.
+        Resource::ValidatingAdmissionPolicyBinding
+            if obj.pointer("/spec/paramRef/selector").is_some() =>
+        {
+            errs.push(FieldError::forbidden(
+                "spec.paramRef.selector",
+                "a parameter selector is not served by the kube-elector API emulator \
+                 (kube-apiserver takes it); name the parameter with paramRef.name",
+            ));
+        }
         _ => {}
     }
     errs
