@@ -36,6 +36,26 @@ const LEASE: &str = "upgrade";
 /// runtime's clock (`None`: still leading).
 type Spans = Arc<Mutex<BTreeMap<String, Vec<(Instant, Option<Instant>)>>>>;
 
+/// Where the replicas run: the server and the namespace of their Lease, and
+/// the client configuration they all use if not each its own identity's (a
+/// ServiceAccount bound to a Role under test).
+#[derive(Clone, Copy)]
+struct At<'a> {
+    server: &'a dyn Server,
+    ns: &'a str,
+    account: Option<&'a kube::Config>,
+}
+
+impl<'a> At<'a> {
+    fn new(server: &'a dyn Server, ns: &'a str) -> Self {
+        At {
+            server,
+            ns,
+            account: None,
+        }
+    }
+}
+
 /// One replica: its election, and its candidacy running until told to stop.
 struct Replica {
     id: String,
@@ -46,15 +66,20 @@ struct Replica {
 }
 
 impl Replica {
-    /// Starts replica `id` at `version` on `rt`, on the Lease of `ns`.
+    /// Starts replica `id` at `version` on `rt`, on the Lease of `at`.
     fn start<R: Runtime + Clone>(
-        (server, ns): (&dyn Server, &str),
+        at: At<'_>,
         rt: &R,
         id: &str,
         version: &'static str,
         spans: &Spans,
     ) -> Replica {
-        let client = kube_support::lock_client(server.kube_config(id)).expect("client");
+        let ns = at.ns;
+        let config = at
+            .account
+            .cloned()
+            .unwrap_or_else(|| at.server.kube_config(id));
+        let client = kube_support::lock_client(config).expect("client");
         let config = Config::fast(id).coordinated();
         let candidate = LeaseCandidate::builder(client.clone(), ns, id, LEASE)
             .binary_version(version)
@@ -114,11 +139,7 @@ impl Replica {
 }
 
 /// The replica that leads, once exactly one does and the Lease names it.
-async fn wait_for_leader(
-    emu: (&dyn Server, &str),
-    replicas: &[Replica],
-    within: Duration,
-) -> usize {
+async fn wait_for_leader(emu: At<'_>, replicas: &[Replica], within: Duration) -> usize {
     let waited = runtimes::timeout(within, async {
         loop {
             let leading: Vec<usize> = (0..replicas.len())
@@ -143,8 +164,8 @@ async fn wait_for_leader(
 }
 
 /// The Lease's holder as stored.
-fn holder((server, ns): (&dyn Server, &str)) -> Option<String> {
-    let lease = server.object(Resource::Lease, ns, LEASE)?;
+fn holder(at: At<'_>) -> Option<String> {
+    let lease = at.server.object(Resource::Lease, at.ns, LEASE)?;
     lease["spec"]["holderIdentity"].as_str().map(str::to_owned)
 }
 
@@ -155,7 +176,7 @@ async fn rolling_upgrade<R: Runtime + Clone>(rt: R, tag: &str) {
         .coordinator(Coordinator::default().scaled(0.1))
         .start_blocking()
         .expect("emulator");
-    let leaders = rolling_upgrade_on((&emu, NS), rt, tag, Duration::from_secs(20)).await;
+    let leaders = rolling_upgrade_on(At::new(&emu, NS), rt, tag, Duration::from_secs(20)).await;
     check_only_the_coordinator_assigns(&emu);
     // The leader moved to a 1.1.0 replica only at the end.
     assert!(
@@ -169,7 +190,7 @@ async fn rolling_upgrade<R: Runtime + Clone>(rt: R, tag: &str) {
 /// on the Lease of `ns`, with identities prefixed by `tag`, each election
 /// within `within`; the leaders in turn.
 async fn rolling_upgrade_on<R: Runtime + Clone>(
-    emu: (&dyn Server, &str),
+    emu: At<'_>,
     rt: R,
     tag: &str,
     within: Duration,
@@ -263,7 +284,7 @@ where
         .expect("emulator");
     let spans: Spans = Arc::default();
     let within = Duration::from_secs(20);
-    let at = (&emu as &dyn Server, NS);
+    let at = At::new(&emu, NS);
     let mut replicas = vec![
         Replica::start(at, &rt, &format!("{tag}-x"), "1.0.0", &spans),
         Replica::start(at, &rt, &format!("{tag}-z"), "1.0.0", &spans),
@@ -300,7 +321,7 @@ where
 /// The leader index once a replica for which `wanted` holds leads alone (and the
 /// Lease names it).
 async fn wait_for_leader_where(
-    emu: (&dyn Server, &str),
+    emu: At<'_>,
     replicas: &[Replica],
     wanted: impl Fn(&Replica) -> bool,
     within: Duration,
@@ -379,7 +400,8 @@ fn c5_a_rolling_upgrade_keeps_the_old_version_leading_until_it_is_gone_on_kube_a
         let ns = server.namespace();
         let rt = TokioRuntime::current().expect("inside tokio");
         let started = std::time::Instant::now();
-        let leaders = rolling_upgrade_on((server, &ns), rt, "kas", Duration::from_secs(60)).await;
+        let leaders =
+            rolling_upgrade_on(At::new(server, &ns), rt, "kas", Duration::from_secs(60)).await;
         eprintln!(
             "kube-apiserver: the rolling upgrade took {:?}",
             started.elapsed()
@@ -388,6 +410,57 @@ fn c5_a_rolling_upgrade_keeps_the_old_version_leading_until_it_is_gone_on_kube_a
             leaders[..3].iter().all(|l| l.ends_with("-v1")),
             "{leaders:?}"
         );
+        assert!(leaders[3].ends_with("-v2"), "{leaders:?}");
+    });
+}
+
+/// The coordinated Role of `deploy/` under kube-apiserver's RBAC, with its
+/// coordinator: `kubectl apply -n <namespace> -f deploy/rbac-coordinated.yaml`
+/// as its header says, then the rolling upgrade with every replica
+/// authenticated as the ServiceAccount `coordinated` it binds (a token the
+/// server issued): the verbs it grants are enough for candidacies, claims,
+/// renewals, watches, Events and releases (a refused request would stall the
+/// election and fail the test).
+#[test]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+fn c5_the_coordinated_role_of_deploy_is_enough_on_kube_apiserver() {
+    test_kit::runtimes::Runtime::Tokio.run(|| async {
+        let server = ApiServer::shared();
+        let ns = server.namespace();
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../deploy/rbac-coordinated.yaml");
+        let out = kube_emulator::kubectl(&server.kubeconfig(test_kit::apiserver::ADMIN))
+            .args(["apply", "-n", &ns, "-f"])
+            .arg(&manifest)
+            .output()
+            .expect("kubectl runs (CI installs it)");
+        assert!(
+            out.status.success(),
+            "kubectl apply: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let account = server.service_account_config(&ns, "coordinated");
+        // The binding in force (the authorizer reads bindings through an
+        // informer): a read of the missing Lease answers 404, not 403.
+        let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> = kube::Api::namespaced(
+            kube::Client::try_from(account.clone()).expect("client"),
+            &ns,
+        );
+        let started = std::time::Instant::now();
+        while leases.get_opt(LEASE).await.is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the Role is not in force"
+            );
+            sleep(Duration::from_millis(20)).await;
+        }
+        let at = At {
+            server,
+            ns: &ns,
+            account: Some(&account),
+        };
+        let rt = TokioRuntime::current().expect("inside tokio");
+        let leaders = rolling_upgrade_on(at, rt, "rbac", Duration::from_secs(60)).await;
         assert!(leaders[3].ends_with("-v2"), "{leaders:?}");
     });
 }
