@@ -118,7 +118,7 @@ impl SimOptions {
 
     /// Gives the nodes the mixed lease lengths `seed` draws (FAULTS R14): a
     /// multiplier in {1, 2, 3} per node, at least two of them distinct. The
-    /// fault window grows with the longest lease. [`draw_lease_faults`] then
+    /// fault window grows with the longest lease. `draw_lease_faults` then
     /// adds the faults that hide a longer-lease holder from the others.
     pub fn mix_leases(&mut self, seed: u64) {
         let mut rng = SimRng::new(seed ^ LEASE_STREAM);
@@ -308,7 +308,7 @@ pub(crate) const COORDINATED_STREAM: u64 = 0x434f_4f52_4449_4e41;
 /// Mixed into a run's seed for the draw of [`SimOptions::lease_factors`].
 pub(crate) const LEASE_STREAM: u64 = 0x4c45_4153_454c_454e;
 
-/// Mixed into a run's seed for the random stream of [`draw_lease_faults`].
+/// Mixed into a run's seed for the random stream of `draw_lease_faults`.
 pub(crate) const LEASE_FAULT_STREAM: u64 = 0x4c45_4153_4546_4c54;
 
 /// Mixed into a run's seed for the random stream of [`draw_watch_faults`].
