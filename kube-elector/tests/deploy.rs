@@ -1,17 +1,20 @@
 //! The manifests of `deploy/` as a real API server takes them: `kubectl apply
-//! --dry-run=server -f deploy/` against the API emulator, which checks each
+//! --dry-run=server -R -f deploy/` against the API emulator, which checks each
 //! object's fields and their JSON types against the kind's schema (as the API
 //! server's strict decoding does for kubectl) and the validation rules a
 //! manifest most often breaks (a selector that does not match the template's
-//! labels, a container without an image). A manifest with a misspelled field,
-//! or with a selector that selects nothing of its own, is refused: the check
-//! can fail. Uses kubectl as the client; it fails, saying so, where kubectl is
-//! not installed.
+//! labels, a container without an image); and the same code against a real
+//! kube-apiserver (`test_kit::apiserver`), which must take the manifests and
+//! refuse the broken ones in the same words. A manifest with a misspelled
+//! field, or with a selector that selects nothing of its own, is refused: the
+//! check can fail. Uses kubectl as the client; it fails, saying so, where
+//! kubectl is not installed.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use kube_emulator::{Emulator, Resource};
+use test_kit::apiserver::{ADMIN, ApiServer, Server};
 
 /// The workspace's `deploy/` folder.
 fn deploy_dir() -> PathBuf {
@@ -70,36 +73,85 @@ fn objects() -> Vec<String> {
     objects
 }
 
-/// An emulator, and a temporary directory `test` with its kubeconfig for kubectl.
-async fn emulator(test: &str) -> (Emulator, PathBuf, PathBuf) {
-    let emu = Emulator::start().await.expect("emulator");
-    let dir = std::env::temp_dir().join(format!("kube-elector-{test}-{}", std::process::id()));
+/// Where a check runs: a server, a namespace of its own on it, and a
+/// temporary directory with a kubeconfig for kubectl whose context's namespace
+/// is that one (the operator on the emulator, the admin on kube-apiserver).
+struct Target<'a> {
+    server: &'a dyn Server,
+    ns: String,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Drop for Target<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A temporary directory for `test` on `server`.
+fn temp_dir(server: &dyn Server, test: &str) -> PathBuf {
+    let tag = if server.name() == "emulator" {
+        "emu"
+    } else {
+        "kas"
+    };
+    let dir =
+        std::env::temp_dir().join(format!("kube-elector-{test}-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// The emulator, in its `default` namespace.
+fn on_emulator<'a>(emu: &'a Emulator, test: &str) -> Target<'a> {
+    let dir = temp_dir(emu, test);
     let kubeconfig = dir.join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, "operator")
         .expect("kubeconfig");
-    (emu, dir, kubeconfig)
+    Target {
+        server: emu,
+        ns: Server::namespace(emu),
+        dir,
+        kubeconfig,
+    }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p kube-elector --test deploy -- --ignored"]
-async fn every_manifest_passes_a_server_dry_run_and_nothing_is_stored() {
-    let (emu, dir, kubeconfig) = emulator("deploy").await;
+/// The shared kube-apiserver, in a new namespace.
+fn on_apiserver(server: &'static ApiServer, test: &str) -> Target<'static> {
+    let dir = temp_dir(server, test);
+    let kubeconfig = dir.join("kubeconfig");
+    let ns = server.namespace();
+    server.write_kubeconfig(ADMIN, &ns, &kubeconfig);
+    Target {
+        server,
+        ns,
+        dir,
+        kubeconfig,
+    }
+}
+
+/// `kubectl apply --dry-run=server -R -f deploy/` creates every object of
+/// `deploy/` once, as the server's dry run, and stores none of them.
+fn every_manifest_passes_a_server_dry_run(at: &Target<'_>) {
     let deploy = deploy_dir();
     let deploy = deploy.to_str().expect("a UTF-8 path");
-
-    let out = kubectl(&kubeconfig, &["apply", "--dry-run=server", "-f", deploy]);
+    let out = kubectl(
+        &at.kubeconfig,
+        &["apply", "--dry-run=server", "-R", "-f", deploy],
+    );
     let stdout = text(&out.stdout);
     assert!(
         out.status.success(),
-        "kubectl apply --dry-run=server -f deploy/ failed:\n{}{stdout}",
+        "{}: kubectl apply --dry-run=server -R -f deploy/ failed:\n{}{stdout}",
+        at.server.name(),
         text(&out.stderr)
     );
     let mut applied: Vec<String> = stdout
         .lines()
         .map(|l| {
             l.strip_suffix(" created (server dry run)")
-                .unwrap_or_else(|| panic!("a created object: {l:?}"))
+                .unwrap_or_else(|| panic!("{}: a created object: {l:?}", at.server.name()))
                 .to_owned()
         })
         .collect();
@@ -122,21 +174,18 @@ async fn every_manifest_passes_a_server_dry_run_and_nothing_is_stored() {
         (Resource::ServiceAccount, "quickstart"),
     ] {
         assert_eq!(
-            emu.object(r, "default", name),
+            at.server.object(r, &at.ns, name),
             None,
-            "a dry run stores nothing"
+            "{}: a dry run stores nothing",
+            at.server.name()
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The check above can fail: a misspelled field, a field of the wrong type, and
 /// a selector that does not select the template's Pods are each refused, with
-/// the API server's words.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p kube-elector --test deploy -- --ignored"]
-async fn a_broken_manifest_is_refused_by_the_dry_run() {
-    let (_emu, dir, kubeconfig) = emulator("broken").await;
+/// kube-apiserver's words (on both servers).
+fn a_broken_manifest_is_refused(at: &Target<'_>) {
     let manifest =
         std::fs::read_to_string(deploy_dir().join("quickstart.yaml")).expect("quickstart.yaml");
     let breakages = [
@@ -159,10 +208,10 @@ async fn a_broken_manifest_is_refused_by_the_dry_run() {
     for (i, (from, to, message)) in breakages.into_iter().enumerate() {
         let broken = manifest.replacen(from, to, 1);
         assert_ne!(broken, manifest, "{from:?} is in quickstart.yaml");
-        let path = dir.join(format!("broken-{i}.yaml"));
+        let path = at.dir.join(format!("broken-{i}.yaml"));
         std::fs::write(&path, broken).expect("write");
         let out = kubectl(
-            &kubeconfig,
+            &at.kubeconfig,
             &[
                 "apply",
                 "--dry-run=server",
@@ -173,15 +222,48 @@ async fn a_broken_manifest_is_refused_by_the_dry_run() {
         let stderr = text(&out.stderr);
         assert!(
             !out.status.success(),
-            "{to:?} was taken: {}",
+            "{}: {to:?} was taken: {}",
+            at.server.name(),
             text(&out.stdout)
         );
         assert!(
             stderr.contains(message),
-            "{to:?}: {stderr}\nwanted: {message}"
+            "{}: {to:?}: {stderr}\nwanted: {message}",
+            at.server.name()
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p kube-elector --test deploy -- --ignored"]
+async fn every_manifest_passes_a_server_dry_run_and_nothing_is_stored() {
+    let emu = Emulator::start().await.expect("emulator");
+    let at = on_emulator(&emu, "deploy");
+    tokio::task::block_in_place(|| every_manifest_passes_a_server_dry_run(&at));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p kube-elector --test deploy -- --ignored"]
+async fn a_broken_manifest_is_refused_by_the_dry_run() {
+    let emu = Emulator::start().await.expect("emulator");
+    let at = on_emulator(&emu, "broken");
+    tokio::task::block_in_place(|| a_broken_manifest_is_refused(&at));
+}
+
+/// The same dry run against kube-apiserver: it takes every manifest of
+/// `deploy/` and stores none.
+#[test]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+fn every_manifest_passes_a_server_dry_run_on_kube_apiserver() {
+    every_manifest_passes_a_server_dry_run(&on_apiserver(ApiServer::shared(), "deploy"));
+}
+
+/// kube-apiserver refuses the three broken manifests in the words the
+/// emulator's test expects.
+#[test]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+fn a_broken_manifest_is_refused_by_the_dry_run_on_kube_apiserver() {
+    a_broken_manifest_is_refused(&on_apiserver(ApiServer::shared(), "broken"));
 }
 
 /// The objects of one manifest set that refer to others: each RoleBinding's
