@@ -3,7 +3,11 @@
 //! `LeaderElection`, on the Lease. Two real `serve` sidecars against the API
 //! emulator: one leads, SIGTERM hands over to the other, SIGTERM stops that one
 //! too; the Events are read back as an operator would, through the real kube
-//! client, and through `kubectl` when it is installed.
+//! client, and through `kubectl` when it is installed. The same story runs
+//! against a real kube-apiserver (`test_kit::apiserver`), the sidecars
+//! authenticated as the ServiceAccount `deploy/sidecar.yaml` binds to the Role
+//! of `deploy/rbac.yaml`, both applied with kubectl: that Role is enough for
+//! serve mode, Events included.
 //!
 //! The Events go out through `Lock::leadership_changed`, which the sidecar's lock
 //! reaches only through the metrics wrapper (`election_ops::ObservedLock`): a
@@ -15,9 +19,11 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::Site;
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, ListParams};
 use kube_emulator::Emulator;
+use test_kit::apiserver::ApiServer;
 use tokio::process::{Child, Command};
 
 const LEASE: &str = "evented";
@@ -26,11 +32,10 @@ const LEASE: &str = "evented";
 /// involved object's name).
 type Seen = (String, String, String, String);
 
-/// A `serve` sidecar named `id` campaigning for [`LEASE`]; its stderr is kept for
-/// failure messages.
-fn sidecar(emu: &Emulator, dir: &Path, id: &str, addr: &str) -> Child {
-    let kubeconfig = dir.join(format!("{id}.kubeconfig"));
-    emu.write_kubeconfig(&kubeconfig, id).expect("kubeconfig");
+/// A `serve` sidecar named `id` campaigning for [`LEASE`] on `site`; its stderr
+/// is kept for failure messages.
+fn sidecar(site: &Site<'_>, id: &str, addr: &str) -> Child {
+    let kubeconfig = site.kubeconfig(id);
     Command::new(common::BIN)
         .args(["--lease-duration", "2s", "--renew-deadline", "1.5s"])
         .args(["--retry-period", "250ms", "--identity", id])
@@ -79,9 +84,9 @@ async fn leader(addrs: &[&str], within: Duration) -> usize {
     }
 }
 
-/// The Events in `default`, through the kube client (the typed `core/v1` list).
-async fn events_by_client(client: &kube::Client) -> Vec<Seen> {
-    let api: Api<Event> = Api::namespaced(client.clone(), "default");
+/// The Events in `ns`, through the kube client (the typed `core/v1` list).
+async fn events_by_client(client: &kube::Client, ns: &str) -> Vec<Seen> {
+    let api: Api<Event> = Api::namespaced(client.clone(), ns);
     let text = |s: &Option<String>| s.clone().unwrap_or_default();
     let mut seen: Vec<Seen> = api
         .list(&ListParams::default())
@@ -102,11 +107,11 @@ async fn events_by_client(client: &kube::Client) -> Vec<Seen> {
     seen
 }
 
-/// The Events in `default`, through `kubectl get events -o json` with the
+/// The Events in `ns`, through `kubectl get events -o json` with the
 /// kubeconfig at `kubeconfig`; `None` when kubectl is not installed.
-async fn events_by_kubectl(kubeconfig: &Path) -> Option<Vec<Seen>> {
+async fn events_by_kubectl(kubeconfig: &Path, ns: &str) -> Option<Vec<Seen>> {
     let out = match Command::from(kube_emulator::kubectl(kubeconfig))
-        .args(["get", "events", "--namespace", "default", "-o", "json"])
+        .args(["get", "events", "--namespace", ns, "-o", "json"])
         .output()
         .await
     {
@@ -156,20 +161,21 @@ fn expected(messages: &[String]) -> Vec<Seen> {
 /// when present, lists the same.
 async fn check_events(
     client: &kube::Client,
+    ns: &str,
     kubectl: Option<&Path>,
     messages: &[String],
     logs: &str,
 ) {
     let want = expected(messages);
     let start = Instant::now();
-    let mut seen = events_by_client(client).await;
+    let mut seen = events_by_client(client, ns).await;
     while seen != want && start.elapsed() < Duration::from_secs(5) {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        seen = events_by_client(client).await;
+        seen = events_by_client(client, ns).await;
     }
     assert_eq!(seen, want, "the Events, through the kube client; {logs}");
     if let Some(kubeconfig) = kubectl {
-        let by_kubectl = events_by_kubectl(kubeconfig)
+        let by_kubectl = events_by_kubectl(kubeconfig, ns)
             .await
             .expect("kubectl was found before");
         assert_eq!(by_kubectl, want, "the Events, through kubectl; {logs}");
@@ -179,22 +185,39 @@ async fn check_events(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sidecars_record_became_and_stopped_leading_events_through_a_handover() {
     let emu = Emulator::start().await.expect("emulator");
-    let dir = common::temp("events");
+    handover_with_events(&Site::emulator(&emu, "events")).await;
+}
+
+/// The story on kube-apiserver, the sidecars as the ServiceAccount `my-app`
+/// of `deploy/sidecar.yaml` under `deploy/rbac.yaml`'s Role: no request of
+/// theirs is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn sidecars_record_became_and_stopped_leading_events_through_a_handover_on_kube_apiserver() {
+    let site = tokio::task::block_in_place(|| {
+        Site::apiserver(ApiServer::shared(), "events", "sidecar.yaml", "my-app")
+    });
+    handover_with_events(&site).await;
+}
+
+/// Two `serve` sidecars on `site`: one leads and records it; SIGTERM hands
+/// over to the other; SIGTERM stops that one too; the four Events, and the
+/// Lease released.
+async fn handover_with_events(site: &Site<'_>) {
+    let ns = site.ns.as_str();
     let ids = ["events-a", "events-b"];
     let addrs = [common::free_addr(), common::free_addr()];
     let mut sidecars: Vec<Option<Child>> = ids
         .iter()
         .zip(&addrs)
-        .map(|(id, addr)| Some(sidecar(&emu, &dir, id, addr)))
+        .map(|(id, addr)| Some(sidecar(site, id, addr)))
         .collect();
     let addr_refs = [addrs[0].as_str(), addrs[1].as_str()];
 
     // The checker is a third party with its own token: an operator's client.
-    let client = emu.client("operator").expect("a kube client");
-    let kubeconfig = dir.join("operator.kubeconfig");
-    emu.write_kubeconfig(&kubeconfig, "operator")
-        .expect("kubeconfig");
-    let kubectl = match events_by_kubectl(&kubeconfig).await {
+    let client = site.server.client("operator");
+    let kubeconfig = site.operator.clone();
+    let kubectl = match events_by_kubectl(&kubeconfig, ns).await {
         Some(_) => Some(kubeconfig.as_path()),
         None => {
             eprintln!(
@@ -211,6 +234,7 @@ async fn sidecars_record_became_and_stopped_leading_events_through_a_handover() 
     let (first_id, second_id) = (ids[first], ids[second]);
     check_events(
         &client,
+        ns,
         kubectl,
         &[format!("{first_id} became leader")],
         "both sidecars still run",
@@ -224,6 +248,7 @@ async fn sidecars_record_became_and_stopped_leading_events_through_a_handover() 
     assert_eq!(took_over, 0, "{first_logs}");
     check_events(
         &client,
+        ns,
         kubectl,
         &[
             format!("{first_id} became leader"),
@@ -239,6 +264,7 @@ async fn sidecars_record_became_and_stopped_leading_events_through_a_handover() 
     let second_logs = String::from_utf8_lossy(&out.stderr).into_owned();
     check_events(
         &client,
+        ns,
         kubectl,
         &[
             format!("{first_id} became leader"),
@@ -249,9 +275,11 @@ async fn sidecars_record_became_and_stopped_leading_events_through_a_handover() 
         &format!("first leader's logs: {first_logs}\nsecond leader's logs: {second_logs}"),
     )
     .await;
-    let lease = emu
-        .object(kube_emulator::Resource::Lease, "default", LEASE)
+    let lease = site
+        .server
+        .object(kube_emulator::Resource::Lease, ns, LEASE)
         .expect("the Lease exists");
     assert_eq!(lease["spec"]["holderIdentity"], "", "released: {lease}");
-    let _ = std::fs::remove_dir_all(dir);
+    site.assert_nothing_forbidden(&first_logs);
+    site.assert_nothing_forbidden(&second_logs);
 }

@@ -3,7 +3,9 @@
 //! sidecar), a partition of the next leader (docs/faults.md N7) and another hand-over back
 //! to it after the heal; a child's own children die with it; the child's exit
 //! code is passed through; and a SIGKILLed sidecar's child and its group die with
-//! it.
+//! it. A failover after a SIGKILL runs on the emulator and on a real
+//! kube-apiserver, there as the ServiceAccount `deploy/run-mode.yaml` binds to
+//! the Role of `deploy/rbac.yaml` (both applied with kubectl).
 
 mod common;
 
@@ -11,13 +13,20 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{gone, sigterm, temp};
+use common::{Site, gone, sigterm, temp};
 use kube_emulator::Emulator;
+use test_kit::apiserver::ApiServer;
 use tokio::process::{Child, Command};
 
 fn sidecar(emu: &Emulator, dir: &Path, id: &str, child: &[&str]) -> Child {
     let kubeconfig = dir.join(format!("{id}.kubeconfig"));
     emu.write_kubeconfig(&kubeconfig, id).expect("kubeconfig");
+    sidecar_with(&kubeconfig, id, child, Stdio::inherit())
+}
+
+/// A `run` sidecar `id` for the Lease `sidecar` with `kubeconfig`, running
+/// `child` while it leads; its stderr to `stderr`.
+fn sidecar_with(kubeconfig: &Path, id: &str, child: &[&str], stderr: Stdio) -> Child {
     Command::new(common::BIN)
         // The older millisecond spellings, kept as aliases of the Go-style flags.
         .args([
@@ -30,9 +39,10 @@ fn sidecar(emu: &Emulator, dir: &Path, id: &str, child: &[&str]) -> Child {
         ])
         .args(["run", "--lease", "sidecar", "--kill-after-ms", "300", "--"])
         .args(child)
-        .env("KUBECONFIG", &kubeconfig)
+        .env("KUBECONFIG", kubeconfig)
         .env("ELECTION_IDENTITY", id)
         .stdin(Stdio::null())
+        .stderr(stderr)
         .kill_on_drop(true)
         .spawn()
         .expect("spawn the sidecar")
@@ -203,6 +213,121 @@ async fn children_of_two_sidecars_never_run_at_the_same_time() {
         assert!(gone(pid), "{id}'s grandchild {pid} survived");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Nanoseconds since the epoch, as the children's `date +%s%N` writes them.
+fn epoch_ns() -> u64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after the epoch");
+    u64::try_from(since.as_nanos()).expect("fits")
+}
+
+/// Two `run` sidecars on `site`; the leader's sidecar is SIGKILLed (a crash:
+/// no release). Checked: its child dies with it, the other sidecar starts its
+/// child only after that, one lease later (the crashed holder's lease is
+/// honoured: at least 1.5 s of the 2 s, at most 10 s), and on SIGTERM stops
+/// its child (the child's TERM trap runs), releases the Lease and exits 0.
+/// On kube-apiserver, no request of either sidecar was refused.
+async fn a_sigkilled_leaders_child_dies_and_the_other_takes_over(site: &Site<'_>) {
+    let log = site.dir.join("children.log");
+    let script = format!(
+        "id=$LEADER_ELECTOR_IDENTITY; \
+         echo \"start $id $(date +%s%N)\" >> {log}; \
+         echo \"pid $id $$\" >> {log}; \
+         trap 'echo \"stop $id $(date +%s%N)\" >> {log}; exit 0' TERM; \
+         while :; do sleep 0.05; done",
+        log = log.display()
+    );
+    let child = ["sh", "-c", script.as_str()];
+    let ids = ["run-a", "run-b"];
+    let mut sidecars: Vec<Option<Child>> = ids
+        .iter()
+        .map(|id| {
+            Some(sidecar_with(
+                &site.kubeconfig(id),
+                id,
+                &child,
+                Stdio::piped(),
+            ))
+        })
+        .collect();
+
+    let first = nth_start(&log, 0, Duration::from_secs(15)).await;
+    let i = ids.iter().position(|id| *id == first).expect("one of ours");
+    let pid = entries(&log, "pid")[0].1;
+    let crashed = sidecars[i].take().expect("running");
+    common::sigkill(&crashed);
+    let killed_at = epoch_ns();
+    assert!(
+        common::wait_gone(pid, Duration::from_secs(2)).await,
+        "{first}'s child outlived its SIGKILLed sidecar"
+    );
+    let crashed = tokio::time::timeout(Duration::from_secs(5), crashed.wait_with_output())
+        .await
+        .expect("the SIGKILLed sidecar is reaped")
+        .expect("its output");
+    assert!(!crashed.status.success(), "{crashed:?}");
+    let crashed_logs = String::from_utf8_lossy(&crashed.stderr).into_owned();
+
+    let second = nth_start(&log, 1, Duration::from_secs(15)).await;
+    assert_ne!(second, first, "{:?}", lines(&log));
+    let began = entries(&log, "start")[1].1;
+    let failover = Duration::from_nanos(began.saturating_sub(killed_at));
+    eprintln!(
+        "{}: failover after a SIGKILL: {failover:?} (lease 2 s)",
+        site.server.name()
+    );
+    assert!(
+        began > killed_at && failover >= Duration::from_millis(1_500),
+        "{second}'s child started {failover:?} after the crash, within the crashed lease"
+    );
+    assert!(failover < Duration::from_secs(10), "{failover:?}");
+
+    let survivor = sidecars[1 - i].take().expect("running");
+    sigterm(&survivor);
+    let out = tokio::time::timeout(Duration::from_secs(10), survivor.wait_with_output())
+        .await
+        .expect("the sidecar exits after SIGTERM")
+        .expect("its output");
+    let logs = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{:?}: {logs}", out.status);
+    let stops = entries(&log, "stop");
+    assert_eq!(
+        stops.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+        [second.as_str()],
+        "the survivor's child stopped through its TERM trap, the crashed one's never: {:?}",
+        lines(&log)
+    );
+    let lease = site
+        .server
+        .object(kube_emulator::Resource::Lease, &site.ns, "sidecar")
+        .expect("the Lease exists");
+    assert_eq!(lease["spec"]["holderIdentity"], "", "released: {lease}");
+    site.assert_nothing_forbidden(&crashed_logs);
+    site.assert_nothing_forbidden(&logs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_leaders_child_dies_and_the_other_sidecar_takes_over() {
+    let emu = Emulator::start().await.expect("emulator");
+    a_sigkilled_leaders_child_dies_and_the_other_takes_over(&Site::emulator(&emu, "crash")).await;
+}
+
+/// The failover on kube-apiserver, the sidecars as the ServiceAccount
+/// `nightly-report` of `deploy/run-mode.yaml` under `deploy/rbac.yaml`'s Role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn a_sigkilled_leaders_child_dies_and_the_other_sidecar_takes_over_on_kube_apiserver() {
+    let site = tokio::task::block_in_place(|| {
+        Site::apiserver(
+            ApiServer::shared(),
+            "crash",
+            "run-mode.yaml",
+            "nightly-report",
+        )
+    });
+    a_sigkilled_leaders_child_dies_and_the_other_takes_over(&site).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -54,6 +54,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -243,7 +246,9 @@ pub struct ApiServer {
     watchdog: Option<(Child, ChildStdin)>,
     runtime: Option<tokio::runtime::Runtime>,
     configs: BTreeMap<String, kube::Config>,
-    service_accounts: Mutex<BTreeMap<(String, String), kube::Config>>,
+    /// Per (namespace, `account/pod`): the configuration and its kubeconfig
+    /// text.
+    service_accounts: Mutex<BTreeMap<(String, String), (kube::Config, String)>>,
     startup: Duration,
 }
 
@@ -517,6 +522,112 @@ impl ApiServer {
         self.token_config(namespace, name, None)
     }
 
+    /// `kubectl apply -n <namespace> -f <file>…` as [`ADMIN`], as a manifest's
+    /// header tells an operator to apply it (kubectl must be on `PATH`).
+    ///
+    /// # Panics
+    ///
+    /// When kubectl cannot be run or fails, with its output.
+    pub fn kubectl_apply(&self, namespace: &str, files: &[PathBuf]) {
+        let mut command = kube_emulator::kubectl(&self.kubeconfig(ADMIN));
+        command.args(["apply", "-n", namespace]);
+        for file in files {
+            command.arg("-f").arg(file);
+        }
+        let out = command
+            .output()
+            .unwrap_or_else(|e| panic!("kubectl cannot be run (is it on PATH?): {e}"));
+        assert!(
+            out.status.success(),
+            "kubectl apply -n {namespace} {files:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Whether `config`'s user may `verb` the `resource` of `group` in
+    /// `namespace` now, as a SelfSubjectAccessReview answers.
+    ///
+    /// # Panics
+    ///
+    /// When the review fails.
+    pub fn allowed(
+        &self,
+        config: &kube::Config,
+        namespace: &str,
+        verb: &str,
+        group: &str,
+        resource: &str,
+    ) -> bool {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    namespace: Some(namespace.to_owned()),
+                    verb: Some(verb.to_owned()),
+                    group: Some(group.to_owned()),
+                    resource: Some(resource.to_owned()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        let config = config.clone();
+        self.block_on(async move {
+            let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+            let answer = Api::<SelfSubjectAccessReview>::all(client)
+                .create(&PostParams::default(), &review)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(answer.status.is_some_and(|s| s.allowed))
+        })
+        .unwrap_or_else(|e| panic!("SelfSubjectAccessReview ({verb} {resource}): {e}"))
+    }
+
+    /// Waits (10 s at most) until [`allowed`](Self::allowed) answers yes: the
+    /// RBAC authorizer sees a new binding through its informer, a moment
+    /// after it is created.
+    ///
+    /// # Panics
+    ///
+    /// When it is still not allowed after 10 s, or a review fails.
+    pub fn wait_allowed(
+        &self,
+        config: &kube::Config,
+        namespace: &str,
+        verb: &str,
+        group: &str,
+        resource: &str,
+    ) {
+        let started = Instant::now();
+        while !self.allowed(config, namespace, verb, group, resource) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{verb} {resource} in {namespace}: not allowed after 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Writes a kubeconfig file for the ServiceAccount `name` in `namespace`
+    /// to `path`: the token of [`service_account_config`](Self::service_account_config)
+    /// (issued on first use), the server and its CA, the context's namespace
+    /// `namespace`; for a program the test runs as that account (a sidecar,
+    /// `kubectl`).
+    ///
+    /// # Panics
+    ///
+    /// When the server refuses, or the file cannot be written.
+    pub fn write_service_account_kubeconfig(&self, namespace: &str, name: &str, path: &Path) {
+        self.token_config(namespace, name, None);
+        let key = (namespace.to_owned(), format!("{name}/"));
+        let text = lock(&self.service_accounts)
+            .get(&key)
+            .map(|(_, text)| text.clone())
+            .expect("kept by token_config");
+        fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    }
+
     /// A configuration with a token issued for the ServiceAccount `name` in
     /// `namespace` (made if missing), bound to the Pod `pod` (made if
     /// missing) if one is named; kept, so that one token serves each.
@@ -525,7 +636,7 @@ impl ApiServer {
             namespace.to_owned(),
             format!("{name}/{}", pod.unwrap_or_default()),
         );
-        if let Some(config) = lock(&self.service_accounts).get(&key) {
+        if let Some((config, _)) = lock(&self.service_accounts).get(&key) {
             return config.clone();
         }
         let admin = self.admin();
@@ -575,9 +686,12 @@ impl ApiServer {
         let text = kubeconfig_text(&self.url, &self.ca_file(), &user, &token)
             .replace("namespace: default", &format!("namespace: {namespace}"));
         let config = self
-            .block_on(async move { kube_config_from(&text).await })
+            .block_on({
+                let text = text.clone();
+                async move { kube_config_from(&text).await }
+            })
             .unwrap_or_else(|e| panic!("{e}"));
-        lock(&self.service_accounts).insert(key, config.clone());
+        lock(&self.service_accounts).insert(key, (config.clone(), text));
         config
     }
 

@@ -1,10 +1,13 @@
 //! Helpers the binary tests share: temporary directories, the sidecar's HTTP
-//! endpoint, signals and process checks.
+//! endpoint, signals and process checks, and [`Site`], the server a story
+//! runs its sidecars against (the emulator or a real kube-apiserver).
 #![allow(dead_code)] // each test file uses some of them
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use kube_emulator::Emulator;
+use test_kit::apiserver::{ApiServer, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Child;
 
@@ -94,4 +97,111 @@ pub async fn wait_gone(pid: u64, within: Duration) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     gone(pid)
+}
+
+/// Where a story runs its sidecars: a server, a namespace on it, a temporary
+/// directory, the kubeconfig each sidecar is given and an operator's (for
+/// kubectl and reads).
+pub struct Site<'a> {
+    pub server: &'a dyn Server,
+    pub ns: String,
+    pub dir: PathBuf,
+    /// kubectl's kubeconfig: an operator, the namespace `ns`.
+    pub operator: PathBuf,
+    accounts: Accounts<'a>,
+}
+
+enum Accounts<'a> {
+    /// Each sidecar's own token on the emulator, named after its identity.
+    Emulator(&'a Emulator),
+    /// One ServiceAccount's kubeconfig on kube-apiserver, for every sidecar
+    /// (the Pods of one Deployment share it).
+    Account(PathBuf),
+}
+
+impl<'a> Site<'a> {
+    /// The emulator, in its `default` namespace.
+    pub fn emulator(emu: &'a Emulator, test: &str) -> Site<'a> {
+        let dir = temp(&format!("{test}-emu"));
+        let operator = dir.join("operator.kubeconfig");
+        emu.write_kubeconfig(&operator, "operator")
+            .expect("kubeconfig");
+        Site {
+            server: emu,
+            ns: Server::namespace(emu),
+            dir,
+            operator,
+            accounts: Accounts::Emulator(emu),
+        }
+    }
+
+    /// kube-apiserver, in a new namespace where `kubectl apply -n <namespace>
+    /// -f deploy/rbac.yaml -f deploy/<manifest>` has run, as the manifest's
+    /// header says: every sidecar runs as the ServiceAccount `account` the
+    /// manifest binds to `rbac.yaml`'s Role, with a token the server issued,
+    /// under its RBAC authorizer. Blocks.
+    pub fn apiserver(
+        server: &'static ApiServer,
+        test: &str,
+        manifest: &str,
+        account: &str,
+    ) -> Site<'static> {
+        let dir = temp(&format!("{test}-kas"));
+        let ns = server.namespace();
+        let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+        server.kubectl_apply(&ns, &[deploy.join("rbac.yaml"), deploy.join(manifest)]);
+        let kubeconfig = dir.join(format!("{account}.kubeconfig"));
+        server.write_service_account_kubeconfig(&ns, account, &kubeconfig);
+        // The binding in force before a sidecar starts.
+        let config = server.service_account_config(&ns, account);
+        server.wait_allowed(&config, &ns, "create", "coordination.k8s.io", "leases");
+        // The account has the Role's verbs, not more: not an admin's token.
+        assert!(
+            !server.allowed(&config, &ns, "delete", "coordination.k8s.io", "leases"),
+            "{account} may delete Leases: not the shipped Role alone"
+        );
+        let operator = dir.join("operator.kubeconfig");
+        server.write_kubeconfig("kubectl", &ns, &operator);
+        Site {
+            server,
+            ns,
+            dir,
+            operator,
+            accounts: Accounts::Account(kubeconfig),
+        }
+    }
+
+    /// The kubeconfig of the sidecar `id`.
+    pub fn kubeconfig(&self, id: &str) -> PathBuf {
+        match &self.accounts {
+            Accounts::Emulator(emu) => {
+                let path = self.dir.join(format!("{id}.kubeconfig"));
+                emu.write_kubeconfig(&path, id).expect("kubeconfig");
+                path
+            }
+            Accounts::Account(path) => path.clone(),
+        }
+    }
+
+    /// Whether the server enforces RBAC (kube-apiserver): a refusal there
+    /// means the shipped Role is not enough.
+    pub fn enforces_rbac(&self) -> bool {
+        matches!(self.accounts, Accounts::Account(_))
+    }
+
+    /// Checks that a sidecar's log `logs` names no refused request: under
+    /// RBAC, the Role granted everything it asked for.
+    pub fn assert_nothing_forbidden(&self, logs: &str) {
+        assert!(
+            !logs.to_lowercase().contains("forbidden"),
+            "{}: a request was refused: {logs}",
+            self.server.name()
+        );
+    }
+}
+
+impl Drop for Site<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
