@@ -52,12 +52,23 @@
 //! assert!(yaml.contains("kind: ValidatingAdmissionPolicyBinding\n"));
 //! ```
 //!
+//! Subresources: protecting a resource protects its subresources too
+//! (`deployments/status`, `deployments/scale`, `pods/eviction`), judged on the
+//! object the API server hands the policy. Where that object keeps the written
+//! metadata (a Deployment's or a StatefulSet's status write, a create such as an
+//! Eviction) the stamp travels and the write is judged as any other. Where the
+//! API server puts the stored metadata back (the status of Pods and of custom
+//! resources) or the object has none (`scale`), no write can bring a stamp of its
+//! own: with a writer check ([`Writer::PodName`], [`Writer::Username`]) the
+//! holder's is admitted on the writer check alone, and without one every such
+//! write is refused, saying so. Naming a subresource (`deployments/status`)
+//! protects that subresource alone.
+//!
 //! What it cannot do: the API server reads the parameter from its cache, so the
 //! policy may see a takeover a few milliseconds late; CEL has no clock, so a lease
 //! that expired but that nobody took yet still admits its holder's writes; a
-//! write to a subresource (`deployments/status`) is fenced only when the
-//! subresource is protected too, and the API server keeps the stored
-//! annotations on a status write, so the stamp cannot travel with it; and it
+//! write to a subresource that cannot carry the stamp is fenced by the writer
+//! check alone, so by the holder's identity and not its term; and it
 //! needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy is GA there). With
 //! the Lease absent (`parameterNotFoundAction: Deny`) every protected write is
 //! refused, in the API server's words for a binding it cannot configure rather
@@ -75,20 +86,23 @@ pub const POD_NAME_EXTRA: &str = "authentication.kubernetes.io/pod-name";
 
 /// The users exempt from the policy by default: kube-controller-manager when it
 /// runs with one identity for all its controllers (the deployment controller
-/// updates a Deployment's annotations, the garbage collector removes owner
-/// references and deletes dependents, the namespace controller deletes a
-/// namespace's objects).
-pub const DEFAULT_EXEMPT_USERS: [&str; 1] = ["system:kube-controller-manager"];
+/// updates a Deployment's annotations and status, the garbage collector removes
+/// owner references and deletes dependents, the namespace controller deletes a
+/// namespace's objects), and kube-scheduler (a Pod's `binding` and its status).
+pub const DEFAULT_EXEMPT_USERS: [&str; 2] =
+    ["system:kube-controller-manager", "system:kube-scheduler"];
 
 /// The groups exempt from the policy by default: the service accounts of
 /// `kube-system`, as which kube-controller-manager's controllers write with
-/// `--use-service-account-credentials` (kubeadm's default). Not applied when a
-/// fenced namespace is `kube-system`: the election's own writers would be in it.
-pub const DEFAULT_EXEMPT_GROUPS: [&str; 1] = ["system:serviceaccounts:kube-system"];
+/// `--use-service-account-credentials` (kubeadm's default), and the kubelets
+/// (`system:nodes`: a Pod's status, its final delete). The first is not applied
+/// when a fenced namespace is `kube-system`: the election's own writers would be
+/// in it.
+pub const DEFAULT_EXEMPT_GROUPS: [&str; 2] = ["system:serviceaccounts:kube-system", "system:nodes"];
 
 /// One kind of object the policy fences: its API group (`""` for the core group),
-/// version and plural resource (`deployments`, or a subresource such as
-/// `deployments/status`).
+/// version and plural resource (`deployments`, with its subresources), or one
+/// subresource alone (`deployments/status`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Protected {
     group: String,
@@ -357,9 +371,11 @@ impl FencePolicy {
             let kube_system = std::iter::once(&self.namespace)
                 .chain(&self.namespaces)
                 .any(|ns| ns == "kube-system");
-            if !kube_system {
-                groups.extend(DEFAULT_EXEMPT_GROUPS);
-            }
+            groups.extend(
+                DEFAULT_EXEMPT_GROUPS
+                    .into_iter()
+                    .filter(|g| !kube_system || !g.starts_with("system:serviceaccounts:")),
+            );
         }
         (users, groups)
     }
@@ -410,7 +426,10 @@ impl FencePolicy {
     ///   stored before, so that a write that leaves the annotations alone, and so
     ///   inherits the last writer's stamp, is refused;
     /// - delete: the stored object's stamp is this term's and its token is a
-    ///   deletion mark (`delete-…`), written just before by the stamp layer.
+    ///   deletion mark (`delete-…`), written just before by the stamp layer;
+    /// - an update of a subresource whose object brings no token of its own (the
+    ///   API server kept the stored metadata, or the object has none): with a
+    ///   writer check, that check alone; without one, refused.
     pub fn policy(&self) -> Result<Value, FenceError> {
         self.check()?;
         let name = self.policy_name();
@@ -419,10 +438,16 @@ impl FencePolicy {
             .protected
             .iter()
             .map(|p| {
+                // A resource with its subresources, or a subresource alone.
+                let resources = if p.resource.contains('/') {
+                    json!([p.resource])
+                } else {
+                    json!([p.resource, format!("{}/*", p.resource)])
+                };
                 json!({
                     "apiGroups": [p.group],
                     "apiVersions": [p.version],
-                    "resources": [p.resource],
+                    "resources": resources,
                     "operations": ["CREATE", "UPDATE", "DELETE"],
                 })
             })
@@ -447,40 +472,6 @@ impl FencePolicy {
              '{WRITE_ANNOTATION}' in oldObject.metadata.annotations ? \
              oldObject.metadata.annotations['{WRITE_ANNOTATION}'] : ''"
         );
-        let mut validations = vec![
-            json!({
-                "expression": "variables.holder != ''",
-                "messageExpression": format!(
-                    "'fenced by {name}: the Lease {ns}/{lease} has no holder'"
-                ),
-                "reason": "Forbidden",
-            }),
-            json!({
-                "expression": "variables.writtenHolder == variables.holder && \
-                    variables.writtenTerm.startsWith(string(variables.transitions) + '@')",
-                "messageExpression": format!(
-                    "'fenced by {name}: the ' + (request.operation == 'DELETE' ? 'deleted object' : 'write') + \
-                     ' is stamped for holder \"' + \
-                     variables.writtenHolder + '\" term \"' + variables.writtenTerm + \
-                     '\", the Lease {ns}/{lease} is held by \"' + variables.holder + \
-                     '\" at transitions ' + string(variables.transitions)"
-                ),
-                "reason": "Forbidden",
-            }),
-            json!({
-                "expression": format!(
-                    "request.operation == 'DELETE' ? variables.writeToken.startsWith('{DELETE_MARK}') : \
-                     (variables.writeToken != '' && variables.writeToken != variables.priorToken)"
-                ),
-                "messageExpression": format!(
-                    "'fenced by {name}: ' + (request.operation == 'DELETE' ? \
-                     'the object was not marked for deletion in this term (delete through the stamp layer)' : \
-                     variables.writeToken == '' ? 'the write carries no {WRITE_ANNOTATION} token' : \
-                     'the write brings no stamp of its own (its {WRITE_ANNOTATION} is the stored one)')"
-                ),
-                "reason": "Forbidden",
-            }),
-        ];
         let writer_check = match self.writer {
             Writer::Any => None,
             Writer::PodName => Some((
@@ -495,6 +486,63 @@ impl FencePolicy {
                 "the writer is not the holder",
             )),
         };
+        // A subresource write that cannot bring a stamp is judged by the writer
+        // check alone where there is one.
+        let or_unstampable = |rule: String| match writer_check {
+            Some(_) => format!("variables.unstampable || ({rule})"),
+            None => rule,
+        };
+        let mut validations = vec![
+            json!({
+                "expression": "variables.holder != ''",
+                "messageExpression": format!(
+                    "'fenced by {name}: the Lease {ns}/{lease} has no holder'"
+                ),
+                "reason": "Forbidden",
+            }),
+            json!({
+                "expression": or_unstampable(
+                    "variables.writtenHolder == variables.holder && \
+                     variables.writtenTerm.startsWith(string(variables.transitions) + '@')"
+                        .to_owned()
+                ),
+                "messageExpression": format!(
+                    "'fenced by {name}: the ' + (request.operation == 'DELETE' ? 'deleted object' : 'write') + \
+                     ' is stamped for holder \"' + \
+                     variables.writtenHolder + '\" term \"' + variables.writtenTerm + \
+                     '\", the Lease {ns}/{lease} is held by \"' + variables.holder + \
+                     '\" at transitions ' + string(variables.transitions)"
+                ),
+                "reason": "Forbidden",
+            }),
+            json!({
+                "expression": or_unstampable(format!(
+                    "request.operation == 'DELETE' ? variables.writeToken.startsWith('{DELETE_MARK}') : \
+                     (variables.writeToken != '' && variables.writeToken != variables.priorToken)"
+                )),
+                "messageExpression": format!(
+                    "'fenced by {name}: ' + (request.operation == 'DELETE' ? \
+                     'the object was not marked for deletion in this term (delete through the stamp layer)' : \
+                     variables.writeToken == '' ? 'the write carries no {WRITE_ANNOTATION} token' : \
+                     'the write brings no stamp of its own (its {WRITE_ANNOTATION} is the stored one)')"
+                ),
+                "reason": "Forbidden",
+            }),
+        ];
+        if writer_check.is_none() {
+            validations.insert(
+                1,
+                json!({
+                    "expression": "!variables.unstampable",
+                    "messageExpression": format!(
+                        "'fenced by {name}: the write to the ' + request.subResource + ' subresource \
+                         brings no stamp of its own (unstamped, or the API server keeps the stored \
+                         metadata there): only a fence with a writer check admits it, for the holder'"
+                    ),
+                    "reason": "Forbidden",
+                }),
+            );
+        }
         if let Some((expression, why)) = writer_check {
             validations.push(json!({
                 "expression": expression,
@@ -527,6 +575,12 @@ impl FencePolicy {
                     { "name": "writtenTerm", "expression": stamped(&self.term_key) },
                     { "name": "writeToken", "expression": stamped(WRITE_ANNOTATION) },
                     { "name": "priorToken", "expression": prior_token },
+                    {
+                        "name": "unstampable",
+                        "expression": "has(request.subResource) && request.subResource != '' && \
+                            request.operation == 'UPDATE' && \
+                            (variables.writeToken == '' || variables.writeToken == variables.priorToken)",
+                    },
                 ],
                 "validations": validations,
             },

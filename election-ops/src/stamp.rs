@@ -15,7 +15,8 @@
 //! | write | stamped as |
 //! |---|---|
 //! | create, replace (`POST`, `PUT` with a JSON object) | the annotations merged into the object |
-//! | merge, strategic merge and apply patches | the annotations merged into the patch |
+//! | merge and strategic merge patches | the annotations merged into the patch |
+//! | server-side apply | the annotations merged into the patch; when the server answers `409 Conflict` on the stamp's annotations alone (an earlier term's field manager owns them), sent once more with `force=true` and a fresh stamp, which takes those fields only |
 //! | JSON patch | `add` operations appended; on an object with no annotations at all (the server answers 422), sent once more with the map created by a `test`-guarded `add` |
 //! | delete of one object | two requests: a merge patch that stamps the object as a deletion mark, then the delete |
 //! | delete of a collection, a dry-run delete (a mark would be a real write), a streamed body, a body that is not JSON | unchanged (the fence refuses it) |
@@ -168,6 +169,9 @@ where
 enum Write {
     /// A body that is the object, or a patch shaped like it.
     Object,
+    /// A server-side apply patch: an object, whose stamp may be owned by an
+    /// earlier term's field manager.
+    Apply,
     /// An RFC 6902 list of operations.
     JsonPatch,
     /// A delete of one object.
@@ -190,15 +194,13 @@ impl Write {
             Write::Object
         } else if patch("json-patch+json") {
             Write::JsonPatch
-        } else if [
-            "merge-patch+json",
-            "strategic-merge-patch+json",
-            "apply-patch+yaml",
-        ]
-        .into_iter()
-        .any(patch)
+        } else if ["merge-patch+json", "strategic-merge-patch+json"]
+            .into_iter()
+            .any(patch)
         {
             Write::Object
+        } else if patch("apply-patch+yaml") {
+            Write::Apply
         } else if m == Method::DELETE && names_one_object(req.uri().path()) {
             Write::Delete
         } else {
@@ -337,6 +339,32 @@ where
             let stamped = with_annotations_iter(&body, stamp.pairs()).unwrap_or(body);
             inner.send(request(&parts, stamped)).await.map(left)
         }
+        Write::Apply => {
+            let stamped =
+                with_annotations_iter(&body, stamp.pairs()).unwrap_or_else(|| body.clone());
+            let first = inner.send(request(&parts, stamped)).await?;
+            if first.status() != StatusCode::CONFLICT || forced(&parts.uri) {
+                return Ok(left(first));
+            }
+            // An earlier term's field manager may own the stamp: when it is all
+            // the conflict is about, take it (force) with a fresh stamp. A
+            // conflict on any other field is the caller's.
+            let (head, answer) = first.into_parts();
+            let answer = answer.collect().await.map_err(Into::into)?.to_bytes();
+            let stamp_only = conflicts_only_on(&answer, stamp.pairs().map(|(k, _)| k));
+            let kept = Response::from_parts(head, EitherBody::Right(Full::new(answer)));
+            let (true, Some(stamp), Some(uri)) = (
+                stamp_only,
+                Stamp::now(view, key, false),
+                with_force(&parts.uri),
+            ) else {
+                return Ok(kept);
+            };
+            let stamped = with_annotations_iter(&body, stamp.pairs()).unwrap_or(body);
+            let mut retry = request(&parts, stamped);
+            *retry.uri_mut() = uri;
+            inner.send(retry).await.map(left)
+        }
         Write::JsonPatch => {
             let Ok(Value::Array(ops)) = serde_json::from_slice::<Value>(&body) else {
                 return inner.send(request(&parts, body)).await.map(left);
@@ -391,6 +419,42 @@ where
         }
         Write::Unstamped => inner.send(request(&parts, body)).await.map(left),
     }
+}
+
+/// Whether an apply asks to force already (`force=true`).
+fn forced(uri: &hyper::Uri) -> bool {
+    uri.query()
+        .is_some_and(|q| q.split('&').any(|kv| kv == "force=true"))
+}
+
+/// `uri` asking to force an apply.
+fn with_force(uri: &hyper::Uri) -> Option<hyper::Uri> {
+    let query = match uri.query() {
+        Some(q) => format!("{q}&force=true"),
+        None => "force=true".to_owned(),
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(format!("{}?{query}", uri.path()).parse().ok()?);
+    hyper::Uri::from_parts(parts).ok()
+}
+
+/// Whether a `409 Conflict` answer (a `Status`) is an apply's conflict with
+/// other field managers on the annotations `keys` alone, no other field.
+fn conflicts_only_on<'k>(answer: &[u8], keys: impl Iterator<Item = &'k str>) -> bool {
+    let fields: Vec<String> = keys.map(|k| format!(".metadata.annotations.{k}")).collect();
+    let Ok(status) = serde_json::from_slice::<Value>(answer) else {
+        return false;
+    };
+    let Some(causes) = status.pointer("/details/causes").and_then(Value::as_array) else {
+        return false;
+    };
+    !causes.is_empty()
+        && causes.iter().all(|c| {
+            c["reason"] == "FieldManagerConflict"
+                && c["field"]
+                    .as_str()
+                    .is_some_and(|f| fields.iter().any(|k| k == f))
+        })
 }
 
 /// Whether a delete asks for a dry run, in its query or its options
@@ -564,5 +628,55 @@ mod tests {
     fn annotation_keys_are_escaped_as_pointer_tokens() {
         assert_eq!(pointer_token("election.rs/term"), "election.rs~1term");
         assert_eq!(pointer_token("a~b/c"), "a~0b~1c");
+    }
+
+    #[test]
+    fn an_apply_is_forced_only_past_a_conflict_on_the_stamp_alone() {
+        let keys = || [TERM_ANNOTATION, HOLDER_ANNOTATION, WRITE_ANNOTATION].into_iter();
+        let conflict = |fields: &[&str]| {
+            let causes: Vec<Value> = fields
+                .iter()
+                .map(|f| json!({"reason": "FieldManagerConflict", "message": "conflict with \"a\"", "field": f}))
+                .collect();
+            serde_json::to_vec(&json!({"kind": "Status", "code": 409, "reason": "Conflict",
+                "details": {"causes": causes}}))
+            .unwrap()
+        };
+        // As kube-apiserver words the fields (the key's dots and slash as they are).
+        let stamp_fields = [
+            ".metadata.annotations.election.rs/holder",
+            ".metadata.annotations.election.rs/term",
+            ".metadata.annotations.election.rs/write",
+        ];
+        assert!(conflicts_only_on(&conflict(&stamp_fields), keys()));
+        assert!(conflicts_only_on(&conflict(&stamp_fields[..1]), keys()));
+        assert!(!conflicts_only_on(
+            &conflict(&[stamp_fields[0], ".data.k"]),
+            keys()
+        ));
+        assert!(!conflicts_only_on(
+            &conflict(&[".metadata.annotations.other"]),
+            keys()
+        ));
+        assert!(!conflicts_only_on(&conflict(&[]), keys()));
+        assert!(!conflicts_only_on(b"not a status", keys()));
+
+        let uri: hyper::Uri = "/api/v1/namespaces/ns/configmaps/s?fieldManager=app-1"
+            .parse()
+            .unwrap();
+        assert!(!forced(&uri));
+        let force = with_force(&uri).unwrap();
+        assert_eq!(
+            force.to_string(),
+            "/api/v1/namespaces/ns/configmaps/s?fieldManager=app-1&force=true"
+        );
+        assert!(forced(&force));
+        let absolute: hyper::Uri = "https://127.0.0.1:6443/api/v1/namespaces/ns/configmaps/s"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            with_force(&absolute).unwrap().to_string(),
+            "https://127.0.0.1:6443/api/v1/namespaces/ns/configmaps/s?force=true"
+        );
     }
 }

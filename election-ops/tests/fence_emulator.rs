@@ -9,11 +9,9 @@ mod fence_cases;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{LEASE, candidate, fenced, hold, wait_until};
+use common::{LEASE, candidate, fenced, hold, refusal, wait_until};
 use election_ops::LeadershipView;
-use election_ops::fence::{
-    FencePolicy, HOLDER_ANNOTATION, Protected, TERM_ANNOTATION, WRITE_ANNOTATION, Writer,
-};
+use election_ops::fence::{FencePolicy, Protected, Writer};
 use election_ops::guard::TermAnnotationLayer;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -33,28 +31,11 @@ async fn write(
     stamp: Option<(&str, &str)>,
 ) -> Result<ConfigMap, kube::Error> {
     let api: Api<ConfigMap> = Api::namespaced(emu.client(token).unwrap(), "default");
-    let mut cm = ConfigMap::default();
-    cm.metadata.name = Some(name.to_owned());
-    if let Some((holder, term)) = stamp {
-        static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let token = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        cm.metadata.annotations = Some(
-            [
-                (HOLDER_ANNOTATION.to_owned(), holder.to_owned()),
-                (TERM_ANNOTATION.to_owned(), term.to_owned()),
-                (WRITE_ANNOTATION.to_owned(), format!("{token:016x}")),
-            ]
-            .into(),
-        );
-    }
-    api.create(&PostParams::default(), &cm).await
-}
-
-fn refusal(result: Result<ConfigMap, kube::Error>) -> Box<kube::core::Status> {
-    match result {
-        Err(kube::Error::Api(status)) => status,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    api.create(
+        &PostParams::default(),
+        &common::stamped_configmap(name, stamp),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -114,15 +114,25 @@ pub async fn fenced(policy: election_ops::fence::FencePolicy) -> Emulator {
 /// The Lease `default/orders` as `holder` takes it at `transitions`: every write
 /// to it passes (it is not fenced).
 pub async fn hold(emu: &Emulator, holder: &str, transitions: i32) {
-    use k8s_openapi::api::coordination::v1::Lease;
-    let api: Api<Lease> = Api::namespaced(emu.client(holder).unwrap(), "default");
-    let mut lease: Lease = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "orders" },
-        "spec": { "holderIdentity": holder, "leaseTransitions": transitions,
-                  "leaseDurationSeconds": 15 },
-    }))
-    .unwrap();
-    match api.get_opt("orders").await.expect("read") {
+    let api = Api::namespaced(emu.client(holder).unwrap(), "default");
+    put_lease(&api, "orders", holder, transitions).await;
+}
+
+/// Creates or replaces the Lease `name` as `holder` at `transitions` (15 s).
+pub async fn put_lease(
+    api: &Api<k8s_openapi::api::coordination::v1::Lease>,
+    name: &str,
+    holder: &str,
+    transitions: i32,
+) {
+    let mut lease: k8s_openapi::api::coordination::v1::Lease =
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name },
+            "spec": { "holderIdentity": holder, "leaseTransitions": transitions,
+                      "leaseDurationSeconds": 15 },
+        }))
+        .unwrap();
+    match api.get_opt(name).await.expect("read") {
         None => {
             api.create(&PostParams::default(), &lease)
                 .await
@@ -130,9 +140,38 @@ pub async fn hold(emu: &Emulator, holder: &str, transitions: i32) {
         }
         Some(current) => {
             lease.metadata.resource_version = current.metadata.resource_version;
-            api.replace("orders", &PostParams::default(), &lease)
+            api.replace(name, &PostParams::default(), &lease)
                 .await
                 .expect("the Lease is not fenced");
         }
+    }
+}
+
+/// A ConfigMap `name`, stamped by hand for `holder` at `term` with a write
+/// token of its own (no stamp when `None`).
+pub fn stamped_configmap(name: &str, stamp: Option<(&str, &str)>) -> ConfigMap {
+    use election_ops::fence::{HOLDER_ANNOTATION, TERM_ANNOTATION, WRITE_ANNOTATION};
+    static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_owned());
+    if let Some((holder, term)) = stamp {
+        let token = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        cm.metadata.annotations = Some(
+            [
+                (HOLDER_ANNOTATION.to_owned(), holder.to_owned()),
+                (TERM_ANNOTATION.to_owned(), term.to_owned()),
+                (WRITE_ANNOTATION.to_owned(), format!("{token:016x}")),
+            ]
+            .into(),
+        );
+    }
+    cm
+}
+
+/// The API server's refusal of a write.
+pub fn refusal<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> Box<kube::core::Status> {
+    match result {
+        Err(kube::Error::Api(status)) => status,
+        other => panic!("expected a refusal, got {other:?}"),
     }
 }

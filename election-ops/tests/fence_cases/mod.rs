@@ -8,14 +8,13 @@
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
 
-use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, TERM_ANNOTATION, WRITE_ANNOTATION};
-use k8s_openapi::api::coordination::v1::Lease;
+use election_ops::fence::FencePolicy;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube_emulator::Resource;
+use test_kit::admission::until_enforced;
 use test_kit::apiserver::{ADMIN, Server};
 
 /// A namespace of `server` fenced by a policy on its Lease `lease`.
@@ -42,6 +41,16 @@ impl Fenced<'_> {
         self.server.client(ADMIN)
     }
 
+    /// A client with `config` whose writes `TermAnnotationLayer` stamps as
+    /// `holder` believes it leads the term `transitions@version`.
+    pub fn stamped(&self, config: kube::Config, holder: &str, term: (u32, &str)) -> kube::Client {
+        let view = crate::common::Believes::leading(holder, term.0, term.1);
+        kube::client::ClientBuilder::try_from(config)
+            .expect("config")
+            .with_layer(&election_ops::stamp::TermAnnotationLayer::new(view))
+            .build()
+    }
+
     /// The ConfigMap `name` as the server has it.
     pub fn configmap(&self, name: &str) -> Option<serde_json::Value> {
         self.server.object(Resource::ConfigMap, &self.ns, name)
@@ -56,16 +65,29 @@ pub async fn fenced(
     server: &dyn Server,
     make: impl FnOnce(&str, &str) -> FencePolicy,
 ) -> Fenced<'_> {
+    fenced_with(server, &[], make).await
+}
+
+/// [`fenced`], the Pods' Role granting the RBAC `rules` besides ConfigMaps.
+pub async fn fenced_with<'s>(
+    server: &'s dyn Server,
+    rules: &[serde_json::Value],
+    make: impl FnOnce(&str, &str) -> FencePolicy,
+) -> Fenced<'s> {
     static N: AtomicU32 = AtomicU32::new(0);
     let ns = server.namespace();
     let lease = format!("orders-{}", N.fetch_add(1, Ordering::Relaxed));
     // The Pods' ServiceAccount may write ConfigMaps (the emulator stores the
     // Role without enforcing it; kube-apiserver enforces it. Not the `edit`
     // ClusterRole: with no controller-manager to aggregate it, it is empty).
+    let mut all = vec![serde_json::json!({
+        "apiGroups": [""], "resources": ["configmaps"],
+        "verbs": ["get", "create", "update", "patch", "delete"],
+    })];
+    all.extend_from_slice(rules);
     let role: Role = serde_json::from_value(serde_json::json!({
         "metadata": { "name": "app" },
-        "rules": [{ "apiGroups": [""], "resources": ["configmaps"],
-                    "verbs": ["get", "create", "update", "patch", "delete"] }],
+        "rules": all,
     }))
     .expect("a Role");
     let binding: RoleBinding = serde_json::from_value(serde_json::json!({
@@ -92,15 +114,11 @@ pub async fn fenced(
         dry_run: true,
         ..PostParams::default()
     };
-    let started = Instant::now();
-    while api.create(&dry_run, &configmap("probe")).await.is_ok() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the policy is not enforced after 20 s on the {}",
-            server.name()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_enforced(
+        &format!("the policy on the {}", server.name()),
+        async || api.create(&dry_run, &configmap("probe")).await.is_err(),
+    )
+    .await;
     f
 }
 
@@ -111,28 +129,36 @@ fn configmap(name: &str) -> ConfigMap {
 }
 
 /// The Lease as `holder` takes it at `transitions` (written by the admin:
-/// the Lease is never fenced).
+/// the Lease is never fenced); returns once the policy judges by it (a
+/// dry-run write by the admin stamped for that term passes, or is refused by
+/// the writer check alone).
 pub async fn hold(f: &Fenced<'_>, holder: &str, transitions: i32) {
-    let api: Api<Lease> = Api::namespaced(f.admin(), &f.ns);
-    let mut lease: Lease = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": f.lease },
-        "spec": { "holderIdentity": holder, "leaseTransitions": transitions,
-                  "leaseDurationSeconds": 15 },
-    }))
-    .unwrap();
-    match api.get_opt(&f.lease).await.expect("read") {
-        None => {
-            api.create(&PostParams::default(), &lease)
-                .await
-                .expect("the Lease is not fenced");
+    put_lease(f, holder, transitions).await;
+    let api: Api<ConfigMap> = Api::namespaced(f.admin(), &f.ns);
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let term = format!("{transitions}@0");
+    let probe = crate::common::stamped_configmap("probe", Some((holder, &term)));
+    let seen = match holder {
+        "" => "has no holder".to_owned(),
+        // The writer check's words (the stamp's say "held by … at transitions").
+        _ => format!("is held by \"{holder}\")"),
+    };
+    until_enforced("the Lease's new state", async || {
+        match api.create(&dry_run, &probe).await {
+            Ok(_) => !holder.is_empty(),
+            Err(kube::Error::Api(s)) => s.message.contains(&seen),
+            Err(_) => false,
         }
-        Some(current) => {
-            lease.metadata.resource_version = current.metadata.resource_version;
-            api.replace(&f.lease, &PostParams::default(), &lease)
-                .await
-                .expect("the Lease is not fenced");
-        }
-    }
+    })
+    .await;
+}
+
+async fn put_lease(f: &Fenced<'_>, holder: &str, transitions: i32) {
+    let api = Api::namespaced(f.admin(), &f.ns);
+    crate::common::put_lease(&api, &f.lease, holder, transitions).await;
 }
 
 /// A ConfigMap `name` created through `client`, stamped by hand for `holder`
@@ -143,21 +169,12 @@ pub async fn write(
     name: &str,
     stamp: Option<(&str, &str)>,
 ) -> Result<ConfigMap, kube::Error> {
-    static COUNT: AtomicU32 = AtomicU32::new(0);
     let api: Api<ConfigMap> = Api::namespaced(client, &f.ns);
-    let mut cm = configmap(name);
-    if let Some((holder, term)) = stamp {
-        let token = COUNT.fetch_add(1, Ordering::Relaxed);
-        cm.metadata.annotations = Some(
-            [
-                (HOLDER_ANNOTATION.to_owned(), holder.to_owned()),
-                (TERM_ANNOTATION.to_owned(), term.to_owned()),
-                (WRITE_ANNOTATION.to_owned(), format!("{token:016x}")),
-            ]
-            .into(),
-        );
-    }
-    api.create(&PostParams::default(), &cm).await
+    api.create(
+        &PostParams::default(),
+        &crate::common::stamped_configmap(name, stamp),
+    )
+    .await
 }
 
 /// The policy of the cases: ConfigMaps (core `v1`) fenced by `lease` in `ns`.
@@ -165,13 +182,7 @@ pub fn configmaps(ns: &str, lease: &str) -> FencePolicy {
     FencePolicy::new(ns, lease).protect(election_ops::fence::Protected::new("", "v1", "configmaps"))
 }
 
-/// The API server's refusal.
-pub fn refusal(result: Result<ConfigMap, kube::Error>) -> Box<kube::core::Status> {
-    match result {
-        Err(kube::Error::Api(status)) => status,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-}
+pub use crate::common::refusal;
 
 /// Writes not stamped with the current term are refused, in the API server's
 /// words: before any Lease (a binding it cannot configure: 422), unstamped
@@ -263,12 +274,8 @@ pub async fn the_writer_check_admits_the_holders_pod_only(
     // Deletes go through the stamp layer (it marks the object first); another
     // Pod that believes it holds the same term is still not the holder's Pod.
     let as_app = |pod: &str| {
-        let view = crate::common::Believes::leading("app-0", 1, "5");
-        let client = kube::client::ClientBuilder::try_from(f.server.pod_config(&f.ns, "app", pod))
-            .expect("config")
-            .with_layer(&election_ops::stamp::TermAnnotationLayer::new(view))
-            .build();
-        Api::<ConfigMap>::namespaced(client, &f.ns)
+        let config = f.server.pod_config(&f.ns, "app", pod);
+        Api::<ConfigMap>::namespaced(f.stamped(config, "app-0", (1, "5")), &f.ns)
     };
     let refused = as_app("app-1")
         .delete("a", &DeleteParams::default())

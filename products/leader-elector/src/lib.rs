@@ -272,9 +272,10 @@ pub struct FencePolicyArgs {
     /// The Lease's name.
     #[arg(long)]
     pub lease: String,
-    /// A resource to fence, as `group/version/resource` (`apps/v1/deployments`)
-    /// or `version/resource` for the core group (`v1/configmaps`); repeat it
-    /// for more.
+    /// A resource to fence with its subresources, as `group/version/resource`
+    /// (`apps/v1/deployments`) or `version/resource` for the core group
+    /// (`v1/configmaps`), or one subresource alone
+    /// (`apps/v1/deployments/status`); repeat it for more.
     #[arg(long = "protect", value_name = "RESOURCE", required = true,
           value_parser = parse_protected)]
     pub protect: Vec<election_ops::fence::Protected>,
@@ -301,10 +302,10 @@ pub struct FencePolicyArgs {
     /// default exemptions; repeat it for more.
     #[arg(long = "exempt-group", value_name = "NAME")]
     pub exempt_groups: Vec<String>,
-    /// Drop the default exemptions, the control plane's controllers: the user
-    /// `system:kube-controller-manager`, and the group
-    /// `system:serviceaccounts:kube-system` unless a fenced namespace is
-    /// `kube-system`.
+    /// Drop the default exemptions, the control plane's components: the users
+    /// `system:kube-controller-manager` and `system:kube-scheduler`, the group
+    /// `system:nodes`, and the group `system:serviceaccounts:kube-system` unless
+    /// a fenced namespace is `kube-system`.
     #[arg(long)]
     pub no_default_exemptions: bool,
 }

@@ -12,6 +12,25 @@ use serde_json::json;
 use crate::apiserver::{ADMIN, Server};
 use crate::runtimes::{compat, sleep};
 
+/// Returns once `seen` (a probe, typically a dry-run write) says the server
+/// enforces what was just written: kube-apiserver's admission sees a new
+/// binding, or a new state of a policy's parameter, from its informers, a
+/// little later (a binding about a second); the emulator at once.
+///
+/// # Panics
+///
+/// When `seen` is still false after 20 s, naming `what`.
+pub async fn until_enforced(what: &str, mut seen: impl AsyncFnMut() -> bool) {
+    let started = Instant::now();
+    while !seen().await {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{what} is not enforced after 20 s"
+        );
+        sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A binding's `matchResources.objectSelector` takes only the objects whose
 /// labels it selects (written or stored): a policy that refuses every
 /// ConfigMap write, bound to the label `fenced: "yes"`, refuses the creation
@@ -96,22 +115,16 @@ pub async fn object_selector_takes_only_the_labelled_objects(server: &dyn Server
         }
         // kube-apiserver enforces a new binding once its informers saw it
         // (about a second); the emulator at once.
-        let started = Instant::now();
         let dry_run = PostParams {
             dry_run: true,
             ..PostParams::default()
         };
-        while api
-            .create(&dry_run, &configmap("probe", true))
-            .await
-            .is_ok()
-        {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the binding is not enforced after 20 s"
-            );
-            sleep(Duration::from_millis(50)).await;
-        }
+        until_enforced("the binding", async || {
+            api.create(&dry_run, &configmap("probe", true))
+                .await
+                .is_err()
+        })
+        .await;
         // Unlabelled: every write admitted.
         let mut free = api
             .create(&pp, &configmap("free-cm", false))
@@ -248,14 +261,10 @@ pub async fn exclude_rules_and_resource_names_narrow_a_policy(server: &dyn Serve
             dry_run: true,
             ..PostParams::default()
         };
-        let started = Instant::now();
-        while api.create(&dry_run, &configmap("probe")).await.is_ok() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the binding is not enforced after 20 s"
-            );
-            sleep(Duration::from_millis(50)).await;
-        }
+        until_enforced("the binding", async || {
+            api.create(&dry_run, &configmap("probe")).await.is_err()
+        })
+        .await;
         let pp = PostParams::default();
         for exempt in ["exempt-by-policy", "exempt-by-binding"] {
             api.create(&pp, &configmap(exempt))
