@@ -5,13 +5,18 @@
 //! the Lease being new) and shows its last renew in `/status`; SIGTERM makes it
 //! cancel its work and release the Lease, and it exits 0. Every request it made
 //! is granted by the Role of `deploy/rbac.yaml`, and the Role grants nothing it
-//! did not use. The README's quick start is the example, byte for byte.
+//! did not use. The same run against a real kube-apiserver
+//! (`test_kit::apiserver`), as the ServiceAccount `quickstart` after `kubectl
+//! apply -f deploy/rbac.yaml -f deploy/quickstart.yaml -f deploy/pdb.yaml`, as
+//! the manifest's header says: under kube-apiserver's RBAC that Role is
+//! enough. The README's quick start is the example, byte for byte.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use kube_emulator::rbac::{not_granted, role_rules, unused};
 use kube_emulator::{Emulator, Resource, Verb};
+use test_kit::apiserver::{ApiServer, Server};
 mod support;
 
 use support::{example_binary, read_until};
@@ -36,21 +41,108 @@ async fn probe(addr: &str, path: &str) -> (String, String) {
     (status, body)
 }
 
-fn holder(emu: &Emulator) -> Option<String> {
-    let lease = emu.object(Resource::Lease, "default", "quickstart")?;
+fn holder(server: &dyn Server, ns: &str) -> Option<String> {
+    let lease = server.object(Resource::Lease, ns, "quickstart")?;
     lease["spec"]["holderIdentity"].as_str().map(str::to_owned)
+}
+
+/// A temporary directory for `tag`.
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "kube-elector-quickstart-{tag}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
     let emu = Emulator::start().await.expect("emulator");
-    let dir = std::env::temp_dir().join(format!("kube-elector-quickstart-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = temp_dir("emu");
     let kubeconfig = dir.join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, IDENTITY)
         .expect("kubeconfig");
+    leads_then_releases(&emu, "default", &kubeconfig).await;
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // The Role of deploy/rbac.yaml grants every request, and no more.
+    let counts = emu.request_counts();
+    let rules = role_rules(RBAC_YAML);
+    assert_eq!(
+        not_granted(&counts, IDENTITY, &rules),
+        [],
+        "rules: {rules:?}"
+    );
+    assert_eq!(unused(&counts, IDENTITY, &rules), [], "rules: {rules:?}");
+    // A Role without one of its verbs would fail the check above.
+    for verb in ["get", "create", "update", "watch"] {
+        let narrower = RBAC_YAML
+            .replace(&format!("\"{verb}\", "), "")
+            .replace(&format!(", \"{verb}\""), "");
+        assert_ne!(narrower, RBAC_YAML, "{verb} is in the Role");
+        let missing = not_granted(&counts, IDENTITY, &role_rules(&narrower));
+        assert!(
+            missing
+                .iter()
+                .any(|(v, r)| v.as_str() == verb && *r == Resource::Lease),
+            "without {verb}: {missing:?}"
+        );
+    }
+    let without_events = RBAC_YAML.replace("resources: [\"events\"]", "resources: []");
+    assert_eq!(
+        not_granted(&counts, IDENTITY, &role_rules(&without_events)),
+        [(Verb::Create, Resource::Event)]
+    );
+}
+
+/// The quick start on kube-apiserver, in a namespace where the operator ran
+/// `kubectl apply -n <namespace> -f deploy/rbac.yaml -f deploy/quickstart.yaml
+/// -f deploy/pdb.yaml` (its header's command), authenticated as the
+/// ServiceAccount `quickstart` those bind to the Role (a token the server
+/// issued): it leads, renews, releases, with no error in `/status`, and its
+/// leadership Event is stored. Nothing else grants it anything: it may not
+/// delete the Lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn quickstart_leads_then_releases_on_sigterm_and_exits_0_on_kube_apiserver() {
+    let server = ApiServer::shared();
+    let dir = temp_dir("kas");
+    let kubeconfig = dir.join("kubeconfig");
+    let ns = tokio::task::block_in_place(|| {
+        let ns = server.namespace();
+        let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+        server.kubectl_apply(
+            &ns,
+            &["rbac.yaml", "quickstart.yaml", "pdb.yaml"].map(|f| deploy.join(f)),
+        );
+        server.write_service_account_kubeconfig(&ns, "quickstart", &kubeconfig);
+        let account = server.service_account_config(&ns, "quickstart");
+        server.wait_allowed(&account, &ns, "create", "coordination.k8s.io", "leases");
+        assert!(
+            !server.allowed(&account, &ns, "delete", "coordination.k8s.io", "leases"),
+            "the account has more than the Role"
+        );
+        ns
+    });
+    leads_then_releases(server, &ns, &kubeconfig).await;
+    let events = tokio::task::block_in_place(|| server.objects(Resource::Event, &ns));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["involvedObject"]["name"] == "quickstart"
+                && e["message"] == format!("{IDENTITY} became leader")),
+        "the leadership Event is stored: {events:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The quick start with `kubeconfig` (its context's namespace `ns`): it serves
+/// its probes, leads, renews, and on SIGTERM stops its work, releases the
+/// Lease and exits 0; `/status` names no error.
+async fn leads_then_releases(server: &dyn Server, ns: &str, kubeconfig: &std::path::Path) {
     let mut child = Command::new(example_binary("quickstart"))
-        .env("KUBECONFIG", &kubeconfig)
+        .env("KUBECONFIG", kubeconfig)
         .env("ELECTION_IDENTITY", IDENTITY)
         .env("PROBE_ADDR", "127.0.0.1:0")
         .env_remove("POD_NAME")
@@ -95,7 +187,11 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
     )
     .await
     .expect("it leads within a minute");
-    assert_eq!(holder(&emu).as_deref(), Some(IDENTITY), "{led:?}");
+    assert_eq!(
+        tokio::task::block_in_place(|| holder(server, ns)).as_deref(),
+        Some(IDENTITY),
+        "{led:?}"
+    );
     let (status, body) = probe(&probes, "/healthz").await;
     assert_eq!(
         (status.as_str(), body.as_str()),
@@ -127,6 +223,15 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
         "the last renew, {renew}, is recent (now {now})"
     );
 
+    // No lock call, watch or Event failed so far (a refused request would be
+    // the last error).
+    let (_, body) = probe(&probes, "/status").await;
+    let before: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        before["last_error"],
+        serde_json::Value::Null,
+        "no error while leading: {before}"
+    );
     support::signal(child.id().expect("running"), rustix::process::Signal::TERM);
     let rest = tokio::time::timeout(Duration::from_secs(20), async {
         let mut rest = Vec::new();
@@ -157,36 +262,10 @@ async fn quickstart_leads_then_releases_on_sigterm_and_exits_0() {
         ],
         "the work was cancelled and awaited before the release"
     );
-    assert_eq!(holder(&emu).as_deref(), Some(""), "the Lease is released");
-    let _ = std::fs::remove_dir_all(&dir);
-
-    // The Role of deploy/rbac.yaml grants every request, and no more.
-    let counts = emu.request_counts();
-    let rules = role_rules(RBAC_YAML);
     assert_eq!(
-        not_granted(&counts, IDENTITY, &rules),
-        [],
-        "rules: {rules:?}"
-    );
-    assert_eq!(unused(&counts, IDENTITY, &rules), [], "rules: {rules:?}");
-    // A Role without one of its verbs would fail the check above.
-    for verb in ["get", "create", "update", "watch"] {
-        let narrower = RBAC_YAML
-            .replace(&format!("\"{verb}\", "), "")
-            .replace(&format!(", \"{verb}\""), "");
-        assert_ne!(narrower, RBAC_YAML, "{verb} is in the Role");
-        let missing = not_granted(&counts, IDENTITY, &role_rules(&narrower));
-        assert!(
-            missing
-                .iter()
-                .any(|(v, r)| v.as_str() == verb && *r == Resource::Lease),
-            "without {verb}: {missing:?}"
-        );
-    }
-    let without_events = RBAC_YAML.replace("resources: [\"events\"]", "resources: []");
-    assert_eq!(
-        not_granted(&counts, IDENTITY, &role_rules(&without_events)),
-        [(Verb::Create, Resource::Event)]
+        tokio::task::block_in_place(|| holder(server, ns)).as_deref(),
+        Some(""),
+        "the Lease is released"
     );
 }
 
