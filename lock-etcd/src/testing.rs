@@ -110,8 +110,10 @@ impl EtcdServer {
         // A free port found by binding can be taken by another test before etcd
         // binds it: try again with new ports.
         for _ in 0..3 {
-            let (client_port, peer_port) = (free_port()?, free_port()?);
-            let root = temp_root()?;
+            let port =
+                || free_port().map_err(|e| TestingError::Start(format!("no free port: {e}")));
+            let (client_port, peer_port) = (port()?, port()?);
+            let root = temp_dir("lock-etcd").map_err(|e| TestingError::Start(e.to_string()))?;
             let base = format!("http://127.0.0.1:{client_port}");
             let mut server = EtcdServer {
                 binary: binary.clone(),
@@ -409,18 +411,28 @@ fn find_binary() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn free_port() -> Result<u16, TestingError> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| TestingError::Start(format!("no free port: {e}")))?;
-    listener
+/// A free TCP port on 127.0.0.1: bound, then let go, so another process may
+/// take it before the caller binds it (retry with a new one then). Shared with
+/// the workspace's other test servers (`test_kit::apiserver`).
+///
+/// # Errors
+///
+/// When no port can be bound.
+pub fn free_port() -> std::io::Result<u16> {
+    TcpListener::bind("127.0.0.1:0")?
         .local_addr()
         .map(|a| a.port())
-        .map_err(|e| TestingError::Start(format!("no free port: {e}")))
 }
 
-/// A new empty directory on a RAM disk where there is one (etcd fsyncs every
-/// write), else in the temporary directory.
-fn temp_root() -> Result<PathBuf, TestingError> {
+/// A new empty directory `<prefix>-<pid>-<n>-<nanos>` on a RAM disk where
+/// there is one (`/dev/shm`: etcd fsyncs every write), else in the temporary
+/// directory; for a test server's data. Shared with the workspace's other test
+/// servers (`test_kit::apiserver`).
+///
+/// # Errors
+///
+/// When it cannot be created; the error names it.
+pub fn temp_dir(prefix: &str) -> std::io::Result<PathBuf> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let shm = Path::new("/dev/shm");
     let base = if shm.is_dir() {
@@ -432,12 +444,13 @@ fn temp_root() -> Result<PathBuf, TestingError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let dir = base.join(format!(
-        "lock-etcd-{}-{}-{nanos}",
+        "{prefix}-{}-{}-{nanos}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
-    fs::create_dir_all(&dir)
-        .map_err(|e| TestingError::Start(format!("cannot create {}: {e}", dir.display())))?;
+    fs::create_dir_all(&dir).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
+    })?;
     Ok(dir)
 }
 

@@ -46,10 +46,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::future::Future;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -63,6 +62,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_emulator::{Emulator, Resource};
+// The test servers' shared helpers: etcd's testing module has them.
+use lock_etcd::testing::{free_port, temp_dir};
 
 /// The Kubernetes release `testing/k8s-server/go.mod` pins (a test checks they
 /// agree): the directory of the built binaries is named after it.
@@ -335,14 +336,16 @@ impl ApiServer {
     /// Makes the directory, the certificates, keys and tokens, and starts the
     /// processes; does not wait.
     fn spawn(bin: &Path, runtime: &tokio::runtime::Runtime) -> Result<ApiServer, ApiServerError> {
-        let dir = temp_dir()?;
+        let dir =
+            temp_dir("kube-elector-apiserver").map_err(|e| ApiServerError::Start(e.to_string()))?;
         let fail = |e: String| {
             let _ = fs::remove_dir_all(&dir);
             ApiServerError::Start(e)
         };
         make_certificates(&dir).map_err(fail)?;
         let tokens = write_tokens(&dir).map_err(fail)?;
-        let ports = (|| Ok::<_, String>((free_port()?, free_port()?, free_port()?)))();
+        let port = || free_port().map_err(|e| format!("no free port: {e}"));
+        let ports = (|| Ok::<_, String>((port()?, port()?, port()?)))();
         let (etcd_port, peer_port, port) = ports.map_err(fail)?;
         let url = format!("https://127.0.0.1:{port}");
 
@@ -1117,37 +1120,6 @@ fn spawn_watchdog(dir: &Path) -> Option<(Child, ChildStdin)> {
         .ok()?;
     let stdin = child.stdin.take()?;
     Some((child, stdin))
-}
-
-fn free_port() -> Result<u16, String> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
-}
-
-/// A new empty directory on a RAM disk where there is one (etcd fsyncs every
-/// write), else in the temporary directory.
-fn temp_dir() -> Result<PathBuf, ApiServerError> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let dir = base.join(format!(
-        "kube-elector-apiserver-{}-{}-{nanos}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    fs::create_dir_all(&dir)
-        .map_err(|e| ApiServerError::Start(format!("cannot create {}: {e}", dir.display())))?;
-    Ok(dir)
 }
 
 fn tail(path: &Path, lines: usize) -> String {
