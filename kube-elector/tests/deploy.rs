@@ -182,32 +182,41 @@ fn every_manifest_passes_a_server_dry_run(at: &Target<'_>) {
     }
 }
 
-/// The check above can fail: a misspelled field, a field of the wrong type, and
-/// a selector that does not select the template's Pods are each refused, with
-/// kube-apiserver's words (on both servers).
+/// The check above can fail: a misspelled field, a field of the wrong type, a
+/// selector that does not select the template's Pods, and a Role's rule
+/// without verbs are each refused, with kube-apiserver's words (on both
+/// servers).
 fn a_broken_manifest_is_refused(at: &Target<'_>) {
-    let manifest =
-        std::fs::read_to_string(deploy_dir().join("quickstart.yaml")).expect("quickstart.yaml");
     let breakages = [
         (
+            "quickstart.yaml",
             "livenessProbe:",
             "livenesProbe:",
             r#"unknown field "spec.template.spec.containers[0].livenesProbe""#,
         ),
         (
+            "quickstart.yaml",
             "terminationGracePeriodSeconds: 15",
             "terminationGracePeriodSeconds: \"15\"",
             "cannot unmarshal string into Go struct field PodSpec.spec.template.spec.terminationGracePeriodSeconds of type int64",
         ),
         (
+            "quickstart.yaml",
             "    matchLabels: { app.kubernetes.io/name: quickstart }",
             "    matchLabels: { app.kubernetes.io/name: other }",
             "`selector` does not match template `labels`",
         ),
+        (
+            "rbac.yaml",
+            r#"verbs: ["create"]"#,
+            "verbs: []",
+            r#"The Role "leader-election" is invalid: rules[1].verbs: Required value: verbs must contain at least one value"#,
+        ),
     ];
-    for (i, (from, to, message)) in breakages.into_iter().enumerate() {
+    for (i, (file, from, to, message)) in breakages.into_iter().enumerate() {
+        let manifest = std::fs::read_to_string(deploy_dir().join(file)).expect("a manifest");
         let broken = manifest.replacen(from, to, 1);
-        assert_ne!(broken, manifest, "{from:?} is in quickstart.yaml");
+        assert_ne!(broken, manifest, "{from:?} is in {file}");
         let path = at.dir.join(format!("broken-{i}.yaml"));
         std::fs::write(&path, broken).expect("write");
         let out = kubectl(
