@@ -1,0 +1,13 @@
+//! Mixed fleets: kube-elector beside client-go's leader election on one Lease.
+//!
+//! - [`line`]: the line each peer prints per event, the same from both;
+//! - the binary `elector-peer`: a kube-elector candidate that prints them (its
+//!   client-go counterpart is `testing/client-go-peer`, built by
+//!   `testing/k8s-server/build.sh`);
+//! - [`peer`]: a running peer process of either library, its lines collected;
+//! - [`judge`]: overlap judged from the peers' lines and from the Lease's
+//!   history as the API server stored it.
+
+pub mod judge;
+pub mod line;
+pub mod peer;

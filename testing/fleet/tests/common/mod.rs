@@ -1,0 +1,260 @@
+//! The fleet on the real kube-apiserver: peers of both libraries on one Lease
+//! of a namespace of their own, the Lease's history kept by a watch from the
+//! start, and the judgments at the end.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fleet::judge::{self, Recorded};
+use fleet::line::{Event, mono_now};
+use fleet::peer::{Library, Log, Peer, Signal, Spec};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, WatchEvent, WatchParams};
+use test_kit::apiserver::{ADMIN, ApiServer, Server};
+
+/// client-go's three timings for every peer: lease 3 s, renew deadline 2 s,
+/// retry 500 ms.
+pub const TIMINGS_MS: (u64, u64, u64) = (3000, 2000, 500);
+
+/// The Lease every peer elects on.
+pub const LEASE: &str = "mixed";
+
+/// The peer binary of `library`: the client-go peer built by
+/// `testing/k8s-server/build.sh`, or cargo's `elector-peer`.
+pub fn binary(library: Library) -> PathBuf {
+    match library {
+        Library::ClientGo => {
+            let bin = test_kit::apiserver::bin_dir().join("client-go-peer");
+            assert!(
+                bin.is_file(),
+                "no client-go peer at {}: run bash testing/k8s-server/build.sh",
+                bin.display()
+            );
+            bin
+        }
+        Library::Elector => PathBuf::from(env!("CARGO_BIN_EXE_elector-peer")),
+    }
+}
+
+/// A fleet on the shared kube-apiserver, in a namespace of its own.
+pub struct Fleet {
+    pub server: &'static ApiServer,
+    pub ns: String,
+    pub kubeconfig: PathBuf,
+    pub log: Log,
+    pub peers: Vec<Peer>,
+    pub history: Arc<Mutex<Vec<Recorded>>>,
+    watch: tokio::task::JoinHandle<()>,
+}
+
+impl Fleet {
+    /// A namespace, the admin's kubeconfig for it, and the Lease's watch.
+    pub fn new() -> Fleet {
+        let server = ApiServer::shared();
+        let ns = server.namespace();
+        let kubeconfig =
+            std::env::temp_dir().join(format!("fleet-{}-{ns}.kubeconfig", std::process::id()));
+        server.write_kubeconfig(ADMIN, &ns, &kubeconfig);
+        let history = Arc::new(Mutex::new(Vec::new()));
+        let watch = tokio::spawn(keep(server.client(ADMIN), ns.clone(), Arc::clone(&history)));
+        Fleet {
+            server,
+            ns,
+            kubeconfig,
+            log: Log::default(),
+            peers: Vec::new(),
+            history,
+            watch,
+        }
+    }
+
+    /// The library of the peer `id` (`g-…` client-go, `r-…` kube-elector).
+    pub fn library(id: &str) -> Library {
+        if id.starts_with("g-") {
+            Library::ClientGo
+        } else {
+            Library::Elector
+        }
+    }
+
+    /// Starts the peer `id` and waits for its `started` line.
+    pub async fn start(&mut self, id: &str, coordinated: Option<&str>) {
+        let library = Self::library(id);
+        let spec = Spec {
+            library,
+            id: id.to_owned(),
+            lease: LEASE.to_owned(),
+            namespace: self.ns.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+            timings_ms: TIMINGS_MS,
+            tick_ms: 100,
+            coordinated: coordinated.map(str::to_owned),
+        };
+        let since = mono_now();
+        let peer = Peer::spawn(&binary(library), spec, &self.log).expect("a peer process");
+        assert!(
+            peer.started(since, Duration::from_secs(20)).await,
+            "{id} printed no `started` line in 20 s"
+        );
+        self.peers.push(peer);
+    }
+
+    /// The running peer `id`.
+    pub fn peer(&self, id: &str) -> &Peer {
+        self.peers
+            .iter()
+            .find(|p| p.id() == id)
+            .expect("a running peer")
+    }
+
+    /// Sends `signal` to `id` and, for SIGTERM and SIGKILL, waits for its
+    /// exit (a SIGTERM: with status 0 within 10 s) and forgets it.
+    pub async fn signal(&mut self, id: &str, signal: Signal) {
+        let i = self
+            .peers
+            .iter()
+            .position(|p| p.id() == id)
+            .expect("a running peer");
+        self.peers[i].signal(signal);
+        if matches!(signal, Signal::Term | Signal::Kill) {
+            let mut peer = self.peers.remove(i);
+            let status = peer.exited(Duration::from_secs(10)).await;
+            if signal == Signal::Term {
+                assert!(
+                    status.is_some_and(|s| s.success()),
+                    "{id} did not exit cleanly within 10 s of SIGTERM: {status:?}"
+                );
+            }
+        }
+    }
+
+    /// Waits for the first `leading` line after `since` by a peer other than
+    /// `not`.
+    pub async fn next_leader(
+        &self,
+        since: u64,
+        not: &str,
+        within: Duration,
+    ) -> Option<(String, u64)> {
+        self.log
+            .wait_for(since, within, |l| {
+                l.event == Event::Leading && l.identity != not
+            })
+            .await
+            .map(|l| (l.identity, l.mono))
+    }
+
+    /// Stops every peer gracefully, waits a moment for the watch, and judges:
+    /// no line unread, no act of a peer in another's term, no two terms at
+    /// once, and a Lease history without an early takeover or a miscounted
+    /// transition.
+    pub async fn finish(mut self) -> Judged {
+        let ids: Vec<String> = self.peers.iter().map(|p| p.id().to_owned()).collect();
+        for id in ids {
+            self.signal(&id, Signal::Term).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        self.watch.abort();
+        let (lines, marks) = (self.log.lines(), self.log.marks());
+        let history = self.history.lock().unwrap().clone();
+        let _ = std::fs::remove_file(&self.kubeconfig);
+        Judged {
+            stderr: self.log.stderr(),
+            bad_lines: self.log.bad_lines(),
+            acts: judge::act_overlaps(&lines, &marks),
+            terms: judge::term_overlaps(&lines, &marks),
+            history_faults: judge::history_faults(&history, 50_000_000),
+            history,
+        }
+    }
+}
+
+/// What the judgments found.
+#[derive(Debug)]
+pub struct Judged {
+    pub stderr: Vec<String>,
+    pub bad_lines: Vec<String>,
+    pub acts: Vec<judge::Overlap>,
+    pub terms: Vec<(judge::Term, judge::Term, u64)>,
+    pub history_faults: Vec<String>,
+    pub history: Vec<Recorded>,
+}
+
+impl Judged {
+    /// Panics naming whatever the judgments found.
+    pub fn assert_clean(&self) {
+        let clean = self.bad_lines.is_empty()
+            && self.acts.is_empty()
+            && self.terms.is_empty()
+            && self.history_faults.is_empty();
+        if !clean {
+            eprintln!("the peers' stderr:\n{}", self.stderr.join("\n"));
+            eprintln!("the Lease's history: {:#?}", self.history);
+        }
+        assert!(
+            self.bad_lines.is_empty(),
+            "unreadable lines: {:?}",
+            self.bad_lines
+        );
+        assert!(
+            self.acts.is_empty(),
+            "a peer acted in another's term: {:?}",
+            self.acts
+        );
+        assert!(
+            self.terms.is_empty(),
+            "two peers led at once: {:?}",
+            self.terms
+        );
+        assert!(
+            self.history_faults.is_empty(),
+            "the Lease's history: {:?}",
+            self.history_faults
+        );
+    }
+}
+
+/// Keeps the Lease's history: every state a watch delivers, from before the
+/// Lease exists.
+async fn keep(client: kube::Client, ns: String, history: Arc<Mutex<Vec<Recorded>>>) {
+    let api: Api<Lease> = Api::namespaced(client, &ns);
+    let params = WatchParams::default().fields(&format!("metadata.name={LEASE}"));
+    let mut version = "0".to_owned();
+    loop {
+        let Ok(stream) = api.watch(&params, &version).await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let mut stream = stream.boxed();
+        while let Ok(Some(event)) = stream.try_next().await {
+            let lease = match event {
+                WatchEvent::Added(l) | WatchEvent::Modified(l) => l,
+                _ => continue,
+            };
+            let spec = lease.spec.clone().unwrap_or_default();
+            version = lease.metadata.resource_version.clone().unwrap_or_default();
+            history.lock().unwrap().push(Recorded {
+                mono: mono_now(),
+                holder: spec.holder_identity.unwrap_or_default(),
+                transitions: spec.lease_transitions.unwrap_or(0),
+                duration_secs: spec.lease_duration_seconds.unwrap_or(0),
+                version: version.clone(),
+            });
+        }
+    }
+}
+
+/// The median and the maximum of `ms`.
+pub fn median_max(ms: &[f64]) -> (f64, f64) {
+    let mut v = ms.to_vec();
+    v.sort_by(f64::total_cmp);
+    let median = if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    };
+    (median, v.last().copied().unwrap_or(f64::NAN))
+}
