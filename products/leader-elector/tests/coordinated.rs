@@ -5,22 +5,26 @@
 //! `preferredHolder`); `kubectl get leasecandidates` lists both with their
 //! versions; on SIGTERM the 0.9.0 sidecar deletes its candidacy, then releases,
 //! and the coordinator gives the Lease back to the 1.0.0 one. The requests they
-//! made are exactly those `deploy/rbac-coordinated.yaml` grants.
+//! made are exactly those `deploy/rbac-coordinated.yaml` grants. The same story
+//! runs with kube-apiserver's own coordinator, the sidecars authenticated as
+//! the ServiceAccount `coordinated` after `kubectl apply -f
+//! deploy/rbac-coordinated.yaml`: under its RBAC, that Role is enough.
 
 mod common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::get;
+use common::{Site, get};
 use kube_emulator::rbac::{not_granted, role_rules, unused};
 use kube_emulator::{Coordinator, Emulator, Resource};
+use test_kit::apiserver::ApiServer;
 use tokio::process::{Child, Command};
 
 const LEASE: &str = "coordinated";
 const RBAC_YAML: &str = include_str!("../../../deploy/rbac-coordinated.yaml");
 
-/// A sidecar `id` at `version`, serving on `addr`.
+/// A sidecar `id` at `version`, serving on `addr`; its stderr kept.
 fn sidecar(kubeconfig: &std::path::Path, id: &str, version: &str, addr: &str) -> Child {
     Command::new(common::BIN)
         .args([
@@ -37,6 +41,7 @@ fn sidecar(kubeconfig: &std::path::Path, id: &str, version: &str, addr: &str) ->
         .arg(kubeconfig)
         .env("ELECTION_IDENTITY", id)
         .stdin(Stdio::null())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("spawn")
@@ -69,23 +74,63 @@ async fn c6_coordinated_sidecars_follow_the_coordinators_choice() {
     let kubeconfig = dir.join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, "sidecars")
         .expect("kubeconfig");
+    let site = Site::emulator(&emu, "coordinated");
+    follow_the_coordinator(&site, &kubeconfig, Duration::from_secs(15)).await;
+
+    // deploy/rbac-coordinated.yaml grants every request the sidecars made, and
+    // no more.
+    let counts = emu.request_counts();
+    let rules = role_rules(RBAC_YAML);
+    assert_eq!(
+        not_granted(&counts, "sidecars", &rules),
+        [],
+        "rules: {rules:?}"
+    );
+    assert_eq!(unused(&counts, "sidecars", &rules), [], "rules: {rules:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The story with kube-apiserver's coordinator (its leader-election
+/// controller: 5 s elections), the sidecars as the ServiceAccount
+/// `coordinated` of `deploy/rbac-coordinated.yaml`, applied with kubectl: no
+/// request of theirs refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn c6_coordinated_sidecars_follow_the_coordinators_choice_on_kube_apiserver() {
+    let site = tokio::task::block_in_place(|| {
+        Site::apiserver(
+            ApiServer::shared(),
+            "coordinated",
+            &["rbac-coordinated.yaml"],
+            "coordinated",
+        )
+    });
+    let kubeconfig = site.kubeconfig("sidecars");
+    let started = Instant::now();
+    follow_the_coordinator(&site, &kubeconfig, Duration::from_secs(60)).await;
+    eprintln!("kube-apiserver: the story took {:?}", started.elapsed());
+}
+
+/// Two coordinated sidecars with `kubeconfig` on `site`, each step within
+/// `within`: side-a (1.0.0) leads; side-b (0.9.0) joins and the coordinator
+/// hands it the Lease; kubectl lists both candidacies with their versions;
+/// SIGTERM to side-b deletes its candidacy and releases, and the Lease goes
+/// back to side-a. On kube-apiserver, neither sidecar's log names a refusal.
+async fn follow_the_coordinator(site: &Site<'_>, kubeconfig: &std::path::Path, within: Duration) {
+    let ns = site.ns.as_str();
     let (addr_a, addr_b) = (common::free_addr(), common::free_addr());
-    let mut a = sidecar(&kubeconfig, "side-a", "1.0.0", &addr_a);
-    let within = Duration::from_secs(15);
+    let a = sidecar(kubeconfig, "side-a", "1.0.0", &addr_a);
     wait_holder(&addr_a, "side-a", within).await;
     common::wait_leading(&addr_a, within).await;
 
-    let mut b = sidecar(&kubeconfig, "side-b", "0.9.0", &addr_b);
+    let b = sidecar(kubeconfig, "side-b", "0.9.0", &addr_b);
     wait_holder(&addr_a, "side-b", within).await;
     let status = common::wait_leading(&addr_b, within).await;
     assert_eq!(status["is_leader"], true, "{status}");
 
     // kubectl lists the candidacies with their versions.
-    match kube_emulator::kubectl_output(
-        &kubeconfig,
-        &["get", "leasecandidates", "-n", "default"],
-        None,
-    ) {
+    match kube_emulator::kubectl_output(&site.operator, &["get", "leasecandidates", "-n", ns], None)
+    {
         Ok(out) => {
             let text = String::from_utf8_lossy(&out.stdout);
             assert!(
@@ -109,13 +154,15 @@ async fn c6_coordinated_sidecars_follow_the_coordinators_choice() {
     // SIGTERM: the candidacy goes first, then the Lease is released, and the
     // coordinator gives it back to side-a.
     common::sigterm(&b);
-    let code = tokio::time::timeout(within, b.wait())
+    let out = tokio::time::timeout(within, b.wait_with_output())
         .await
         .expect("exits")
         .expect("status");
-    assert!(code.success(), "{code:?}");
+    let b_logs = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{:?}: {b_logs}", out.status);
     assert!(
-        emu.object(Resource::LeaseCandidate, "default", "side-b")
+        site.server
+            .object(Resource::LeaseCandidate, ns, "side-b")
             .is_none(),
         "side-b's candidacy was deleted"
     );
@@ -123,18 +170,14 @@ async fn c6_coordinated_sidecars_follow_the_coordinators_choice() {
     let status = common::wait_leading(&addr_a, within).await;
     assert_eq!(status["is_leader"], true, "{status}");
     common::sigterm(&a);
-    let _ = tokio::time::timeout(within, a.wait()).await;
-
-    // deploy/rbac-coordinated.yaml grants every request the sidecars made, and
-    // no more.
-    let counts = emu.request_counts();
-    let rules = role_rules(RBAC_YAML);
-    assert_eq!(
-        not_granted(&counts, "sidecars", &rules),
-        [],
-        "rules: {rules:?}"
-    );
-    assert_eq!(unused(&counts, "sidecars", &rules), [], "rules: {rules:?}");
+    let out = tokio::time::timeout(within, a.wait_with_output())
+        .await
+        .expect("exits")
+        .expect("status");
+    let a_logs = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{:?}: {a_logs}", out.status);
+    site.assert_nothing_forbidden(&a_logs);
+    site.assert_nothing_forbidden(&b_logs);
 }
 
 #[test]

@@ -195,7 +195,12 @@ async fn sidecars_record_became_and_stopped_leading_events_through_a_handover() 
 #[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
 async fn sidecars_record_became_and_stopped_leading_events_through_a_handover_on_kube_apiserver() {
     let site = tokio::task::block_in_place(|| {
-        Site::apiserver(ApiServer::shared(), "events", "sidecar.yaml", "my-app")
+        Site::apiserver(
+            ApiServer::shared(),
+            "events",
+            &["rbac.yaml", "sidecar.yaml"],
+            "my-app",
+        )
     });
     handover_with_events(&site).await;
 }

@@ -323,7 +323,7 @@ async fn a_sigkilled_leaders_child_dies_and_the_other_sidecar_takes_over_on_kube
         Site::apiserver(
             ApiServer::shared(),
             "crash",
-            "run-mode.yaml",
+            &["rbac.yaml", "run-mode.yaml"],
             "nightly-report",
         )
     });

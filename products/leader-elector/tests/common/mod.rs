@@ -136,25 +136,26 @@ impl<'a> Site<'a> {
     }
 
     /// kube-apiserver, in a new namespace where `kubectl apply -n <namespace>
-    /// -f deploy/rbac.yaml -f deploy/<manifest>` has run, as the manifest's
-    /// header says: every sidecar runs as the ServiceAccount `account` the
-    /// manifest binds to `rbac.yaml`'s Role, with a token the server issued,
-    /// under its RBAC authorizer. Blocks.
+    /// -f deploy/<manifest>…` has run with `manifests`, as their headers say:
+    /// every sidecar runs as the ServiceAccount `account` they bind to their
+    /// Role, with a token the server issued, under its RBAC authorizer.
+    /// Blocks.
     pub fn apiserver(
         server: &'static ApiServer,
         test: &str,
-        manifest: &str,
+        manifests: &[&str],
         account: &str,
     ) -> Site<'static> {
         let dir = temp(&format!("{test}-kas"));
         let ns = server.namespace();
         let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
-        server.kubectl_apply(&ns, &[deploy.join("rbac.yaml"), deploy.join(manifest)]);
+        let files: Vec<PathBuf> = manifests.iter().map(|m| deploy.join(m)).collect();
+        server.kubectl_apply(&ns, &files);
         let kubeconfig = dir.join(format!("{account}.kubeconfig"));
         server.write_service_account_kubeconfig(&ns, account, &kubeconfig);
         // The binding in force before a sidecar starts.
         let config = server.service_account_config(&ns, account);
-        server.wait_allowed(&config, &ns, "create", "coordination.k8s.io", "leases");
+        server.wait_allowed(&config, &ns, "get", "coordination.k8s.io", "leases");
         // The account has the Role's verbs, not more: not an admin's token.
         assert!(
             !server.allowed(&config, &ns, "delete", "coordination.k8s.io", "leases"),
