@@ -612,6 +612,39 @@ impl ApiServer {
         }
     }
 
+    /// The sum of the samples of the metric `name` in kube-apiserver's
+    /// `/metrics` (read as [`ADMIN`]) whose labels include every pair of
+    /// `labels`: `metric_sum("apiserver_request_total", &[("verb", "LIST"),
+    /// ("resource", "configmaps")])` counts the LISTs of ConfigMaps served so
+    /// far, by every client.
+    ///
+    /// # Panics
+    ///
+    /// When `/metrics` cannot be read.
+    pub fn metric_sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let admin = self.admin();
+        let text = self
+            .block_on(async move {
+                let request = http::Request::get("/metrics")
+                    .body(Vec::new())
+                    .map_err(|e| e.to_string())?;
+                admin.request_text(request).await.map_err(|e| e.to_string())
+            })
+            .unwrap_or_else(|e| panic!("GET /metrics: {e}"));
+        let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (series, value) = l.rsplit_once(' ')?;
+                let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+                let pairs: Vec<&str> = rest.trim_end_matches('}').split(',').collect();
+                (metric == name && wanted.iter().all(|w| pairs.contains(&w.as_str())))
+                    .then(|| value.parse::<f64>().ok())
+                    .flatten()
+            })
+            .sum()
+    }
+
     /// Writes a kubeconfig file for the ServiceAccount `name` in `namespace`
     /// to `path`: the token of [`service_account_config`](Self::service_account_config)
     /// (issued on first use), the server and its CA, the context's namespace

@@ -332,6 +332,16 @@ pub async fn cluster(
 ) -> (kube_emulator::Emulator, Api<ConfigMap>) {
     let emu = kube_emulator::Emulator::start().await.expect("emulator");
     let admin = emu.client("admin").expect("client");
+    let sources = populate(admin, names).await;
+    (emu, sources)
+}
+
+/// The two namespaces and a source named by each of `names` (value `v1`),
+/// made by `admin` on any server; the sources' API as `admin` sees it.
+pub async fn populate(
+    admin: kube::Client,
+    names: impl IntoIterator<Item = String>,
+) -> Api<ConfigMap> {
     namespaces(&admin).await;
     let sources: Api<ConfigMap> = Api::namespaced(admin, SOURCE);
     for name in names {
@@ -340,7 +350,7 @@ pub async fn cluster(
             .await
             .expect("create");
     }
-    (emu, sources)
+    sources
 }
 
 /// Sets a source's value.
