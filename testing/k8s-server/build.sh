@@ -6,11 +6,16 @@
 #
 #   ${KUBE_ELECTOR_CACHE:-$HOME/.cache/kube-elector}/k8s-<version>/bin/{kube-apiserver,etcd}
 #
+# and beside them client-go-peer, the client-go candidate of the mixed-fleet
+# tests, from ../client-go-peer (its own go.mod, client-go of the same release).
+#
 #   bash testing/k8s-server/build.sh           build, unless already built
 #   bash testing/k8s-server/build.sh --print   print the bin directory and exit
 #
 # Idempotent: when both binaries exist and the stamp file beside them names the
-# same pins (the versions and go.sum's checksum), it builds nothing. Go's module
+# same pins (the versions and go.sum's checksum), it builds nothing; the same for
+# client-go-peer and its own stamp (its go.mod, go.sum and main.go), so that a
+# change to the peer rebuilds the peer alone, in seconds. Go's module
 # and build caches stay where Go keeps them ($GOMODCACHE, $GOCACHE), outside the
 # clone, so that a rebuild after a pin change recompiles only what changed.
 #
@@ -55,9 +60,36 @@ stamp_text() {
   echo "go.sum $(sha256sum go.sum | cut -d' ' -f1)"
   echo "build.sh $(sha256sum build.sh | cut -d' ' -f1)"
 }
+# client-go-peer: its sources, pins and this script.
+peer_stamp_text() {
+  local f
+  for f in go.mod go.sum main.go; do
+    echo "client-go-peer/$f $(sha256sum "../client-go-peer/$f" | cut -d' ' -f1)"
+  done
+  echo "build.sh $(sha256sum build.sh | cut -d' ' -f1)"
+}
+
+build_peer() {
+  local peer_stamp started
+  peer_stamp=$(peer_stamp_text)
+  if [ -x "$bin/client-go-peer" ] && [ "$(cat "$bin/client-go-peer.stamp" 2>/dev/null)" = "$peer_stamp" ]; then
+    echo "client-go-peer already built in $bin"
+    return
+  fi
+  started=$(date +%s)
+  mkdir -p "$bin"
+  # Into the bin directory under a temporary name, then renamed: a running
+  # test never sees half a binary.
+  (cd ../client-go-peer && nice -n 19 go build -ldflags "-s -w" -o "$bin/client-go-peer.new" .)
+  mv -f "$bin/client-go-peer.new" "$bin/client-go-peer"
+  echo "$peer_stamp" > "$bin/client-go-peer.stamp"
+  echo "client-go-peer built in $(($(date +%s) - started)) s: $(du -h "$bin/client-go-peer" | cut -f1), in $bin"
+}
+
 stamp=$(stamp_text)
 if [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ "$(cat "$bin/stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "kube-apiserver $k8s_version and etcd $etcd_version already built in $bin"
+  build_peer
   exit 0
 fi
 
@@ -89,3 +121,4 @@ mkdir -p "$bin"
 mv -f "$tmp/kube-apiserver" "$tmp/etcd" "$bin/"
 echo "$stamp" > "$bin/stamp"
 echo "built in $(($(date +%s) - started)) s: $(du -h "$bin/kube-apiserver" | cut -f1) kube-apiserver, $(du -h "$bin/etcd" | cut -f1) etcd, in $bin"
+build_peer
