@@ -62,8 +62,58 @@ pub fn terms(lines: &[Line], marks: &[Mark]) -> Vec<Term> {
         }
     }
     done.extend(open);
+    // A peer paused in its term that, resumed, stopped without acting led
+    // until the pause: it did nothing after it (its resumption takes a moment
+    // to print).
+    for term in &mut done {
+        let pause = marks.iter().enumerate().find(|(_, m)| {
+            m.identity == term.identity && m.signal == Signal::Stop && term.covers(m.mono)
+        });
+        let Some((i, stop)) = pause else { continue };
+        let resumed = marks[i + 1..]
+            .iter()
+            .find(|c| c.identity == term.identity && c.signal == Signal::Cont)
+            .map_or(u64::MAX, |c| c.mono);
+        let acted = lines.iter().any(|l| {
+            l.identity == term.identity
+                && matches!(l.event, Event::Leading | Event::Tick)
+                && l.mono >= resumed
+                && term.covers(l.mono)
+        });
+        if term.to.is_some() && !acted {
+            term.to = Some(stop.mono);
+        }
+    }
     done.sort_by_key(|t| t.from);
     done
+}
+
+/// The holder of the Lease at `t` by its `history`: the last state that
+/// arrived by then.
+pub fn holder_at(history: &[Recorded], t: u64) -> Option<&str> {
+    history
+        .iter()
+        .take_while(|r| r.mono <= t)
+        .last()
+        .map(|r| r.holder.as_str())
+}
+
+/// Every tick of a peer that the Lease did not name as its holder `lag`
+/// nanoseconds before (the watch delivers a state a moment after it is
+/// written): work done outside its term by the API server's record.
+pub fn ticks_outside_the_lease(lines: &[Line], history: &[Recorded], lag: u64) -> Vec<Overlap> {
+    lines
+        .iter()
+        .filter(|l| l.event == Event::Tick)
+        .filter_map(|l| {
+            let holder = holder_at(history, l.mono.saturating_sub(lag)).unwrap_or("");
+            (holder != l.identity).then(|| Overlap {
+                actor: l.identity.clone(),
+                at: l.mono,
+                leader: holder.to_owned(),
+            })
+        })
+        .collect()
 }
 
 /// The windows in which the harness held a peer stopped (SIGSTOP to SIGCONT):
@@ -287,12 +337,51 @@ mod tests {
             ]
         );
         assert_eq!(term_overlaps(&lines, &[])[0].2, 20);
-        // a was paused from 20 to 65: b's start is no overlap, a's tick at 60
-        // cannot have happened while paused, and only 65..70 is counted.
-        let paused = [mark(20, "a", Signal::Stop), mark(65, "a", Signal::Cont)];
+        // a was paused from 20 to 55: b's start is no overlap, a's tick at 60,
+        // after its resumption, is; of the terms' overlap 55..70 counts.
+        let paused = [mark(20, "a", Signal::Stop), mark(55, "a", Signal::Cont)];
         let overlaps = act_overlaps(&lines, &paused);
         assert_eq!(overlaps.len(), 1, "{overlaps:?}");
-        assert_eq!(term_overlaps(&lines, &paused)[0].2, 5);
+        assert_eq!(overlaps[0].actor, "a");
+        assert_eq!(term_overlaps(&lines, &paused)[0].2, 15);
+    }
+
+    #[test]
+    fn a_paused_term_that_stops_without_acting_ends_at_its_pause() {
+        let lines = [
+            line(10, "a", Event::Leading),
+            line(20, "a", Event::Tick),
+            line(50, "b", Event::Leading),
+            line(61, "a", Event::Stopped),
+        ];
+        let paused = [mark(30, "a", Signal::Stop), mark(60, "a", Signal::Cont)];
+        assert_eq!(terms(&lines, &paused)[0].to, Some(30));
+        assert!(term_overlaps(&lines, &paused).is_empty());
+        // Resumed, it ticks once more before stopping: its term runs on.
+        let mut acted = lines.to_vec();
+        acted.insert(3, line(60, "a", Event::Tick));
+        assert_eq!(terms(&acted, &paused)[0].to, Some(61));
+        assert_eq!(term_overlaps(&acted, &paused)[0].2, 1);
+    }
+
+    #[test]
+    fn a_tick_is_judged_by_the_lease_a_lag_before_it() {
+        let history = [rec(0, "a", 0), rec(100, "b", 1)];
+        let lines = [
+            line(50_000_000, "a", Event::Tick),
+            line(120_000_000, "a", Event::Tick),
+            line(160_000_000, "a", Event::Tick),
+            line(160_000_000, "b", Event::Tick),
+        ];
+        let outside = ticks_outside_the_lease(&lines, &history, 50_000_000);
+        assert_eq!(
+            outside,
+            [Overlap {
+                actor: "a".into(),
+                at: 160_000_000,
+                leader: "b".into()
+            }]
+        );
     }
 
     fn rec(mono_ms: u64, holder: &str, transitions: i32) -> Recorded {

@@ -233,6 +233,12 @@ impl Peer {
         let _ = kill_process(pid, sig);
     }
 
+    /// Its exit status if it exited (the client-go peer exits 1 when it loses
+    /// its lease, as `RunOrDie` programs do).
+    pub fn status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     /// Waits up to `within` for it to exit; its exit status.
     pub async fn exited(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         let started = Instant::now();

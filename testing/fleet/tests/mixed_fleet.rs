@@ -27,7 +27,7 @@ fn name(library: Library) -> &'static str {
 #[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
 fn handovers_and_crashes_move_leadership_between_the_libraries_without_overlap() {
     Runtime::Tokio.run(|| async {
-        let mut fleet = Fleet::new();
+        let mut fleet = Fleet::new().await;
         for id in IDS {
             fleet.start(id, None).await;
         }

@@ -51,15 +51,23 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// A namespace, the admin's kubeconfig for it, and the Lease's watch.
-    pub fn new() -> Fleet {
+    /// A namespace, the admin's kubeconfig for it, and the Lease's watch,
+    /// established before any peer starts.
+    pub async fn new() -> Fleet {
         let server = ApiServer::shared();
         let ns = server.namespace();
         let kubeconfig =
             std::env::temp_dir().join(format!("fleet-{}-{ns}.kubeconfig", std::process::id()));
         server.write_kubeconfig(ADMIN, &ns, &kubeconfig);
         let history = Arc::new(Mutex::new(Vec::new()));
-        let watch = tokio::spawn(keep(server.client(ADMIN), ns.clone(), Arc::clone(&history)));
+        let (ready, watching) = tokio::sync::oneshot::channel();
+        let watch = tokio::spawn(keep(
+            server.client(ADMIN),
+            ns.clone(),
+            Arc::clone(&history),
+            ready,
+        ));
+        watching.await.expect("the Lease's watch starts");
         Fleet {
             server,
             ns,
@@ -152,7 +160,13 @@ impl Fleet {
     /// once, and a Lease history without an early takeover or a miscounted
     /// transition.
     pub async fn finish(mut self) -> Judged {
-        let ids: Vec<String> = self.peers.iter().map(|p| p.id().to_owned()).collect();
+        // Those that exited already (a client-go peer that lost its lease) are
+        // not signalled.
+        let ids: Vec<String> = self
+            .peers
+            .iter_mut()
+            .filter_map(|p| p.status().is_none().then(|| p.id().to_owned()))
+            .collect();
         for id in ids {
             self.signal(&id, Signal::Term).await;
         }
@@ -167,6 +181,7 @@ impl Fleet {
             acts: judge::act_overlaps(&lines, &marks),
             terms: judge::term_overlaps(&lines, &marks),
             history_faults: judge::history_faults(&history, 50_000_000),
+            outside: judge::ticks_outside_the_lease(&lines, &history, 50_000_000),
             history,
         }
     }
@@ -180,6 +195,8 @@ pub struct Judged {
     pub acts: Vec<judge::Overlap>,
     pub terms: Vec<(judge::Term, judge::Term, u64)>,
     pub history_faults: Vec<String>,
+    /// Ticks the Lease did not name the ticking peer's holder for.
+    pub outside: Vec<judge::Overlap>,
     pub history: Vec<Recorded>,
 }
 
@@ -189,7 +206,8 @@ impl Judged {
         let clean = self.bad_lines.is_empty()
             && self.acts.is_empty()
             && self.terms.is_empty()
-            && self.history_faults.is_empty();
+            && self.history_faults.is_empty()
+            && self.outside.is_empty();
         if !clean {
             eprintln!("the peers' stderr:\n{}", self.stderr.join("\n"));
             eprintln!("the Lease's history: {:#?}", self.history);
@@ -214,20 +232,35 @@ impl Judged {
             "the Lease's history: {:?}",
             self.history_faults
         );
+        assert!(
+            self.outside.is_empty(),
+            "ticks outside the Lease's term: {:?}",
+            self.outside
+        );
     }
 }
 
 /// Keeps the Lease's history: every state a watch delivers, from before the
 /// Lease exists.
-async fn keep(client: kube::Client, ns: String, history: Arc<Mutex<Vec<Recorded>>>) {
+async fn keep(
+    client: kube::Client,
+    ns: String,
+    history: Arc<Mutex<Vec<Recorded>>>,
+    ready: tokio::sync::oneshot::Sender<()>,
+) {
     let api: Api<Lease> = Api::namespaced(client, &ns);
     let params = WatchParams::default().fields(&format!("metadata.name={LEASE}"));
     let mut version = "0".to_owned();
+    let mut ready = Some(ready);
     loop {
         let Ok(stream) = api.watch(&params, &version).await else {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
+        // The server answered: the watch is registered.
+        if let Some(ready) = ready.take() {
+            let _ = ready.send(());
+        }
         let mut stream = stream.boxed();
         while let Ok(Some(event)) = stream.try_next().await {
             let lease = match event {
