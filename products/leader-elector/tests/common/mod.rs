@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use kube_emulator::Emulator;
 use test_kit::apiserver::{ApiServer, Server};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Child;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
 
 /// The sidecar binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_leader-elector");
@@ -205,4 +205,169 @@ impl Drop for Site<'_> {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// `rbac` (a manifest's text) with `verb` on `resource` removed from its
+/// Role's rules, and the rule with it if that was its only verb (a rule
+/// without verbs is invalid); the manifest's other objects kept. The rules
+/// are written one per `  - apiGroups:` entry, their verbs as a flow list, as
+/// `deploy/` writes them.
+pub fn without_verb(rbac: &str, resource: &str, verb: &str) -> String {
+    let mut narrower = String::new();
+    let mut removed = false;
+    for (i, rule) in rbac.split("\n  - apiGroups: ").enumerate() {
+        let on_resource = rule.contains(&format!("resources: [\"{resource}\"]"));
+        let mut kept_rule = String::new();
+        let mut left = 1;
+        for line in rule.lines() {
+            let line = match line.trim().strip_prefix("verbs: ") {
+                Some(list) if on_resource => {
+                    let all: Vec<&str> = list.trim_matches(['[', ']']).split(", ").collect();
+                    let kept: Vec<&str> = all
+                        .iter()
+                        .copied()
+                        .filter(|v| *v != format!("\"{verb}\""))
+                        .collect();
+                    removed |= kept.len() < all.len();
+                    left = kept.len();
+                    line.replace(list, &format!("[{}]", kept.join(", ")))
+                }
+                _ => line.to_owned(),
+            };
+            kept_rule.push_str(&line);
+            kept_rule.push('\n');
+        }
+        if i == 0 {
+            narrower.push_str(&kept_rule);
+        } else if left > 0 {
+            narrower.push_str("  - apiGroups: ");
+            narrower.push_str(&kept_rule);
+        } else {
+            // The rule goes; what follows the Role (`---` and the next
+            // objects: unindented) stays.
+            let rest: Vec<&str> = kept_rule
+                .lines()
+                .skip(1) // the rest of its `- apiGroups:` line
+                .skip_while(|l| l.starts_with(' ') || l.is_empty())
+                .collect();
+            if !rest.is_empty() {
+                narrower.push_str(&rest.join("\n"));
+                narrower.push('\n');
+            }
+        }
+    }
+    assert!(removed, "{verb} on {resource} is granted");
+    narrower
+}
+
+/// A verb of a Role to remove: the resource, the verb, and what the admin
+/// applies before the sidecar starts, for a verb used only on something that
+/// exists (a manifest's text, or none).
+pub type MissingVerb<'a> = (&'a str, &'a str, Option<&'a str>);
+
+/// Each of `verbs` of the Role in `deploy/<rbac>` is needed by a `serve`
+/// sidecar `verbs-a` (with the global flags `flags`): for each, in a new
+/// namespace of `server`, kubectl applies the manifest less that verb
+/// ([`without_verb`]), `deploy/<others>` and the verb's own manifest; a
+/// sidecar run as `account` must log kube-apiserver's refusal naming it,
+/// `cannot <verb> resource "<resource>"`, within 10 s, or on its way out
+/// after a SIGTERM (a verb used there).
+pub async fn each_missing_verb_is_named(
+    server: &'static ApiServer,
+    rbac: &str,
+    others: &[&str],
+    account: &str,
+    flags: &[&str],
+    verbs: &[MissingVerb<'_>],
+) {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+    let shipped = std::fs::read_to_string(deploy.join(rbac)).expect("the shipped Role");
+    let dir = temp(&format!("verbs-{account}"));
+    for (resource, verb, before) in verbs {
+        let role = dir.join(format!("without-{verb}-{resource}.yaml"));
+        std::fs::write(&role, without_verb(&shipped, resource, verb)).expect("write");
+        let existing = dir.join(format!("before-{verb}-{resource}.yaml"));
+        if let Some(manifest) = before {
+            std::fs::write(&existing, manifest).expect("write");
+        }
+        let kubeconfig = dir.join(format!("without-{verb}-{resource}.kubeconfig"));
+        let ns = tokio::task::block_in_place(|| {
+            let ns = server.namespace();
+            let mut files = vec![role.clone()];
+            files.extend(others.iter().map(|f| deploy.join(f)));
+            if before.is_some() {
+                files.push(existing.clone());
+            }
+            server.kubectl_apply(&ns, &files);
+            server.write_service_account_kubeconfig(&ns, account, &kubeconfig);
+            let config = server.service_account_config(&ns, account);
+            let probe = if (*resource, *verb) == ("leases", "get") {
+                "watch"
+            } else {
+                "get"
+            };
+            server.wait_allowed(&config, &ns, probe, "coordination.k8s.io", "leases");
+            ns
+        });
+        let addr = free_addr();
+        let mut sidecar = Command::new(BIN)
+            .args(["--lease-duration", "2s", "--renew-deadline", "1.5s"])
+            .args(["--retry-period", "250ms"])
+            .args(flags)
+            .args(["serve", "--lease", "verbs", "--addr", &addr])
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .env("ELECTION_IDENTITY", "verbs-a")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn");
+        let mut lines = BufReader::new(sidecar.stderr.take().expect("piped")).lines();
+        let wanted = format!("cannot {verb} resource \"{resource}\"");
+        let mut seen = Vec::new();
+        let mut found = false;
+        let read = async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let hit = line.contains(&wanted);
+                seen.push(line);
+                if hit {
+                    return true;
+                }
+            }
+            false
+        };
+        if let Ok(hit) = tokio::time::timeout(Duration::from_secs(10), read).await {
+            found = hit;
+        }
+        if !found {
+            // A verb of the way out: SIGTERM, then the rest of the log.
+            sigterm(&sidecar);
+            let rest = async {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let hit = line.contains(&wanted);
+                    seen.push(line);
+                    if hit {
+                        return true;
+                    }
+                }
+                false
+            };
+            found = tokio::time::timeout(Duration::from_secs(10), rest)
+                .await
+                .unwrap_or(false);
+        }
+        let _ = sidecar.start_kill();
+        let _ = sidecar.wait().await;
+        assert!(
+            found,
+            "in {ns}, without {verb} on {resource}: no line names {wanted:?}: {seen:#?}"
+        );
+        eprintln!(
+            "without {verb} on {resource}: {}",
+            seen.last().expect("the line")
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }
