@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -135,6 +136,7 @@ type options struct {
 	coordinated                      bool
 	binaryVersion, emulationVersion  string
 	candidateNamespace               string
+	read                             bool
 }
 
 func usageError(format string, a ...any) {
@@ -156,12 +158,21 @@ func parseFlags() options {
 	binaryVersion := fs.String("binary-version", "1.36.0", "the LeaseCandidate's binaryVersion (--coordinated)")
 	emulationVersion := fs.String("emulation-version", "1.36.0", "the LeaseCandidate's emulationVersion (--coordinated)")
 	candidateNamespace := fs.String("candidate-namespace", "", "namespace of the LeaseCandidate (default: --namespace)")
+	read := fs.Bool("read", false, "print the Lease's record as client-go reads it (one JSON line) and exit; needs only --lease, --namespace, --kubeconfig")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {
 		usageError("unexpected argument %q", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *read {
+		for name, v := range map[string]string{"lease": *lease, "namespace": *namespace, "kubeconfig": *kubeconfig} {
+			if v == "" {
+				usageError("--%s is required", name)
+			}
+		}
+		return options{lease: *lease, namespace: *namespace, kubeconfig: *kubeconfig, read: true}
+	}
 	for _, name := range []string{"id", "lease", "namespace", "kubeconfig", "lease-duration-ms", "renew-deadline-ms", "retry-period-ms"} {
 		if !set[name] {
 			usageError("--%s is required", name)
@@ -203,6 +214,11 @@ func main() {
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		usageError("client: %v", err)
+	}
+
+	if opts.read {
+		readRecord(client, opts)
+		return
 	}
 
 	o := &out{identity: opts.id}
@@ -276,4 +292,42 @@ func main() {
 		fmt.Fprintln(os.Stderr, "client-go-peer: leader election lost")
 		os.Exit(exitLost)
 	}
+}
+
+// readRecord prints the Lease's record as client-go's LeaseLock reads it, as
+// one JSON line: the LeaderElectionRecord's fields under their JSON names,
+// times in RFC 3339 with all the digits client-go keeps ("" when unset), and
+// the Lease's resourceVersion.
+// Exits 1 when the Lease cannot be read.
+func readRecord(client kubernetes.Interface, opts options) {
+	// What LeaseLock.Get does (a get, then LeaseSpecToLeaderElectionRecord),
+	// keeping the resourceVersion read, so that a reader can tell which
+	// version of the Lease this is.
+	lease, err := client.CoordinationV1().Leases(opts.namespace).Get(context.Background(), opts.lease, metav1.GetOptions{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "client-go-peer: reading Lease %s/%s: %v\n", opts.namespace, opts.lease, err)
+		os.Exit(exitLost)
+	}
+	record := resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec)
+	at := func(t metav1.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	line, err := json.Marshal(map[string]any{
+		"holderIdentity":       record.HolderIdentity,
+		"leaseDurationSeconds": record.LeaseDurationSeconds,
+		"acquireTime":          at(record.AcquireTime),
+		"renewTime":            at(record.RenewTime),
+		"leaderTransitions":    record.LeaderTransitions,
+		"strategy":             string(record.Strategy),
+		"preferredHolder":      record.PreferredHolder,
+		"resourceVersion":      lease.ResourceVersion,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "client-go-peer: %v\n", err)
+		os.Exit(exitLost)
+	}
+	os.Stdout.Write(append(line, '\n'))
 }

@@ -217,15 +217,35 @@ pub struct Recorded {
     pub version: String,
 }
 
+/// How `leaseTransitions` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counting {
+    /// Each change of holder exactly once, by the candidate that takes the
+    /// Lease (client-go and kube-elector alike).
+    EachHolder,
+    /// Coordinated election: kube-apiserver's coordinator assigns the Lease
+    /// keeping the count, client-go's assignee keeps it too, kube-elector's
+    /// claims the assignment as a new term (one more); so the count never
+    /// falls and grows by one at most per write.
+    Coordinated,
+}
+
 /// What is wrong with the Lease's history: a holder taken over (no release
 /// between) sooner than its lease after its last write, within `tolerance`
 /// nanoseconds for the watch's delivery; a `leaseTransitions` that does not
-/// count each change of holder exactly once.
-pub fn history_faults(history: &[Recorded], tolerance: u64) -> Vec<String> {
+/// count as `counting` says.
+pub fn history_faults(history: &[Recorded], tolerance: u64, counting: Counting) -> Vec<String> {
     let mut faults = Vec::new();
     for pair in history.windows(2) {
         let (before, after) = (&pair[0], &pair[1]);
-        if before.holder == after.holder {
+        if counting == Counting::Coordinated {
+            if !(before.transitions..=before.transitions + 1).contains(&after.transitions) {
+                faults.push(format!(
+                    "{:?} at {} with leaseTransitions {} -> {}",
+                    after.holder, after.version, before.transitions, after.transitions
+                ));
+            }
+        } else if before.holder == after.holder {
             if before.transitions != after.transitions {
                 faults.push(format!(
                     "{:?} renewed at {} with leaseTransitions {} -> {}",
@@ -234,8 +254,11 @@ pub fn history_faults(history: &[Recorded], tolerance: u64) -> Vec<String> {
             }
             continue;
         }
+        if before.holder == after.holder {
+            continue;
+        }
         if after.holder.is_empty() {
-            if after.transitions != before.transitions {
+            if counting == Counting::EachHolder && after.transitions != before.transitions {
                 faults.push(format!(
                     "a release at {} changed leaseTransitions {} -> {}",
                     after.version, before.transitions, after.transitions
@@ -243,7 +266,7 @@ pub fn history_faults(history: &[Recorded], tolerance: u64) -> Vec<String> {
             }
             continue;
         }
-        if after.transitions != before.transitions + 1 {
+        if counting == Counting::EachHolder && after.transitions != before.transitions + 1 {
             faults.push(format!(
                 "{:?} took over from {:?} at {} with leaseTransitions {} -> {}",
                 after.holder, before.holder, after.version, before.transitions, after.transitions
@@ -404,10 +427,39 @@ mod tests {
             rec(2000, "b", 1),
             rec(5000, "c", 2),
         ];
-        assert_eq!(history_faults(&good, 50_000_000), Vec::<String>::new());
+        assert_eq!(
+            history_faults(&good, 50_000_000, Counting::EachHolder),
+            Vec::<String>::new()
+        );
         let early = [rec(0, "a", 0), rec(2000, "b", 1)];
-        assert_eq!(history_faults(&early, 50_000_000).len(), 1);
+        assert_eq!(
+            history_faults(&early, 50_000_000, Counting::EachHolder).len(),
+            1
+        );
         let miscounted = [rec(0, "a", 0), rec(3100, "b", 2), rec(3200, "", 1)];
-        assert_eq!(history_faults(&miscounted, 50_000_000).len(), 2);
+        assert_eq!(
+            history_faults(&miscounted, 50_000_000, Counting::EachHolder).len(),
+            2
+        );
+        // Coordinated: an assignment keeps the count, a claim adds one.
+        let coordinated = [
+            rec(0, "a", 3),
+            rec(1000, "", 3),
+            rec(1100, "b", 3),
+            rec(1200, "b", 4),
+        ];
+        assert_eq!(
+            history_faults(&coordinated, 50_000_000, Counting::Coordinated),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            history_faults(&coordinated, 50_000_000, Counting::EachHolder).len(),
+            2
+        );
+        let falling = [rec(0, "a", 3), rec(3100, "b", 2)];
+        assert_eq!(
+            history_faults(&falling, 50_000_000, Counting::Coordinated).len(),
+            1
+        );
     }
 }

@@ -47,6 +47,8 @@ pub struct Fleet {
     pub log: Log,
     pub peers: Vec<Peer>,
     pub history: Arc<Mutex<Vec<Recorded>>>,
+    /// How the Lease's transitions count: coordinated once a peer runs so.
+    pub counting: judge::Counting,
     watch: tokio::task::JoinHandle<()>,
 }
 
@@ -75,6 +77,7 @@ impl Fleet {
             log: Log::default(),
             peers: Vec::new(),
             history,
+            counting: judge::Counting::EachHolder,
             watch,
         }
     }
@@ -91,6 +94,9 @@ impl Fleet {
     /// Starts the peer `id` and waits for its `started` line.
     pub async fn start(&mut self, id: &str, coordinated: Option<&str>) {
         let library = Self::library(id);
+        if coordinated.is_some() {
+            self.counting = judge::Counting::Coordinated;
+        }
         let spec = Spec {
             library,
             id: id.to_owned(),
@@ -180,7 +186,7 @@ impl Fleet {
             bad_lines: self.log.bad_lines(),
             acts: judge::act_overlaps(&lines, &marks),
             terms: judge::term_overlaps(&lines, &marks),
-            history_faults: judge::history_faults(&history, 50_000_000),
+            history_faults: judge::history_faults(&history, 50_000_000, self.counting),
             outside: judge::ticks_outside_the_lease(&lines, &history, 50_000_000),
             history,
         }
