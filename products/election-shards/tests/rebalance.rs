@@ -2,7 +2,8 @@
 //! with the real kube client: after each change every shard has a holder and no
 //! replica holds more than its share, within a bound; at no sampled instant does
 //! a shard have two holders, and the shard work never runs twice for a shard (a
-//! handed-over shard's work has ended before another replica's starts).
+//! handed-over shard's work has ended before another replica's starts). The
+//! same story runs on a real kube-apiserver (`test_kit::apiserver`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use election_core::Config;
 use election_shards::Shards;
 use election_shards::balance::target;
 use kube_emulator::Emulator;
+use test_kit::apiserver::{ApiServer, Server};
 
 const SHARDS: usize = 16;
 
@@ -28,10 +30,10 @@ struct Works {
 
 type Running = Arc<Works>;
 
-fn replica(emu: &Emulator, id: &str, running: &Running) -> Shards {
-    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+fn replica(server: &dyn Server, ns: &str, id: &str, running: &Running) -> Shards {
+    let client = kube_support::lock_client(server.kube_config(id)).expect("client");
     let running = running.clone();
-    Shards::builder(client, "default", "orders", SHARDS, Config::fast(id))
+    Shards::builder(client, ns, "orders", SHARDS, Config::fast(id))
         .shard_work(move |shard, _term, cancel| {
             let running = running.clone();
             async move {
@@ -89,6 +91,24 @@ async fn balanced(replicas: &Replicas, within: Duration) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_rebalance_as_replicas_join_leave_and_crash_and_never_have_two_holders() {
     let emu = Emulator::start().await.expect("emulator");
+    rebalance(&emu, "default").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn shards_rebalance_as_replicas_join_leave_and_crash_and_never_have_two_holders_on_kube_apiserver()
+ {
+    let server = ApiServer::shared();
+    let ns = tokio::task::block_in_place(|| server.namespace());
+    let started = Instant::now();
+    rebalance(server, &ns).await;
+    eprintln!("kube-apiserver: the story took {:?}", started.elapsed());
+}
+
+/// Three replicas over [`SHARDS`] shard Leases in `ns` on `server`, then a
+/// fourth joins, one leaves gracefully and one crashes: balanced after each
+/// within its bound, never two holders, each shard's work once.
+async fn rebalance(server: &dyn Server, ns: &str) {
     let replicas: Arc<Replicas> = Arc::default();
     let works: Running = Arc::default();
     // A sampler checks for two holders every 5 ms, through every change.
@@ -108,14 +128,14 @@ async fn shards_rebalance_as_replicas_join_leave_and_crash_and_never_have_two_ho
         replicas
             .lock()
             .expect("lock")
-            .insert(id.into(), replica(&emu, id, &works));
+            .insert(id.into(), replica(server, ns, id, &works));
     }
     balanced(&replicas, Duration::from_secs(20)).await;
     // A fourth joins: it gets its share by graceful handover, well within a lease.
     replicas
         .lock()
         .expect("lock")
-        .insert("r3".into(), replica(&emu, "r3", &works));
+        .insert("r3".into(), replica(server, ns, "r3", &works));
     let took = balanced(&replicas, bound).await;
     assert!(took < lease * 2, "join rebalanced in {took:?}");
     assert_eq!(replicas.lock().expect("lock")["r3"].held().len(), 4);
