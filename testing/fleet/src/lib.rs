@@ -6,8 +6,12 @@
 //!   `testing/k8s-server/build.sh`);
 //! - [`peer`]: a running peer process of either library, its lines collected;
 //! - [`judge`]: overlap judged from the peers' lines and from the Lease's
-//!   history as the API server stored it.
+//!   history as the API server stored it;
+//! - [`harness`]: a fleet of both on the real kube-apiserver, judged at the
+//!   end; [`audit`]: its requests as the API server's audit log counts them.
 
+pub mod audit;
+pub mod harness;
 pub mod judge;
 pub mod line;
 pub mod peer;

@@ -6,14 +6,15 @@
 //! goes to a new one; never two leaders, judged from the lines and from the
 //! Lease's history. Ignored in the workspace run; `.ci/run` runs it.
 
-mod common;
-
 use std::time::Duration;
 
-use common::Fleet;
+use fleet::harness::Fleet;
 use fleet::line::{Event, mono_now};
 use fleet::peer::Signal;
 use test_kit::runtimes::Runtime;
+
+/// kube-elector's peer, built by cargo for this test.
+const ELECTOR_PEER: &str = env!("CARGO_BIN_EXE_elector-peer");
 
 const OLD: &str = "1.35.0";
 const NEW: &str = "1.36.0";
@@ -22,7 +23,7 @@ const NEW: &str = "1.36.0";
 #[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
 fn a_rolling_upgrade_across_both_libraries_keeps_the_lease_on_the_oldest_version() {
     Runtime::Tokio.run(|| async {
-        let mut fleet = Fleet::new().await;
+        let mut fleet = Fleet::new(ELECTOR_PEER.as_ref()).await;
         // The coordinator looks again within seconds; a handover asks the
         // holder to end its term and waits for it (up to a renew deadline).
         let within = Duration::from_secs(40);

@@ -4,15 +4,16 @@
 //! never an overlap, judged from the peers' lines and from the Lease's
 //! history. Ignored in the workspace run; `.ci/run` runs it.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{Fleet, TIMINGS_MS, median_max};
+use fleet::harness::{Fleet, TIMINGS_MS, median_max};
 use fleet::line::mono_now;
 use fleet::peer::{Library, Signal};
 use test_kit::runtimes::Runtime;
+
+/// kube-elector's peer, built by cargo for this test.
+const ELECTOR_PEER: &str = env!("CARGO_BIN_EXE_elector-peer");
 
 const IDS: [&str; 4] = ["g-0", "g-1", "r-0", "r-1"];
 
@@ -27,7 +28,7 @@ fn name(library: Library) -> &'static str {
 #[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
 fn handovers_and_crashes_move_leadership_between_the_libraries_without_overlap() {
     Runtime::Tokio.run(|| async {
-        let mut fleet = Fleet::new().await;
+        let mut fleet = Fleet::new(ELECTOR_PEER.as_ref()).await;
         for id in IDS {
             fleet.start(id, None).await;
         }

@@ -4,20 +4,21 @@
 //! the lines (acts and terms, the pause itself not counted) and from the
 //! Lease's history. Ignored in the workspace run; `.ci/run` runs it.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Fleet, Judged, TIMINGS_MS};
+use fleet::harness::{Fleet, Judged, TIMINGS_MS};
 use fleet::line::{Event, mono_now};
 use fleet::peer::Signal;
 use test_kit::runtimes::Runtime;
+
+/// kube-elector's peer, built by cargo for this test.
+const ELECTOR_PEER: &str = env!("CARGO_BIN_EXE_elector-peer");
 
 /// `paused` leads first (it starts alone), the others join; it is stopped
 /// until another took over and half a second more, resumed, and the fleet
 /// runs a renew deadline and 1.5 s more. The judgment, and when it resumed.
 async fn pause_the_leader(paused: &str, others: &[&str]) -> (Judged, u64) {
-    let mut fleet = Fleet::new().await;
+    let mut fleet = Fleet::new(ELECTOR_PEER.as_ref()).await;
     let lease = Duration::from_millis(TIMINGS_MS.0);
     fleet.start(paused, None).await;
     let (first, _) = fleet

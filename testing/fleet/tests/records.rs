@@ -7,13 +7,11 @@
 //! stored; and each written again by kube-elector's codec loses no field.
 //! Ignored in the workspace run; `.ci/run` runs it.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Fleet, LEASE, TIMINGS_MS};
+use fleet::harness::{Fleet, LEASE, TIMINGS_MS};
 use fleet::line::{Event, mono_now};
-use fleet::peer::{Library, Signal};
+use fleet::peer::Signal;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use kube_elector::core::{Stamp, WallTime};
@@ -21,6 +19,9 @@ use kube_elector::lease::record::{record_from_lease, spec_from_record};
 use serde_json::Value;
 use test_kit::apiserver::ADMIN;
 use test_kit::runtimes::Runtime;
+
+/// kube-elector's peer, built by cargo for this test.
+const ELECTOR_PEER: &str = env!("CARGO_BIN_EXE_elector-peer");
 
 /// An RFC 3339 time as (seconds, nanoseconds).
 fn instant(s: &str) -> (i64, u32) {
@@ -49,7 +50,7 @@ async fn stored(fleet: &Fleet) -> (Lease, Value) {
 
 /// The record as client-go's LeaseLock reads it.
 fn client_go_reads(fleet: &Fleet) -> Value {
-    let out = std::process::Command::new(common::binary(Library::ClientGo))
+    let out = std::process::Command::new(fleet::harness::client_go_peer())
         .args(["--read", "--lease", LEASE, "--namespace", &fleet.ns])
         .arg("--kubeconfig")
         .arg(&fleet.kubeconfig)
@@ -157,7 +158,7 @@ async fn read_exactly(fleet: &Fleet, what: &str) -> Value {
 fn each_library_reads_the_others_record_exactly() {
     Runtime::Tokio.run(|| async {
         let lease = Duration::from_millis(TIMINGS_MS.0);
-        let mut fleet = Fleet::new().await;
+        let mut fleet = Fleet::new(ELECTOR_PEER.as_ref()).await;
         fleet.start("g-0", None).await;
         fleet
             .next_leader(0, "", lease * 3)
@@ -196,7 +197,7 @@ fn each_library_reads_the_others_record_exactly() {
 #[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
 fn each_library_reads_the_coordinators_and_the_others_coordinated_record_exactly() {
     Runtime::Tokio.run(|| async {
-        let mut fleet = Fleet::new().await;
+        let mut fleet = Fleet::new(ELECTOR_PEER.as_ref()).await;
         // client-go on 1.36 alone: the coordinator assigns it the Lease.
         fleet.start("g-0", Some("1.36.0")).await;
         fleet

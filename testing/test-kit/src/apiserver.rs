@@ -83,6 +83,19 @@ pub const TESTERS: [&str; 14] = [
     "leader", "follower",
 ];
 
+/// The audit policy: Leases and LeaseCandidates at `Metadata` (who, what,
+/// when; no bodies), nothing else.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    resources:
+      - group: coordination.k8s.io
+        resources: [leases, leasecandidates]
+  - level: None
+";
+
 /// The group of [`TESTERS`].
 pub const TESTERS_GROUP: &str = "kube-elector:testers";
 
@@ -343,6 +356,8 @@ impl ApiServer {
             ApiServerError::Start(e)
         };
         make_certificates(&dir).map_err(fail)?;
+        fs::write(dir.join("audit-policy.yaml"), AUDIT_POLICY)
+            .map_err(|e| fail(format!("cannot write the audit policy: {e}")))?;
         let tokens = write_tokens(&dir).map_err(fail)?;
         let port = || free_port().map_err(|e| format!("no free port: {e}"));
         let ports = (|| Ok::<_, String>((port()?, port()?, port()?)))();
@@ -385,6 +400,12 @@ impl ApiServer {
             // The `kubernetes` Service's Endpoints may not name a loopback
             // address: no reconciler, rather than an error a second.
             "--endpoint-reconciler-type=none".into(),
+            // Every request on Leases and LeaseCandidates in the audit log
+            // (`audit_log`), for tests that count a client's requests.
+            format!("--audit-policy-file={}", d("audit-policy.yaml")),
+            format!("--audit-log-path={}", d("audit.log")),
+            "--audit-log-format=json".into(),
+            "--audit-log-maxsize=0".into(),
         ];
         let apiserver_bin = bin.join("kube-apiserver");
         let apiserver = spawn_apiserver(&apiserver_bin, &apiserver_args, &dir);
@@ -474,6 +495,14 @@ impl ApiServer {
     /// etcd's process id.
     pub fn etcd_pid(&self) -> u32 {
         self.etcd.id()
+    }
+
+    /// The API server's audit log: one JSON event per line (`audit.k8s.io/v1`
+    /// `Event`, level `Metadata`) for each request on Leases and
+    /// LeaseCandidates, at its `ResponseStarted` (watches) and
+    /// `ResponseComplete` stages; nothing else is audited.
+    pub fn audit_log(&self) -> PathBuf {
+        self.dir.join("audit.log")
     }
 
     /// The CA certificate the server's serving certificate is signed by (PEM).

@@ -1,19 +1,20 @@
-//! The fleet on the real kube-apiserver: peers of both libraries on one Lease
-//! of a namespace of their own, the Lease's history kept by a watch from the
-//! start, and the judgments at the end.
-#![allow(dead_code)]
+//! A fleet on the real kube-apiserver (`test_kit::apiserver`'s shared
+//! server): peers of both libraries on one Lease of a namespace of their own,
+//! each as a ServiceAccount of its own (so that the API server's audit log
+//! tells their requests apart), the Lease's history kept by a watch from
+//! before the first peer, and the judgments at the end.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fleet::judge::{self, Recorded};
-use fleet::line::{Event, mono_now};
-use fleet::peer::{Library, Log, Peer, Signal, Spec};
+use crate::judge::{self, Recorded};
+use crate::line::{Event, mono_now};
+use crate::peer::{Library, Log, Peer, Signal, Spec};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, WatchEvent, WatchParams};
-use test_kit::apiserver::{ADMIN, ApiServer, Server};
+use test_kit::apiserver::{ADMIN, ApiServer, Server, TESTERS_NAMESPACE};
 
 /// client-go's three timings for every peer: lease 3 s, renew deadline 2 s,
 /// retry 500 ms.
@@ -22,44 +23,57 @@ pub const TIMINGS_MS: (u64, u64, u64) = (3000, 2000, 500);
 /// The Lease every peer elects on.
 pub const LEASE: &str = "mixed";
 
-/// The peer binary of `library`: the client-go peer built by
-/// `testing/k8s-server/build.sh`, or cargo's `elector-peer`.
-pub fn binary(library: Library) -> PathBuf {
-    match library {
-        Library::ClientGo => {
-            let bin = test_kit::apiserver::bin_dir().join("client-go-peer");
-            assert!(
-                bin.is_file(),
-                "no client-go peer at {}: run bash testing/k8s-server/build.sh",
-                bin.display()
-            );
-            bin
-        }
-        Library::Elector => PathBuf::from(env!("CARGO_BIN_EXE_elector-peer")),
-    }
+/// The client-go peer built by `testing/k8s-server/build.sh`.
+///
+/// # Panics
+///
+/// When it is not built.
+pub fn client_go_peer() -> PathBuf {
+    let bin = test_kit::apiserver::bin_dir().join("client-go-peer");
+    assert!(
+        bin.is_file(),
+        "no client-go peer at {}: run bash testing/k8s-server/build.sh",
+        bin.display()
+    );
+    bin
 }
 
 /// A fleet on the shared kube-apiserver, in a namespace of its own.
 pub struct Fleet {
+    /// The server.
     pub server: &'static ApiServer,
+    /// The fleet's namespace: its Lease, its LeaseCandidates.
     pub ns: String,
+    /// The admin's kubeconfig, for the namespace.
     pub kubeconfig: PathBuf,
+    /// The peers' lines and the harness's marks.
     pub log: Log,
+    /// The running peers.
     pub peers: Vec<Peer>,
+    /// The Lease's states as its watch delivered them.
     pub history: Arc<Mutex<Vec<Recorded>>>,
     /// How the Lease's transitions count: coordinated once a peer runs so.
     pub counting: judge::Counting,
+    elector_peer: PathBuf,
+    dir: PathBuf,
     watch: tokio::task::JoinHandle<()>,
 }
 
 impl Fleet {
     /// A namespace, the admin's kubeconfig for it, and the Lease's watch,
-    /// established before any peer starts.
-    pub async fn new() -> Fleet {
+    /// established before any peer starts; kube-elector's peers run
+    /// `elector_peer` (`env!("CARGO_BIN_EXE_elector-peer")` in this crate's
+    /// tests and benchmarks).
+    ///
+    /// # Panics
+    ///
+    /// When the server does not start or a file cannot be written.
+    pub async fn new(elector_peer: &Path) -> Fleet {
         let server = ApiServer::shared();
         let ns = server.namespace();
-        let kubeconfig =
-            std::env::temp_dir().join(format!("fleet-{}-{ns}.kubeconfig", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("fleet-{}-{ns}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory for the kubeconfigs");
+        let kubeconfig = dir.join("admin.kubeconfig");
         server.write_kubeconfig(ADMIN, &ns, &kubeconfig);
         let history = Arc::new(Mutex::new(Vec::new()));
         let (ready, watching) = tokio::sync::oneshot::channel();
@@ -78,6 +92,8 @@ impl Fleet {
             peers: Vec::new(),
             history,
             counting: judge::Counting::EachHolder,
+            elector_peer: elector_peer.to_owned(),
+            dir,
             watch,
         }
     }
@@ -91,7 +107,27 @@ impl Fleet {
         }
     }
 
-    /// Starts the peer `id` and waits for its `started` line.
+    /// The peer binary of `library`.
+    pub fn binary(&self, library: Library) -> PathBuf {
+        match library {
+            Library::ClientGo => client_go_peer(),
+            Library::Elector => self.elector_peer.clone(),
+        }
+    }
+
+    /// The API server's user for the peer `id`: the ServiceAccount `id` of
+    /// `test_kit::apiserver::TESTERS_NAMESPACE` (bound to `cluster-admin`).
+    pub fn user(id: &str) -> String {
+        format!("system:serviceaccount:{TESTERS_NAMESPACE}:{id}")
+    }
+
+    /// Starts the peer `id` (`g-…` client-go, `r-…` kube-elector), as the
+    /// user [`Fleet::user`], coordinated with that version if one is given,
+    /// and waits for its `started` line.
+    ///
+    /// # Panics
+    ///
+    /// When it prints no `started` line within 20 s.
     pub async fn start(&mut self, id: &str, coordinated: Option<&str>) {
         let library = Self::library(id);
         if coordinated.is_some() {
@@ -102,18 +138,28 @@ impl Fleet {
             id: id.to_owned(),
             lease: LEASE.to_owned(),
             namespace: self.ns.clone(),
-            kubeconfig: self.kubeconfig.clone(),
+            kubeconfig: self.kubeconfig_of(id),
             timings_ms: TIMINGS_MS,
             tick_ms: 100,
             coordinated: coordinated.map(str::to_owned),
         };
         let since = mono_now();
-        let peer = Peer::spawn(&binary(library), spec, &self.log).expect("a peer process");
+        let peer = Peer::spawn(&self.binary(library), spec, &self.log).expect("a peer process");
         assert!(
             peer.started(since, Duration::from_secs(20)).await,
             "{id} printed no `started` line in 20 s"
         );
         self.peers.push(peer);
+    }
+
+    /// The kubeconfig of the peer `id`'s ServiceAccount (written once).
+    fn kubeconfig_of(&self, id: &str) -> PathBuf {
+        let path = self.dir.join(format!("{id}.kubeconfig"));
+        if !path.is_file() {
+            self.server
+                .write_service_account_kubeconfig(TESTERS_NAMESPACE, id, &path);
+        }
+        path
     }
 
     /// The running peer `id`.
@@ -180,7 +226,7 @@ impl Fleet {
         self.watch.abort();
         let (lines, marks) = (self.log.lines(), self.log.marks());
         let history = self.history.lock().unwrap().clone();
-        let _ = std::fs::remove_file(&self.kubeconfig);
+        let _ = std::fs::remove_dir_all(&self.dir);
         Judged {
             stderr: self.log.stderr(),
             bad_lines: self.log.bad_lines(),
@@ -196,18 +242,28 @@ impl Fleet {
 /// What the judgments found.
 #[derive(Debug)]
 pub struct Judged {
+    /// The peers' stderr.
     pub stderr: Vec<String>,
+    /// Output that did not read as a line.
     pub bad_lines: Vec<String>,
+    /// Acts inside another's term.
     pub acts: Vec<judge::Overlap>,
+    /// Terms at once.
     pub terms: Vec<(judge::Term, judge::Term, u64)>,
+    /// What is wrong with the Lease's history.
     pub history_faults: Vec<String>,
     /// Ticks the Lease did not name the ticking peer's holder for.
     pub outside: Vec<judge::Overlap>,
+    /// The Lease's history.
     pub history: Vec<Recorded>,
 }
 
 impl Judged {
     /// Panics naming whatever the judgments found.
+    ///
+    /// # Panics
+    ///
+    /// When they found anything.
     pub fn assert_clean(&self) {
         let clean = self.bad_lines.is_empty()
             && self.acts.is_empty()
