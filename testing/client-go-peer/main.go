@@ -2,8 +2,9 @@
 // tools/leaderelection, as a Go controller runs it, for tests that run
 // client-go beside kube-elector on a real kube-apiserver (issue 39).
 //
-// It runs leaderelection's LeaderElector on a resourcelock.LeaseLock with
-// ReleaseOnCancel, and prints one line per event on stdout:
+// It runs leaderelection's LeaderElector on a resourcelock.LeaseLock (built
+// by resourcelock.NewFromKubeconfig: requests time out at half the renew
+// deadline) with ReleaseOnCancel, and prints one line per event on stdout:
 //
 //	<mono_ns> <wall> <identity> <event>[ <arg>]
 //
@@ -221,14 +222,20 @@ func main() {
 		return
 	}
 
+	// The lock as client-go builds one from a kubeconfig: its own client
+	// with a request timeout of half the renew deadline (at least 1 s), so
+	// that one hung request cannot take the whole deadline (controller-runtime
+	// does the same).
+	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, opts.namespace, opts.lease,
+		resourcelock.ResourceLockConfig{Identity: opts.id}, config, opts.renewDeadline)
+	if err != nil {
+		usageError("lock: %v", err)
+	}
+
 	o := &out{identity: opts.id}
 	w := &work{out: o, tick: opts.tick}
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: opts.namespace, Name: opts.lease},
-			Client:     client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: opts.id},
-		},
+		Lock:            lock,
 		LeaseDuration:   opts.leaseDuration,
 		RenewDeadline:   opts.renewDeadline,
 		RetryPeriod:     opts.retryPeriod,

@@ -1,6 +1,6 @@
 //! client-go's leader election and kube-elector measured in one run, on the
-//! same real kube-apiserver, with the same timings (lease 3 s, renew deadline
-//! 2 s, retry 500 ms), on the same machine: two fleets of two candidates, one
+//! same real kube-apiserver, with the same timings (`fleet::harness::TIMINGS_MS`:
+//! lease 4 s, renew deadline 3 s, retry 1 s), on the same machine: two fleets of two candidates, one
 //! of each library, side by side.
 //!
 //! - API requests per minute of a leader and of a follower, from the API

@@ -15,10 +15,17 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, WatchEvent, WatchParams};
 use test_kit::apiserver::{ADMIN, ApiServer, Server, TESTERS_NAMESPACE};
+use test_kit::proxy::Proxy;
 
-/// client-go's three timings for every peer: lease 3 s, renew deadline 2 s,
-/// retry 500 ms.
-pub const TIMINGS_MS: (u64, u64, u64) = (3000, 2000, 500);
+/// client-go's three timings for every peer: lease 4 s, renew deadline 3 s,
+/// retry 1 s (kube-elector's request timeout, half the renew deadline as
+/// `Config::client_go` takes it, and a retry must fit in the renew deadline).
+/// Not a shorter retry: client-go's followers compare records as
+/// JSON whose times have whole seconds (`metav1.Time`), so two renewals in one
+/// second look like one, and a follower counts the lease from the first: up to
+/// a second early by the holder's last renewal (seen with 500 ms: a client-go
+/// follower took over 2.79 s after a 3 s lease's last renewal).
+pub const TIMINGS_MS: (u64, u64, u64) = (4000, 3000, 1000);
 
 /// The Lease every peer elects on.
 pub const LEASE: &str = "mixed";
@@ -56,6 +63,7 @@ pub struct Fleet {
     pub counting: judge::Counting,
     elector_peer: PathBuf,
     dir: PathBuf,
+    proxies: std::collections::BTreeMap<String, Proxy>,
     watch: tokio::task::JoinHandle<()>,
 }
 
@@ -94,6 +102,7 @@ impl Fleet {
             counting: judge::Counting::EachHolder,
             elector_peer: elector_peer.to_owned(),
             dir,
+            proxies: std::collections::BTreeMap::new(),
             watch,
         }
     }
@@ -145,21 +154,57 @@ impl Fleet {
         };
         let since = mono_now();
         let peer = Peer::spawn(&self.binary(library), spec, &self.log).expect("a peer process");
-        assert!(
-            peer.started(since, Duration::from_secs(20)).await,
-            "{id} printed no `started` line in 20 s"
-        );
+        if !peer.started(since, Duration::from_secs(20)).await {
+            let said: Vec<String> = self
+                .log
+                .stderr()
+                .into_iter()
+                .filter(|l| l.starts_with(&format!("{id}: ")))
+                .collect();
+            panic!("{id} printed no `started` line in 20 s; its stderr: {said:#?}");
+        }
         self.peers.push(peer);
     }
 
-    /// The kubeconfig of the peer `id`'s ServiceAccount (written once).
+    /// The kubeconfig of the peer `id`'s ServiceAccount (written once),
+    /// through its proxy if it has one.
     fn kubeconfig_of(&self, id: &str) -> PathBuf {
         let path = self.dir.join(format!("{id}.kubeconfig"));
         if !path.is_file() {
             self.server
                 .write_service_account_kubeconfig(TESTERS_NAMESPACE, id, &path);
+            if let Some(proxy) = self.proxies.get(id) {
+                let direct = self.server.url().to_owned();
+                let text = std::fs::read_to_string(&path).expect("the kubeconfig");
+                let through = text.replace(&direct, &format!("https://{}", proxy.addr()));
+                assert_ne!(text, through, "the kubeconfig names the server");
+                std::fs::write(&path, through).expect("the kubeconfig");
+            }
         }
         path
+    }
+
+    /// Puts the peer `id`, not started yet, behind a proxy of its own
+    /// (`test_kit::proxy`): every request of it goes through [`Fleet::proxy`].
+    ///
+    /// # Panics
+    ///
+    /// When `id` has a kubeconfig already, or no port can be bound.
+    pub async fn behind_proxy(&mut self, id: &str) {
+        assert!(
+            !self.dir.join(format!("{id}.kubeconfig")).is_file(),
+            "{id} started already without a proxy"
+        );
+        let target = format!("127.0.0.1:{}", self.server.port())
+            .parse()
+            .expect("an address");
+        let proxy = Proxy::start(target).await.expect("a proxy");
+        self.proxies.insert(id.to_owned(), proxy);
+    }
+
+    /// The proxy of the peer `id`.
+    pub fn proxy(&self, id: &str) -> &Proxy {
+        self.proxies.get(id).expect("a peer behind a proxy")
     }
 
     /// The running peer `id`.
@@ -337,6 +382,11 @@ async fn keep(
                 transitions: spec.lease_transitions.unwrap_or(0),
                 duration_secs: spec.lease_duration_seconds.unwrap_or(0),
                 version: version.clone(),
+                renew: spec
+                    .renew_time
+                    .as_ref()
+                    .map(|t| t.0.to_string())
+                    .unwrap_or_default(),
             });
         }
     }

@@ -215,6 +215,8 @@ pub struct Recorded {
     pub duration_secs: i32,
     /// `resourceVersion`.
     pub version: String,
+    /// `renewTime` as stored (`""` when absent).
+    pub renew: String,
 }
 
 /// How `leaseTransitions` counts.
@@ -414,6 +416,7 @@ mod tests {
             transitions,
             duration_secs: 3,
             version: format!("{mono_ms}"),
+            renew: String::new(),
         }
     }
 

@@ -42,8 +42,10 @@ async fn pause_the_leader(paused: &str, others: &[&str]) -> (Judged, u64) {
         .await
         .expect("another takes over the paused leader");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    fleet.peer(paused).signal(Signal::Cont);
+    // Before the signal: its first line after it may come before the
+    // signal call returns.
     let resumed = mono_now();
+    fleet.peer(paused).signal(Signal::Cont);
     eprintln!(
         "{paused} paused: {next} leads {:.0} ms after the pause; resumed {:.0} ms after the pause",
         (at - since) as f64 / 1e6,

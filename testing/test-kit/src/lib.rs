@@ -19,6 +19,8 @@
 //!   `testing/k8s-server/build.sh`, for the real-server tests; and
 //!   [`Server`](apiserver::Server), what a suite needs of an API server, so
 //!   that one suite runs on the emulator and on kube-apiserver;
+//! - [`proxy`]: a TCP proxy per client that holds or slows its traffic, for
+//!   partitions and a slow API on the real kube-apiserver;
 //! - [`stall`]: a watch that tells a real-time test whether the machine
 //!   withheld its whole process (then a leader rightly loses at its deadline)
 //!   or only an executor was blocked.
@@ -38,6 +40,7 @@ pub mod admission;
 pub mod apiserver;
 pub mod driver_suite;
 pub mod kube_lock;
+pub mod proxy;
 pub mod rbac;
 pub mod runtimes;
 pub mod stall;

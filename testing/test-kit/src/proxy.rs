@@ -1,0 +1,180 @@
+//! A TCP proxy in front of a server on 127.0.0.1, one per client, that can
+//! hold a client's traffic (a partition) or slow it (a slow API), for the
+//! fault scenarios on the real kube-apiserver: TLS passes through untouched
+//! (the server's certificate names 127.0.0.1, whatever the port).
+//!
+//! - [`Mode::Pass`]: bytes go through as they come;
+//! - [`Mode::Delay`]: each chunk read is held that long before it is written on,
+//!   in both directions, so a request and its answer each take it once more;
+//! - [`Mode::Hold`]: nothing is read or written, on every connection, old and
+//!   new (new ones are accepted and connected, then held); what was read stays
+//!   held and goes on when the mode changes, as TCP delivers after a partition
+//!   heals, unless the client gave up and closed the connection first.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// What the proxy does with the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Forward them.
+    Pass,
+    /// Forward each chunk this long after it was read.
+    Delay(Duration),
+    /// Forward nothing until the mode changes.
+    Hold,
+}
+
+/// A running proxy; it stops accepting and drops its connections on drop.
+pub struct Proxy {
+    addr: SocketAddr,
+    mode: watch::Sender<Mode>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Listens on a free port of 127.0.0.1 and forwards to `target`, on the
+    /// current tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// When no port can be bound.
+    pub async fn start(target: SocketAddr) -> std::io::Result<Proxy> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (mode, watching) = watch::channel(Mode::Pass);
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((client, _)) = listener.accept().await {
+                let watching = watching.clone();
+                connections.spawn(async move {
+                    let Ok(server) = TcpStream::connect(target).await else {
+                        return;
+                    };
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
+                    // Each direction on its own; either ending ends both.
+                    tokio::select! {
+                        () = pump(client_read, server_write, watching.clone()) => {}
+                        () = pump(server_read, client_write, watching) => {}
+                    }
+                });
+            }
+        });
+        Ok(Proxy { addr, mode, task })
+    }
+
+    /// Where clients connect.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// From now on, `mode` (also for the chunks held now).
+    pub fn set(&self, mode: Mode) {
+        let _ = self.mode.send(mode);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Copies `from` to `to` by `mode`.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut mode: watch::Receiver<Mode>,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        // Nothing is read while held: the sender's TCP window fills.
+        while *mode.borrow_and_update() == Mode::Hold {
+            if mode.changed().await.is_err() {
+                return;
+            }
+        }
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        loop {
+            let now = *mode.borrow_and_update();
+            match now {
+                Mode::Pass => break,
+                Mode::Delay(d) => {
+                    tokio::time::sleep(d).await;
+                    break;
+                }
+                Mode::Hold => {
+                    if mode.changed().await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An echo server; returns its address.
+    async fn echo() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (mut r, mut w) = s.split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        });
+        addr
+    }
+
+    async fn round_trip(s: &mut TcpStream) -> Vec<u8> {
+        s.write_all(b"ping").await.unwrap();
+        let mut got = [0u8; 4];
+        s.read_exact(&mut got).await.unwrap();
+        got.to_vec()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn it_passes_delays_holds_and_delivers_what_it_held() {
+        let proxy = Proxy::start(echo().await).await.unwrap();
+        let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(round_trip(&mut s).await, b"ping");
+
+        proxy.set(Mode::Delay(Duration::from_millis(100)));
+        let started = std::time::Instant::now();
+        assert_eq!(round_trip(&mut s).await, b"ping");
+        // Once each way.
+        assert!(
+            started.elapsed() >= Duration::from_millis(200),
+            "{:?}",
+            started.elapsed()
+        );
+
+        proxy.set(Mode::Hold);
+        s.write_all(b"held").await.unwrap();
+        let mut got = [0u8; 4];
+        let read = tokio::time::timeout(Duration::from_millis(300), s.read_exact(&mut got)).await;
+        assert!(read.is_err(), "nothing passes while held");
+        proxy.set(Mode::Pass);
+        s.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"held", "what was held goes on when healed");
+    }
+}
