@@ -207,6 +207,28 @@ impl Fleet {
         self.proxies.get(id).expect("a peer behind a proxy")
     }
 
+    /// Starts `leader` alone and waits until it leads and its work ticks,
+    /// then starts `others`: a fleet whose leader is known.
+    ///
+    /// # Panics
+    ///
+    /// When `leader` does not lead and tick within three leases.
+    pub async fn start_led_by(&mut self, leader: &str, others: &[&str]) {
+        let lease = Duration::from_millis(TIMINGS_MS.0);
+        self.start(leader, None).await;
+        let (first, _) = self.next_leader(0, "", lease * 3).await.expect("a leader");
+        assert_eq!(first, leader);
+        for id in others {
+            self.start(id, None).await;
+        }
+        self.log
+            .wait_for(0, lease * 3, |l| {
+                l.identity == leader && l.event == Event::Tick
+            })
+            .await
+            .expect("the leader ticks");
+    }
+
     /// The running peer `id`.
     pub fn peer(&self, id: &str) -> &Peer {
         self.peers

@@ -43,17 +43,7 @@ async fn fault_on_the_leader(
     for id in std::iter::once(&leader).chain(others) {
         fleet.behind_proxy(id).await;
     }
-    fleet.start(leader, None).await;
-    let (first, _) = fleet.next_leader(0, "", lease * 3).await.expect("a leader");
-    assert_eq!(first, leader);
-    for id in others {
-        fleet.start(id, None).await;
-    }
-    fleet
-        .log
-        .wait_for(0, lease, |l| l.identity == leader && l.event == Event::Tick)
-        .await
-        .expect("the leader ticks");
+    fleet.start_led_by(leader, others).await;
     tokio::time::sleep(Duration::from_millis(700)).await;
     let since = mono_now();
     fleet.proxy(leader).set(mode);

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use fleet::harness::{Fleet, Judged, TIMINGS_MS};
-use fleet::line::{Event, mono_now};
+use fleet::line::mono_now;
 use fleet::peer::Signal;
 use test_kit::runtimes::Runtime;
 
@@ -20,21 +20,7 @@ const ELECTOR_PEER: &str = env!("CARGO_BIN_EXE_elector-peer");
 async fn pause_the_leader(paused: &str, others: &[&str]) -> (Judged, u64) {
     let mut fleet = Fleet::new(ELECTOR_PEER.as_ref()).await;
     let lease = Duration::from_millis(TIMINGS_MS.0);
-    fleet.start(paused, None).await;
-    let (first, _) = fleet
-        .next_leader(0, "", lease * 3)
-        .await
-        .expect("the first peer leads");
-    assert_eq!(first, paused);
-    for id in others {
-        fleet.start(id, None).await;
-    }
-    // A few ticks as leader, so that the pause lands between two renewals.
-    fleet
-        .log
-        .wait_for(0, lease, |l| l.identity == paused && l.event == Event::Tick)
-        .await
-        .expect("the leader ticks");
+    fleet.start_led_by(paused, others).await;
     let since = mono_now();
     fleet.peer(paused).signal(Signal::Stop);
     let (next, at) = fleet
