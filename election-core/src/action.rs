@@ -28,22 +28,6 @@ pub enum OpId {
     Write(WriteId),
 }
 
-impl OpId {
-    /// The input that hands `result` back as this call's answer (a read's or a
-    /// write's, by the id's kind). For a driver that runs every [`Action`] the
-    /// same way; a hand-written loop that matches on the action can build
-    /// [`crate::Input::Read`] and [`crate::Input::Written`] directly.
-    pub fn answer(
-        self,
-        result: Result<crate::record::Observation, crate::lock::LockError>,
-    ) -> crate::input::Input {
-        match self {
-            OpId::Read(op) => crate::input::Input::Read { op, result },
-            OpId::Write(op) => crate::input::Input::Written { op, result },
-        }
-    }
-}
-
 impl From<ReadId> for OpId {
     fn from(op: ReadId) -> OpId {
         OpId::Read(op)

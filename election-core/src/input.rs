@@ -1,6 +1,6 @@
 //! What the driver feeds the elector: answers to its calls and what a watch saw.
 
-use crate::action::{ReadId, WriteId};
+use crate::action::{OpId, ReadId, WriteId};
 use crate::lock::{LockError, WatchEvent};
 use crate::record::Observation;
 
@@ -31,4 +31,17 @@ pub enum Input {
     /// watch breaks, say so at once: polling resumes (silence never means
     /// "unchanged").
     WatchActive(bool),
+}
+
+impl OpId {
+    /// The input that hands `result` back as this call's answer (a read's or a
+    /// write's, by the id's kind). For a driver that runs every
+    /// [`Action`](crate::Action) the same way; a hand-written loop that matches
+    /// on the action can build [`Input::Read`] and [`Input::Written`] directly.
+    pub fn answer(self, result: Result<Observation, LockError>) -> Input {
+        match self {
+            OpId::Read(op) => Input::Read { op, result },
+            OpId::Write(op) => Input::Written { op, result },
+        }
+    }
 }

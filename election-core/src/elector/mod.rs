@@ -467,17 +467,20 @@ impl Elector {
     // ---- polls ----
 
     /// The next lock call to start. At most one is outstanding at any time.
+    #[must_use]
     pub fn poll_action(&mut self) -> Option<Action> {
         self.actions.pop_front()
     }
 
     /// The next event to deliver.
+    #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next (`None`: only
     /// after an input or a command).
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.next_timeout()
     }
