@@ -7,6 +7,13 @@ mod common;
 
 use std::process::{Command, Output, Stdio};
 
+use common::Site;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use kube_emulator::{Emulator, Resource, Verb};
+use test_kit::admission::until_enforced;
+use test_kit::apiserver::{ADMIN, ApiServer};
+
 fn run(args: &[&str]) -> Output {
     Command::new(common::BIN)
         .args(args)
@@ -387,44 +394,100 @@ async fn kubectl_applies_the_manifests_and_lists_them() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// An emulator with the fencing policy of the Lease `default/<lease>` over
-/// ConfigMaps applied with kubectl, as `fence-policy` prints it; and a directory
-/// for kubeconfigs.
-async fn fenced(lease: &str) -> (kube_emulator::Emulator, std::path::PathBuf) {
-    let emu = kube_emulator::Emulator::start().await.expect("emulator");
-    let dir = common::temp(&format!("fence-{lease}"));
-    let admin = dir.join("admin.kubeconfig");
-    emu.write_kubeconfig(&admin, "admin").expect("kubeconfig");
-    let printed = run(&[
+/// Applies the fencing policy of the Lease `<ns>/<lease>` over ConfigMaps, as
+/// `fence-policy` prints it with `flags`, with kubectl as the site's operator.
+fn apply_policy(site: &Site<'_>, lease: &str, flags: &[&str]) {
+    let mut args = vec![
         "--namespace",
-        "default",
+        &site.ns,
         "fence-policy",
         "--lease",
         lease,
         "--protect",
         "v1/configmaps",
-    ]);
+    ];
+    args.extend_from_slice(flags);
+    let printed = run(&args);
+    assert!(printed.status.success(), "{printed:?}");
     let yaml = String::from_utf8(printed.stdout).expect("UTF-8");
-    let out = kubectl(&admin, &["apply", "-f", "-"], &yaml);
+    let out = kubectl(&site.operator, &["apply", "-f", "-"], &yaml);
     assert!(out.status.success(), "{out:?}");
-    (emu, dir)
 }
 
-/// A sidecar `id` in `run` mode on the Lease `default/<lease>` (2 s lease), its
-/// child `sh -c <script>`, where `{kc}` in the script is the child's kubeconfig.
-fn run_mode(
-    emu: &kube_emulator::Emulator,
-    dir: &std::path::Path,
-    id: &str,
-    lease: &str,
-    script: &str,
-) -> tokio::process::Child {
-    let kubeconfig = dir.join(format!("{id}.kubeconfig"));
-    emu.write_kubeconfig(&kubeconfig, id).expect("kubeconfig");
-    let script = script.replace("{kc}", kubeconfig.to_str().expect("UTF-8 path"));
+/// [`apply_policy`] (refusing), returning once the server enforces it: an
+/// operator's dry-run create is refused (no Lease yet: every protected write
+/// is; kube-apiserver sees a new binding about a second after it is written).
+async fn fenced(site: &Site<'_>, lease: &str) {
+    apply_policy(site, lease, &[]);
+    let api: Api<ConfigMap> = Api::namespaced(site.server.client(ADMIN), &site.ns);
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let mut probe = ConfigMap::default();
+    probe.metadata.name = Some("probe".into());
+    until_enforced(
+        &format!("the policy fence-{lease} on the {}", site.server.name()),
+        async || api.create(&dry_run, &probe).await.is_err(),
+    )
+    .await;
+}
+
+/// kube-apiserver, in a namespace of its own, where `kubectl apply -f
+/// deploy/rbac.yaml -f deploy/run-mode.yaml` ran: the sidecars and their
+/// children run as its ServiceAccount `nightly-report`, which a Role of the
+/// application's lets write ConfigMaps (what the children write).
+fn apiserver_site(test: &str) -> Site<'static> {
+    tokio::task::block_in_place(|| {
+        let server = ApiServer::shared();
+        let site = Site::apiserver(
+            server,
+            test,
+            &["rbac.yaml", "run-mode.yaml"],
+            "nightly-report",
+        );
+        let app = site.dir.join("app-role.yaml");
+        std::fs::write(
+            &app,
+            "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: { name: app }
+rules:
+  - apiGroups: [\"\"]
+    resources: [\"configmaps\"]
+    verbs: [\"get\", \"create\", \"patch\"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: { name: app }
+subjects: [{ kind: ServiceAccount, name: nightly-report }]
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: app }
+",
+        )
+        .expect("write");
+        server.kubectl_apply(&site.ns, &[app]);
+        let config = server.service_account_config(&site.ns, "nightly-report");
+        server.wait_allowed(&config, &site.ns, "patch", "", "configmaps");
+        site
+    })
+}
+
+/// A sidecar `id` in `run` mode on the Lease `<ns>/<lease>` of `site` (2 s
+/// lease), its child `sh -c <script>`, where `{kc}` in the script is the
+/// child's kubeconfig (the sidecar's) and `{kubectl}` runs kubectl with it
+/// and a cache of its own.
+fn run_mode(site: &Site<'_>, id: &str, lease: &str, script: &str) -> tokio::process::Child {
+    let kubeconfig = site.kubeconfig(id);
+    let kc = kubeconfig.to_str().expect("UTF-8 path");
+    let cache = site.dir.join(format!("{id}.kubectl-cache"));
+    let kubectl = format!(
+        "kubectl --kubeconfig {kc} --cache-dir {}",
+        cache.to_str().expect("UTF-8 path")
+    );
+    let script = script.replace("{kubectl}", &kubectl).replace("{kc}", kc);
     tokio::process::Command::new(common::BIN)
         .args(["--lease-duration", "2s", "--renew-deadline", "1500ms"])
-        .args(["--retry-period", "250ms", "--namespace", "default", "run"])
+        .args(["--retry-period", "250ms", "--namespace", &site.ns, "run"])
         .args(["--lease", lease, "--", "sh", "-c", &script])
         .env("KUBECONFIG", &kubeconfig)
         .env("ELECTION_IDENTITY", id)
@@ -434,24 +497,48 @@ fn run_mode(
         .expect("spawn the sidecar")
 }
 
+/// The lines of the file `name` in the site's directory (none if missing).
+fn log_lines(site: &Site<'_>, name: &str) -> Vec<String> {
+    std::fs::read_to_string(site.dir.join(name))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// How many writes the lines of `log` (a child's kubectl output) show refused
+/// by the policy `fence-<lease>`.
+fn refusals(log: &[String], lease: &str) -> usize {
+    let words = format!("denied request: fenced by fence-{lease}");
+    log.iter().filter(|l| l.contains(&words)).count()
+}
+
+/// A `resourceVersion` as a number (both servers' are etcd-like revisions:
+/// one global, growing count).
+fn version(object: &serde_json::Value) -> u64 {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("a numeric resourceVersion: {object}"))
+}
+
 /// The sidecar's documented way to fence an application: in `run` mode the child
 /// gets `LEADER_ELECTOR_IDENTITY` and `LEADER_ELECTOR_TERM`, and stamps its writes
 /// with them (`election.rs/holder`, `election.rs/term`) and a token of its own
 /// (`election.rs/write`). With the policy applied,
 /// the child's stamped write passes and an unstamped one is refused.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p leader-elector --test fence_policy -- --ignored"]
-async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence() {
-    let (emu, dir) = fenced("fenced").await;
+async fn a_run_mode_childs_stamped_write_passes_the_fence(site: &Site<'_>) {
+    fenced(site, "fenced").await;
+    let dir = site.dir.clone();
     // The child: one stamped create, one unstamped, each reported in a file.
     let script = format!(
         r#"stamped='{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"stamped","annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'","election.rs/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}}}}'
-echo "$stamped" | kubectl --kubeconfig {{kc}} create -f - > {dir}/stamped.out 2>&1; echo $? >> {dir}/stamped.out
-kubectl --kubeconfig {{kc}} create configmap bare > {dir}/bare.out 2>&1; echo $? >> {dir}/bare.out
+echo "$stamped" | {{kubectl}} create -f - > {dir}/stamped.out 2>&1; echo $? >> {dir}/stamped.out
+{{kubectl}} create configmap bare > {dir}/bare.out 2>&1; echo $? >> {dir}/bare.out
 sleep 60"#,
         dir = dir.display()
     );
-    let mut sidecar = run_mode(&emu, &dir, "app-0", "fenced", &script);
+    let mut sidecar = run_mode(site, "app-0", "fenced", &script);
     let done = |name: &str| {
         std::fs::read_to_string(dir.join(name))
             .ok()
@@ -471,7 +558,8 @@ sleep 60"#,
         "the stamped write: {stamped}"
     );
     assert!(
-        emu.object(kube_emulator::Resource::ConfigMap, "default", "stamped")
+        site.server
+            .object(Resource::ConfigMap, &site.ns, "stamped")
             .is_some()
     );
     let bare = done("bare.out").unwrap();
@@ -480,163 +568,334 @@ sleep 60"#,
         "the unstamped write: {bare}"
     );
     assert!(
-        emu.object(kube_emulator::Resource::ConfigMap, "default", "bare")
+        site.server
+            .object(Resource::ConfigMap, &site.ns, "bare")
             .is_none()
     );
     common::sigterm(&sidecar);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), sidecar.wait()).await;
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p leader-elector --test fence_policy -- --ignored"]
+async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence() {
+    let emu = kube_emulator::Emulator::start().await.expect("emulator");
+    a_run_mode_childs_stamped_write_passes_the_fence(&Site::emulator(&emu, "fenced")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence_on_kube_apiserver() {
+    a_run_mode_childs_stamped_write_passes_the_fence(&apiserver_site("fenced")).await;
+}
+
+/// The rollout the README advises: the policy applied with `--warn`
+/// (`validationActions: [Warn, Audit]`) while a `run` sidecar leads. The
+/// child's unstamped create, which the policy would refuse, is admitted and
+/// stored, and kubectl (the child's client) prints the server's `Warning`
+/// headers, one for each validation the write fails, in kube-apiserver's
+/// words: `Warning: Validation failed for ValidatingAdmissionPolicy
+/// 'fence-warned' with binding 'fence-warned': fenced by fence-warned: the
+/// write is stamped for holder "" …`, then `… the write carries no
+/// election.rs/write token`. Its stamped create passes without a warning.
+/// (The sidecar itself writes only the Lease, which is never fenced; the
+/// `kube` client, 5.0, does not surface warnings: kubectl, the child's
+/// client, is where an operator sees them.)
+async fn warn_admits_the_fenced_write_with_a_warning(site: &Site<'_>) {
+    let dir = site.dir.display().to_string();
+    // The child waits for `go` (written once the server enforces the policy
+    // and sees the Lease), then writes unstamped, then stamped.
+    let script = format!(
+        r#"while [ ! -e {dir}/go ]; do sleep 0.05; done
+{{kubectl}} create configmap bare > {dir}/bare.out 2>&1; echo "exit $?" >> {dir}/bare.out
+stamped='{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"stamped","annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'","election.rs/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}}}}'
+echo "$stamped" | {{kubectl}} create -f - > {dir}/stamped.out 2>&1; echo "exit $?" >> {dir}/stamped.out
+sleep 60"#
+    );
+    let mut sidecar = run_mode(site, "app-0", "warned", &script);
+    until("app-0 takes the Lease", || {
+        site.server
+            .object(Resource::Lease, &site.ns, "warned")
+            .is_some_and(|l| l["spec"]["holderIdentity"] == "app-0")
+    })
+    .await;
+    apply_policy(site, "warned", &["--warn"]);
+    let prefix = "Warning: Validation failed for ValidatingAdmissionPolicy 'fence-warned' \
+                  with binding 'fence-warned': fenced by fence-warned: ";
+    let warnings = [
+        format!(
+            "{prefix}the write is stamped for holder \"\" term \"\", \
+             the Lease {}/warned is held by \"app-0\" at transitions 0",
+            site.ns
+        ),
+        format!("{prefix}the write carries no election.rs/write token"),
+    ];
+    // Enforced: the operator's dry run of the same write is warned about.
+    let started = std::time::Instant::now();
+    until_enforced(
+        &format!("the warning policy on the {}", site.server.name()),
+        async || {
+            let out = kubectl(
+                &site.operator,
+                &["create", "configmap", "probe", "--dry-run=server"],
+                "",
+            );
+            String::from_utf8_lossy(&out.stderr).contains(prefix)
+        },
+    )
+    .await;
+    eprintln!(
+        "{}: the --warn binding warned {:?} after it was applied",
+        site.server.name(),
+        started.elapsed()
+    );
+    std::fs::write(site.dir.join("go"), "").expect("write");
+    let done = |name: &str| {
+        let lines = log_lines(site, name);
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("exit "))
+            .then_some(lines)
+    };
+    until("the child writes", || {
+        done("bare.out").is_some() && done("stamped.out").is_some()
+    })
+    .await;
+    let bare = done("bare.out").unwrap();
+    assert_eq!(
+        bare,
+        [
+            &warnings[0],
+            &warnings[1],
+            "configmap/bare created",
+            "exit 0"
+        ],
+        "the unstamped write: admitted, with the policy's warning"
+    );
+    let stored = site
+        .server
+        .object(Resource::ConfigMap, &site.ns, "bare")
+        .expect("the warned write is stored");
+    assert_eq!(
+        stored["metadata"]["annotations"]["election.rs/holder"],
+        serde_json::Value::Null
+    );
+    let stamped = done("stamped.out").unwrap();
+    assert_eq!(
+        stamped,
+        ["configmap/stamped created", "exit 0"],
+        "the stamped write: admitted, no warning"
+    );
+    assert_eq!(
+        site.server
+            .object(Resource::ConfigMap, &site.ns, "stamped")
+            .expect("stored")["metadata"]["annotations"]["election.rs/holder"],
+        "app-0"
+    );
+    common::sigterm(&sidecar);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), sidecar.wait()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p leader-elector --test fence_policy -- --ignored"]
+async fn warn_admits_a_fenced_write_with_a_warning_the_child_sees() {
+    let emu = kube_emulator::Emulator::start().await.expect("emulator");
+    warn_admits_the_fenced_write_with_a_warning(&Site::emulator(&emu, "warned")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn warn_admits_a_fenced_write_with_a_warning_the_child_sees_on_kube_apiserver() {
+    warn_admits_the_fenced_write_with_a_warning(&apiserver_site("warned")).await;
 }
 
 /// docs/faults.md N16 with real processes: the leading sidecar is stopped
 /// (SIGSTOP) while its child keeps writing with the term it was started with;
-/// another sidecar takes over, and from its acquisition on the API server refuses
-/// every write of the stopped leader's child (none is committed after the new
-/// holder's Lease write), until the sidecar, continued (SIGCONT), stops its child.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p leader-elector --test fence_policy -- --ignored"]
-async fn n16_a_stopped_sidecars_child_is_fenced_off_by_the_server_after_a_takeover() {
-    use kube_emulator::{Resource, Verb};
-    let (emu, dir) = fenced("stop").await;
-    // A child that writes a stamped ConfigMap every 50 ms, each under a new name.
+/// another sidecar takes over, and from then on the API server refuses every
+/// write of the stopped leader's child (its kubectl prints the policy's
+/// refusal), until the sidecar, continued (SIGCONT), stops its child. Stored:
+/// nothing of the stopped leader's child after the new leader's child's first
+/// write (admitted only once the policy judges by the new holder). On the
+/// emulator, which judges by the Lease at once, its write history shows none
+/// committed after the new holder's Lease write either; kube-apiserver sees
+/// the new Lease from its informer a few milliseconds later.
+async fn n16_the_stopped_sidecars_child_is_fenced_off(site: &Site<'_>, emu: Option<&Emulator>) {
+    fenced(site, "stop").await;
+    // A child that writes a stamped ConfigMap every 50 ms, each under a new
+    // name, kubectl's output in `<sidecar>.log`.
     let sidecar = |id: &str| {
         let script = format!(
             r#"i=0; while true; do i=$((i+1))
-printf '{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{id}-%s","annotations":{{"election.rs/holder":"%s","election.rs/term":"%s","election.rs/write":"%s"}}}}}}' $i "$LEADER_ELECTOR_IDENTITY" "$LEADER_ELECTOR_TERM" "$(cat /proc/sys/kernel/random/uuid)" | kubectl --kubeconfig {{kc}} create -f - >/dev/null 2>&1
-sleep 0.05; done"#
+printf '{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{id}-%s","annotations":{{"election.rs/holder":"%s","election.rs/term":"%s","election.rs/write":"%s"}}}}}}' $i "$LEADER_ELECTOR_IDENTITY" "$LEADER_ELECTOR_TERM" "$(cat /proc/sys/kernel/random/uuid)" | {{kubectl}} create -f - >> {dir}/{id}.log 2>&1
+sleep 0.05; done"#,
+            dir = site.dir.display()
         );
-        run_mode(&emu, &dir, id, "stop", &script)
+        run_mode(site, id, "stop", &script)
     };
-    // kubectl sends no bearer token over plain HTTP: a child's writes are told
-    // apart by their names (`<sidecar>-<n>`).
-    let by = |w: &kube_emulator::WriteRecord, id: &str| {
-        w.resource == Resource::ConfigMap && w.name.starts_with(&format!("{id}-"))
+    // A child's writes are told apart by their names (`<sidecar>-<n>`).
+    let stored_by = |id: &str| -> Vec<serde_json::Value> {
+        site.server
+            .objects(Resource::ConfigMap, &site.ns)
+            .into_iter()
+            .filter(|o| {
+                o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(&format!("{id}-")))
+            })
+            .collect()
     };
-    let writes_by = |id: &str| emu.committed_writes().iter().filter(|w| by(w, id)).count();
     let a = sidecar("app-a");
-    let start = std::time::Instant::now();
-    while writes_by("app-a") < 3 {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(20),
-            "app-a's child writes"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until("app-a's child writes", || stored_by("app-a").len() >= 3).await;
     let b = sidecar("app-b");
     let pid = common::pid_of(&a);
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).expect("SIGSTOP");
-    while writes_by("app-b") < 3 {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(30),
-            "app-b's child writes"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let stopped = std::time::Instant::now();
+    until("app-b's child writes", || stored_by("app-b").len() >= 3).await;
+    eprintln!(
+        "{}: app-b's child's third write stored {:?} after app-a's SIGSTOP (lease 2 s)",
+        site.server.name(),
+        stopped.elapsed()
+    );
     // app-a's child went on writing meanwhile (its sidecar is stopped): refused.
-    let refused = emu
-        .write_history()
+    until("app-a's child is refused twice", || {
+        refusals(&log_lines(site, "app-a.log"), "stop") >= 2
+    })
+    .await;
+    let refused = log_lines(site, "app-a.log")
         .into_iter()
-        .filter(|w| by(w, "app-a") && w.code == 403)
-        .count();
+        .find(|l| l.contains("denied request"))
+        .expect("a refusal");
     assert!(
-        refused > 0,
-        "the stopped leader's child kept writing and was refused"
+        refused.contains("is stamped for holder \"app-a\"")
+            && refused.contains("the Lease")
+            && refused.contains("is held by \"app-b\""),
+        "the refusal names the stamp and the new holder: {refused}"
     );
     rustix::process::kill_process(pid, rustix::process::Signal::CONT).expect("SIGCONT");
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
 
-    // Committed history: no write of app-a's child after app-b's Lease write.
-    let history = emu.committed_writes();
-    let taken = history
+    // Stored: none of app-a's child's writes after app-b's child's first.
+    let first_b = stored_by("app-b")
         .iter()
-        .find(|w| {
-            w.resource == Resource::Lease
-                && w.verb != Verb::Delete
-                && w.object
-                    .as_ref()
-                    .and_then(|o| o["spec"]["holderIdentity"].as_str())
-                    == Some("app-b")
-        })
-        .and_then(|w| w.version())
-        .expect("app-b took the Lease");
-    let late: Vec<_> = history
+        .map(version)
+        .min()
+        .expect("app-b's writes");
+    let late: Vec<_> = stored_by("app-a")
         .iter()
-        .filter(|w| by(w, "app-a"))
-        .filter(|w| w.version().is_some_and(|v| v > taken))
-        .map(|w| w.name.clone())
+        .filter(|o| version(o) > first_b)
+        .map(|o| o["metadata"]["name"].clone())
         .collect();
-    assert!(late.is_empty(), "committed after the takeover: {late:?}");
+    assert!(late.is_empty(), "stored after the takeover: {late:?}");
+    // Each refused write stored nothing: app-a's log shows as many creates
+    // as app-a's objects stored (its log has one line per write).
+    let created = log_lines(site, "app-a.log")
+        .iter()
+        .filter(|l| l.ends_with(" created"))
+        .count();
+    assert_eq!(
+        created,
+        stored_by("app-a").len(),
+        "{:?}",
+        log_lines(site, "app-a.log")
+    );
+    if let Some(emu) = emu {
+        // The emulator's write history: nothing of app-a's committed after
+        // app-b's Lease write.
+        let by = |w: &kube_emulator::WriteRecord, id: &str| {
+            w.resource == Resource::ConfigMap && w.name.starts_with(&format!("{id}-"))
+        };
+        let history = emu.committed_writes();
+        let taken = history
+            .iter()
+            .find(|w| {
+                w.resource == Resource::Lease
+                    && w.verb != Verb::Delete
+                    && w.object
+                        .as_ref()
+                        .and_then(|o| o["spec"]["holderIdentity"].as_str())
+                        == Some("app-b")
+            })
+            .and_then(|w| w.version())
+            .expect("app-b took the Lease");
+        let late: Vec<_> = history
+            .iter()
+            .filter(|w| by(w, "app-a"))
+            .filter(|w| w.version().is_some_and(|v| v > taken))
+            .map(|w| w.name.clone())
+            .collect();
+        assert!(late.is_empty(), "committed after the takeover: {late:?}");
+    }
     for child in [a, b] {
         common::sigterm(&child);
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait_with_output())
             .await;
     }
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p leader-elector --test fence_policy -- --ignored"]
+async fn n16_a_stopped_sidecars_child_is_fenced_off_by_the_server_after_a_takeover() {
+    let emu = kube_emulator::Emulator::start().await.expect("emulator");
+    n16_the_stopped_sidecars_child_is_fenced_off(&Site::emulator(&emu, "stop"), Some(&emu)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn n16_a_stopped_sidecars_child_is_fenced_off_by_the_server_after_a_takeover_on_kube_apiserver()
+ {
+    n16_the_stopped_sidecars_child_is_fenced_off(&apiserver_site("stop"), None).await;
 }
 
 /// docs/faults.md N17 with real processes: a child's patches that leave the
 /// annotations alone (a JSON patch, a merge patch of its data only) are refused,
 /// while its sidecar leads and after it was stopped (SIGSTOP) and another took
 /// over and stamped the object last; the children's stamped patches pass while
-/// their sidecar leads. Under the earlier policy the unstamped patches inherited
-/// the stored stamp and were admitted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p leader-elector --test fence_policy -- --ignored"]
-async fn n17_a_childs_patches_that_leave_the_stamp_alone_are_refused_before_and_after_a_takeover() {
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::api::{Api, PostParams};
-    use kube_emulator::{Resource, UserInfo};
-    let (emu, dir) = fenced("late").await;
-    // The object both children patch is made by an exempt writer (the control
-    // plane's), without a stamp, once the Lease exists (without it the API
-    // server refuses every protected write, an exempt writer's too: the binding
-    // fails before its match conditions are looked at).
-    emu.set_user(
-        "kcm",
-        UserInfo {
-            username: "system:kube-controller-manager".into(),
-            ..UserInfo::default()
-        },
-    );
+/// their sidecar leads, the stopped one's are refused naming the new holder.
+/// Under the earlier policy the unstamped patches inherited the stored stamp
+/// and were admitted. Stored: no key a patch without a stamp of its own
+/// added. On the emulator its write history shows it of every commit, and
+/// none by app-a after app-b's first.
+async fn n17_patches_that_leave_the_stamp_alone_are_refused(
+    site: &Site<'_>,
+    emu: Option<&Emulator>,
+) {
+    // The object both children patch, made by the operator without a stamp
+    // before the policy is applied.
+    let mut shared = ConfigMap::default();
+    shared.metadata.name = Some("shared".into());
+    Api::<ConfigMap>::namespaced(site.server.client(ADMIN), &site.ns)
+        .create(&PostParams::default(), &shared)
+        .await
+        .expect("the operator's create");
+    fenced(site, "late").await;
     // Each child, in a loop: a stamped merge patch (the documented way), then a
-    // JSON patch and a merge patch that leave the annotations alone.
+    // JSON patch and a merge patch that leave the annotations alone; kubectl's
+    // output in `<sidecar>.log`.
     let sidecar = |id: &str| {
         let script = format!(
             r#"i=0; while true; do i=$((i+1))
-kubectl --kubeconfig {{kc}} patch configmap shared --type=merge -p '{{"metadata":{{"annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'","election.rs/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}},"data":{{"by":"{id}"}}}}' >/dev/null 2>&1
-kubectl --kubeconfig {{kc}} patch configmap shared --type=json -p '[{{"op":"add","path":"/data/{id}-json-'$i'","value":"bare"}}]' >/dev/null 2>&1
-kubectl --kubeconfig {{kc}} patch configmap shared --type=merge -p '{{"data":{{"{id}-merge-'$i'":"bare"}}}}' >/dev/null 2>&1
-sleep 0.05; done"#
+{{kubectl}} patch configmap shared --type=merge -p '{{"metadata":{{"annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'","election.rs/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}},"data":{{"by":"{id}"}}}}' >> {dir}/{id}.log 2>&1
+{{kubectl}} patch configmap shared --type=json -p '[{{"op":"add","path":"/data/{id}-json-'$i'","value":"bare"}}]' >> {dir}/{id}.log 2>&1
+{{kubectl}} patch configmap shared --type=merge -p '{{"data":{{"{id}-merge-'$i'":"bare"}}}}' >> {dir}/{id}.log 2>&1
+sleep 0.05; done"#,
+            dir = site.dir.display()
         );
-        run_mode(&emu, &dir, id, "late", &script)
+        run_mode(site, id, "late", &script)
     };
-    let by = |emu: &kube_emulator::Emulator| {
-        emu.object(Resource::ConfigMap, "default", "shared")
-            .and_then(|o| o["data"]["by"].as_str().map(str::to_owned))
+    let object = || {
+        site.server
+            .object(Resource::ConfigMap, &site.ns, "shared")
+            .expect("shared")
     };
-    let refused = |emu: &kube_emulator::Emulator| {
-        emu.write_history()
-            .iter()
-            .filter(|w| w.name == "shared" && w.code == 403)
-            .count()
-    };
+    let by = || object()["data"]["by"].as_str().map(str::to_owned);
+    let refused = |id: &str| refusals(&log_lines(site, &format!("{id}.log")), "late");
     let a = sidecar("app-a");
-    until("app-a takes the Lease", || {
-        emu.object(Resource::Lease, "default", "late").is_some()
-    })
-    .await;
-    let mut shared = ConfigMap::default();
-    shared.metadata.name = Some("shared".into());
-    Api::<ConfigMap>::namespaced(emu.client("kcm").expect("client"), "default")
-        .create(&PostParams::default(), &shared)
-        .await
-        .expect("an exempt writer");
     until("app-a's child stamps the object", || {
-        by(&emu).as_deref() == Some("app-a")
+        by().as_deref() == Some("app-a")
     })
     .await;
     until("app-a's bare patches are refused while it leads", || {
-        refused(&emu) >= 2
+        refused("app-a") >= 2
     })
     .await;
 
@@ -644,51 +903,95 @@ sleep 0.05; done"#
     let pid = common::pid_of(&a);
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).expect("SIGSTOP");
     until("app-b takes over and stamps the object", || {
-        by(&emu).as_deref() == Some("app-b")
+        by().as_deref() == Some("app-b")
     })
     .await;
     // app-a's child goes on patching (its sidecar is stopped): each refused.
-    let after = refused(&emu);
-    until("app-a's child keeps trying", || refused(&emu) >= after + 6).await;
+    let after = refused("app-a");
+    until("app-a's child keeps trying", || {
+        refused("app-a") >= after + 6
+    })
+    .await;
     rustix::process::kill_process(pid, rustix::process::Signal::CONT).expect("SIGCONT");
 
-    let commits: Vec<serde_json::Value> = emu
-        .committed_writes()
-        .iter()
-        .filter(|w| w.resource == Resource::ConfigMap && w.name == "shared")
-        .filter_map(|w| w.object.clone())
-        .collect();
-    for object in &commits {
-        let bare: Vec<&String> = object["data"]
+    let log = log_lines(site, "app-a.log");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("is stamped for holder \"app-a\"")
+                && l.contains("is held by \"app-b\"")),
+        "app-a's stamped patch refused after the takeover, naming app-b: {log:#?}"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("the write brings no stamp of its own")),
+        "{log:#?}"
+    );
+    // Stored: no key of a patch that left the stamp alone (each adds one).
+    let bare_keys = |object: &serde_json::Value| -> Vec<String> {
+        object["data"]
             .as_object()
             .map(|d| {
                 d.keys()
                     .filter(|k| k.contains("-json-") || k.contains("-merge-"))
+                    .cloned()
                     .collect()
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    let now = object();
+    assert!(
+        bare_keys(&now).is_empty(),
+        "a patch that left the stamp alone was stored: {now}"
+    );
+    assert_eq!(
+        now["metadata"]["annotations"]["election.rs/holder"],
+        "app-b"
+    );
+    if let Some(emu) = emu {
+        let commits: Vec<serde_json::Value> = emu
+            .committed_writes()
+            .iter()
+            .filter(|w| w.resource == Resource::ConfigMap && w.name == "shared")
+            .filter_map(|w| w.object.clone())
+            .collect();
+        for object in &commits {
+            let bare = bare_keys(object);
+            assert!(
+                bare.is_empty(),
+                "a patch that left the stamp alone was committed: {bare:?}"
+            );
+        }
+        // After app-b's first commit, none of app-a's stamped patches either.
+        let first_b = commits
+            .iter()
+            .position(|o| o["data"]["by"] == "app-b")
+            .expect("app-b committed");
         assert!(
-            bare.is_empty(),
-            "a patch that left the stamp alone was committed: {bare:?}"
+            commits[first_b..]
+                .iter()
+                .all(|o| o["data"]["by"] == "app-b"),
+            "app-a's child wrote after the takeover"
         );
     }
-    // After app-b's first commit, none of app-a's stamped patches either.
-    let first_b = commits
-        .iter()
-        .position(|o| o["data"]["by"] == "app-b")
-        .expect("app-b committed");
-    assert!(
-        commits[first_b..]
-            .iter()
-            .all(|o| o["data"]["by"] == "app-b"),
-        "app-a's child wrote after the takeover"
-    );
     for child in [a, b] {
         common::sigterm(&child);
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait_with_output())
             .await;
     }
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p leader-elector --test fence_policy -- --ignored"]
+async fn n17_a_childs_patches_that_leave_the_stamp_alone_are_refused_before_and_after_a_takeover() {
+    let emu = kube_emulator::Emulator::start().await.expect("emulator");
+    n17_patches_that_leave_the_stamp_alone_are_refused(&Site::emulator(&emu, "late"), Some(&emu))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn n17_a_childs_patches_that_leave_the_stamp_alone_are_refused_on_kube_apiserver() {
+    n17_patches_that_leave_the_stamp_alone_are_refused(&apiserver_site("late"), None).await;
 }
 
 /// Waits (up to 30 s) until `done`, failing with `what`.

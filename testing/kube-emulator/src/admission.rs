@@ -121,13 +121,10 @@ pub(crate) fn admit(store: &Store, a: &Attempt<'_>) -> Result<Vec<String>, ApiEr
             continue;
         }
         let pname = str_at(policy, "/metadata/name");
-        let refusal = evaluate(store, policy, binding, a, operation);
-        let Err((reason, message)) = refusal else {
+        let failed = evaluate(store, policy, binding, a, operation);
+        let Some((reason, message)) = failed.first().cloned() else {
             continue;
         };
-        let message = format!(
-            "ValidatingAdmissionPolicy '{pname}' with binding '{bname}' denied request: {message}"
-        );
         let actions = binding.pointer("/spec/validationActions");
         let has = |action: &str| {
             actions
@@ -135,10 +132,19 @@ pub(crate) fn admit(store: &Store, a: &Attempt<'_>) -> Result<Vec<String>, ApiEr
                 .is_some_and(|l| l.iter().any(|x| x == action))
         };
         if has("Deny") {
+            let message = format!(
+                "ValidatingAdmissionPolicy '{pname}' with binding '{bname}' denied request: {message}"
+            );
             return Err(refused(&reason, message, a));
         }
         if has("Warn") {
-            warnings.push(message);
+            // kube-apiserver's words for a warning (its validating dispatcher),
+            // one for each validation that failed.
+            warnings.extend(failed.iter().map(|(_, message)| {
+                format!(
+                    "Validation failed for ValidatingAdmissionPolicy '{pname}' with binding '{bname}': {message}"
+                )
+            }));
         }
     }
     Ok(warnings)
@@ -302,27 +308,28 @@ fn selector_matches<'v>(selector: &Value, label: impl Fn(&str) -> Option<&'v str
     labels_match && expressions_match
 }
 
-/// Runs the policy for one binding: `Err((reason, message))` when the write is
-/// refused (a failed validation, or an error under `failurePolicy: Fail`).
+/// Runs the policy for one binding: the `(reason, message)` of each failed
+/// validation, in order, or of the error that stopped it under `failurePolicy:
+/// Fail`; none when the write passes.
 fn evaluate(
     store: &Store,
     policy: &Value,
     binding: &Value,
     a: &Attempt<'_>,
     operation: &str,
-) -> Result<(), (String, String)> {
+) -> Vec<(String, String)> {
     let spec = &policy["spec"];
     let fail_closed = spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore");
     let error = |message: String| {
         if fail_closed {
-            Err(("Invalid".to_owned(), message))
+            vec![("Invalid".to_owned(), message)]
         } else {
-            Ok(())
+            Vec::new()
         }
     };
     let params = match params(store, spec, binding, a) {
         Ok(Some(p)) => p,
-        Ok(None) => return Ok(()), // missing, and `Allow`: the binding does nothing
+        Ok(None) => return Vec::new(), // missing, and `Allow`: the binding does nothing
         // A configuration error, as the API server's dispatcher words it: under
         // `failurePolicy: Fail` a refusal with no reason, so 422 Invalid.
         Err(message) => return error(message),
@@ -376,7 +383,7 @@ fn evaluate(
     for condition in items("matchConditions") {
         match eval(&ctx, str_at(&condition, "/expression")) {
             Ok(cel::Value::Bool(true)) => {}
-            Ok(_) => return Ok(()), // not matched: the policy does not apply
+            Ok(_) => return Vec::new(), // not matched: the policy does not apply
             Err(e) => return error(e),
         }
     }
@@ -391,12 +398,19 @@ fn evaluate(
         }
     }
     ctx.add_variable_from_value("variables", variables);
+    // Every validation is evaluated, as kube-apiserver does: each that fails
+    // is a decision (a `Deny` binding answers with the first, a `Warn` one
+    // warns of each).
+    let mut failed = Vec::new();
     for v in items("validations") {
         let expression = str_at(&v, "/expression");
         match eval(&ctx, expression) {
             Ok(cel::Value::Bool(true)) => continue,
             Ok(_) => {}
-            Err(e) => return error(e),
+            Err(e) => {
+                failed.extend(error(e));
+                continue;
+            }
         }
         let message = match v.get("messageExpression").and_then(Value::as_str) {
             Some(src) => match eval(&ctx, src) {
@@ -409,9 +423,9 @@ fn evaluate(
             },
         };
         let reason = v.get("reason").and_then(Value::as_str).unwrap_or("Invalid");
-        return Err((reason.to_owned(), message));
+        failed.push((reason.to_owned(), message));
     }
-    Ok(())
+    failed
 }
 
 /// The binding's parameter object (`null` for a policy without `paramKind`);
