@@ -1,8 +1,9 @@
 //! The driver loop, written once for every runtime.
 //!
 //! Each turn: read the clock; if the elector's deadline (`poll_timeout`) has
-//! passed, handle the timeout at once; drain actions (start the one lock call,
-//! bounded by the request timeout) and events (deliver them: state, leader work);
+//! passed, handle the timeout at once; drain actions (start the one lock call;
+//! the elector bounds it by the request timeout, and the driver drops a call
+//! the elector no longer awaits) and events (deliver them: state, leader work);
 //! publish the state; then wait for the first of the timer, the lock's answer, a
 //! watch observation, a command, or the end of the leader work.
 
@@ -201,19 +202,18 @@ impl<L: Lock> Builder<L> {
     }
 }
 
-/// One lock call in flight, with its request timeout.
+/// One lock call in flight. Its request timeout is the elector's
+/// (`Timer::Request`): the driver keeps no timer of its own for it.
 struct Call {
     op: OpId,
     kind: OpKind,
     future: BoxFuture<Result<Observation, LockError>>,
-    timeout: BoxFuture<()>,
 }
 
 /// What woke the loop.
 enum Wake {
     Command(Option<Command>),
     Answer(OpId, Result<Observation, LockError>),
-    CallTimedOut(OpId),
     Watch(Option<Result<WatchEvent, LockError>>),
     WorkEnded(election_core::Term, WorkEnd),
     Timer,
@@ -284,6 +284,14 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     /// Drains actions and events until both are empty (delivering an event may
     /// call back into the elector), then publishes the deadline.
     fn flush(&mut self, now: Instant) {
+        // A call the elector timed out (or otherwise stopped waiting for) is
+        // dropped: its answer would be ignored, and a hung one holds a request.
+        if let Some(call) = &self.call
+            && self.elector.awaiting() != Some(call.op)
+        {
+            debug!(op = ?call.op, "dropping a lock call the elector no longer awaits");
+            self.call = None;
+        }
         loop {
             let mut progressed = false;
             while let Some(action) = self.elector.poll_action() {
@@ -329,13 +337,7 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 expected, record, ..
             } => Box::pin(async move { lock.update(&expected, &record).await }),
         };
-        let timeout = self.rt.sleep(self.elector.config().request_timeout);
-        self.call = Some(Call {
-            op,
-            kind,
-            future,
-            timeout,
-        });
+        self.call = Some(Call { op, kind, future });
     }
 
     /// Delivers one event: tracing, leader work, the lock's news, then the state.
@@ -464,13 +466,10 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         {
             return Poll::Ready(Wake::Command(c));
         }
-        if let Some(call) = &mut self.call {
-            if let Poll::Ready(result) = call.future.poll_unpin(cx) {
-                return Poll::Ready(Wake::Answer(call.op, result));
-            }
-            if call.timeout.poll_unpin(cx).is_ready() {
-                return Poll::Ready(Wake::CallTimedOut(call.op));
-            }
+        if let Some(call) = &mut self.call
+            && let Poll::Ready(result) = call.future.poll_unpin(cx)
+        {
+            return Poll::Ready(Wake::Answer(call.op, result));
         }
         if let Some(stream) = self.watch.stream()
             && let Poll::Ready(item) = stream.poll_next_unpin(cx)
@@ -531,15 +530,6 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
                 if behind {
                     self.restart_lagging_watch("a read saw a newer version", now);
                 }
-            }
-            Wake::CallTimedOut(op) => {
-                self.call = None;
-                let timeout = self.elector.config().request_timeout;
-                debug!(?op, ?timeout, "lock call timed out");
-                let result = Err(LockError::unknown(format!(
-                    "no answer within the request timeout ({timeout:?})"
-                )));
-                self.elector.handle(op.answer(result), now);
             }
             Wake::Watch(Some(Ok(event))) => {
                 self.watch.delivered(&event, now);

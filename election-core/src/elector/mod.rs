@@ -487,6 +487,13 @@ impl Elector {
 
     // ---- getters ----
 
+    /// The lock call whose answer the elector waits for: the last action it
+    /// emitted, until it is answered or its request timeout passes (then the
+    /// call is over for the elector: a driver may drop it).
+    pub fn awaiting(&self) -> Option<OpId> {
+        self.in_flight.as_ref().map(|c| c.op)
+    }
+
     /// This node's role.
     pub fn role(&self) -> Role {
         if self.phase == Phase::Terminated {
