@@ -8,7 +8,8 @@
 //!
 //! 1. if the elector's next timeout has passed, handle it at once;
 //! 2. drain actions: start the one lock call, bounded by the configuration's
-//!    `request_timeout` (the lock was handed the configuration at the start,
+//!    `request_timeout` as the elector times it (its own timer: a call it no
+//!    longer awaits is dropped; the lock was handed the configuration at the start,
 //!    [`Lock::configure`](election_core::Lock::configure), for the waiting it
 //!    does by itself: timeouts are set once, in the `Config`);
 //! 3. drain events: publish the state, start the leader work on
