@@ -18,19 +18,29 @@
 //! 2 s, the leader renewing every 5 s (a third of the lease, request timeout 4 s;
 //! `-- --renew-every-retry` for client-go's renew every 2 s, `-- --shared-only` for
 //! the shared-watch rows alone). Linux only.
+//!
+//! `-- --servers` (about 7 minutes): the shared watch at 1, 100 and 1,000
+//! elections on the emulator and on a real kube-apiserver v1.36.3 with its
+//! etcd (`test_kit::apiserver`, each candidate process a ServiceAccount of its
+//! own; requests counted from its audit log), row by row in turn, each with the
+//! server's own CPU time per minute of the window (`utime + stime` of
+//! `/proc/<pid>/stat`: the emulator child; kube-apiserver and etcd apart). The
+//! smoke run ends with 10 elections on each. Without the built server
+//! (`bash testing/k8s-server/build.sh`) its rows are skipped, saying so.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use adapter_tokio::TokioRuntime;
 use election_core::Config;
 use election_driver::{Builder, Handle};
-use examples::{cpu_time, rss_bytes};
+use examples::{clock_ticks_per_second, cpu_time, process_cpu_ticks, rss_bytes};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube_support::{SharedWatch, WatchConfig};
 use lock_lease::LeaseLock;
+use test_kit::apiserver::{ApiServer, Server};
 
 // ------------------------------------------------------------ the emulator child
 
@@ -140,6 +150,90 @@ impl EmulatorProcess {
     }
 }
 
+/// The API server of a row: the emulator child, or a real kube-apiserver on
+/// its etcd (`test_kit::apiserver`), the same elections on either.
+enum Backend {
+    Emulator(EmulatorProcess),
+    ApiServer {
+        api: Box<ApiServer>,
+        namespace: String,
+        /// Requests are counted from here (the audit log).
+        since: SystemTime,
+    },
+}
+
+impl Backend {
+    fn name(&self) -> &'static str {
+        match self {
+            Backend::Emulator(_) => "emulator",
+            Backend::ApiServer { .. } => "kube-apiserver",
+        }
+    }
+
+    fn kube_config(&self, identity: &str) -> kube::Config {
+        match self {
+            Backend::Emulator(emu) => emu.kube_config(identity),
+            // A ServiceAccount of its own per identity, bound to cluster-admin.
+            Backend::ApiServer { api, .. } => Server::kube_config(&**api, identity),
+        }
+    }
+
+    fn namespace(&self) -> &str {
+        match self {
+            Backend::Emulator(_) => "default",
+            Backend::ApiServer { namespace, .. } => namespace,
+        }
+    }
+
+    /// Requests on Leases by verb (`Get`, `Update`, …; all clients) from the
+    /// last reset: the emulator's counts, or kube-apiserver's audit log.
+    fn counts(&mut self) -> BTreeMap<String, u64> {
+        match self {
+            Backend::Emulator(emu) => emu.counts(),
+            Backend::ApiServer {
+                api,
+                namespace,
+                since,
+            } => {
+                // Received until now; logged when answered, a moment later.
+                let until = SystemTime::now();
+                std::thread::sleep(Duration::from_millis(500));
+                let mut by_verb = BTreeMap::new();
+                for ((_, verb), n) in api.audit_requests("leases", namespace, *since, until) {
+                    let mut verb = verb.clone();
+                    if let Some(first) = verb.get_mut(..1) {
+                        first.make_ascii_uppercase();
+                    }
+                    *by_verb.entry(verb).or_default() += n;
+                }
+                by_verb
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        match self {
+            Backend::Emulator(emu) => {
+                emu.ask("reset");
+            }
+            Backend::ApiServer { since, .. } => *since = SystemTime::now(),
+        }
+    }
+
+    /// The server's own processes and their CPU time so far, in clock ticks
+    /// (`/proc/<pid>/stat`).
+    fn cpu_ticks(&self) -> Vec<(&'static str, u64)> {
+        let ticks = |pid: u32| process_cpu_ticks(pid).expect("the server's /proc/<pid>/stat");
+        match self {
+            Backend::Emulator(emu) => vec![("emulator", ticks(emu.child.id()))],
+            Backend::ApiServer { api, .. } => vec![
+                ("kube-apiserver", ticks(api.pid())),
+                ("etcd", ticks(api.etcd_pid())),
+            ],
+        }
+    }
+}
+
 impl Drop for EmulatorProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -160,6 +254,8 @@ enum Mode {
 struct Row {
     elections: usize,
     mode: Mode,
+    /// The server's processes and their CPU seconds per minute of the window.
+    server_cpu: Vec<(&'static str, f64)>,
     /// The time until all were elected, or how many were after 180 s.
     elected_after: Result<Duration, usize>,
     rss_per_election: f64,
@@ -196,7 +292,7 @@ fn config(id: &str, seed: u64, timing: Timing) -> Config {
 }
 
 async fn run(
-    emu: &mut EmulatorProcess,
+    emu: &mut Backend,
     elections: usize,
     mode: Mode,
     window: Duration,
@@ -204,6 +300,7 @@ async fn run(
 ) -> Row {
     let rt = TokioRuntime::current().expect("inside tokio");
     let tag = format!("{mode:?}-{elections}").to_lowercase();
+    let namespace = emu.namespace().to_owned();
     let label = [("bench".to_owned(), tag.clone())];
     let rss0 = rss_bytes();
     let mut hubs: Vec<SharedWatch<Lease>> = Vec::new();
@@ -219,7 +316,7 @@ async fn run(
         for (_, client) in &clients {
             let hub = LeaseLock::shared_watch(
                 client.clone(),
-                "default",
+                &namespace,
                 label.clone(),
                 WatchConfig::default(),
             );
@@ -233,7 +330,7 @@ async fn run(
         let name = format!("{tag}-{e}");
         let mut group = Vec::with_capacity(3);
         for (p, (token, client)) in clients.iter().enumerate() {
-            let mut b = LeaseLock::builder(client.clone(), "default", &name)
+            let mut b = LeaseLock::builder(client.clone(), &namespace, &name)
                 .label("bench", tag.clone())
                 .without_events();
             if let Some(hub) = hubs.get(p) {
@@ -275,7 +372,8 @@ async fn run(
     }))
     .await;
     let opened = emu.counts().get("Watch").copied().unwrap_or(0);
-    emu.ask("reset");
+    emu.reset();
+    let server0 = emu.cpu_ticks();
     let cpu0 = cpu_time();
     let t0 = Instant::now();
     while t0.elapsed() < window {
@@ -285,7 +383,14 @@ async fn run(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let cpu = cpu_time() - cpu0;
+    let server1 = emu.cpu_ticks();
     let secs = t0.elapsed().as_secs_f64();
+    let tck = clock_ticks_per_second() as f64;
+    let server_cpu = server0
+        .iter()
+        .zip(&server1)
+        .map(|(&(name, a), &(_, b))| (name, b.saturating_sub(a) as f64 / tck / secs * 60.0))
+        .collect();
     let counts = emu.counts();
     let per_sec: BTreeMap<String, f64> = counts
         .iter()
@@ -303,6 +408,7 @@ async fn run(
     Row {
         elections,
         mode,
+        server_cpu,
         elected_after,
         rss_per_election: rss as f64 / elections as f64,
         per_sec,
@@ -331,25 +437,43 @@ fn main() {
     if args.iter().any(|a| a == "--row") {
         return row(&args, timing, window);
     }
-    let plan: Vec<(usize, Mode)> = if quick {
-        vec![(100, Mode::PerLease), (100, Mode::Shared)]
+    // `--servers`: the shared watch at 1, 100 and 1,000 elections on the
+    // emulator and on a real kube-apiserver, row by row in turn, with the
+    // server's own CPU time. The smoke run does a small one after its rows.
+    let servers = args.iter().any(|a| a == "--servers");
+    let mut plan: Vec<(usize, Mode, &str)> = if servers {
+        Vec::new()
+    } else if quick {
+        vec![
+            (100, Mode::PerLease, EMULATOR),
+            (100, Mode::Shared, EMULATOR),
+        ]
     } else {
         vec![
-            (1_000, Mode::PerLease),
-            (1_000, Mode::Shared),
-            (10_000, Mode::Shared),
+            (1_000, Mode::PerLease, EMULATOR),
+            (1_000, Mode::Shared, EMULATOR),
+            (10_000, Mode::Shared, EMULATOR),
         ]
     };
-    let plan: Vec<(usize, Mode)> = plan
-        .into_iter()
-        .filter(|&(_, m)| !shared_only || m == Mode::Shared)
-        .collect();
+    plan.retain(|&(_, m, _)| !shared_only || m == Mode::Shared);
+    if servers || quick {
+        let sizes: &[usize] = if quick { &[10] } else { &[1, 100, 1_000] };
+        for &e in sizes {
+            plan.push((e, Mode::Shared, EMULATOR));
+            plan.push((e, Mode::Shared, KUBE_APISERVER));
+        }
+    }
     println!(
-        "{} elections x 3 processes on the API emulator (a child process), {}; window {} s",
+        "{} elections x 3 processes on the API emulator (a child process){}, {}; window {} s",
         plan.iter()
-            .map(|(e, _)| e.to_string())
+            .map(|(e, _, _)| e.to_string())
             .collect::<Vec<_>>()
             .join("/"),
+        if plan.iter().any(|p| p.2 == KUBE_APISERVER) {
+            " or on kube-apiserver (test_kit::apiserver, with its etcd)"
+        } else {
+            ""
+        },
         match timing {
             Timing::ClientGoRenewThird => "client-go timings, renew every 5 s",
             Timing::ClientGo => "client-go timings, renew every 2 s",
@@ -358,7 +482,8 @@ fn main() {
         window.as_secs()
     );
     println!(
-        "{:>9} {:>9} | {:>10} {:>12} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} | {:>10} {:>7} | {:>4}",
+        "{:>14} {:>9} {:>9} | {:>10} {:>12} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} | {:>10} {:>7} | {:>4} | server CPU s/min",
+        "server",
         "elections",
         "mode",
         "elected",
@@ -373,19 +498,28 @@ fn main() {
         "CPU",
         "max"
     );
-    for &(elections, mode) in &plan {
+    for &(elections, mode, server) in &plan {
         // Each row in a fresh process (so that its RSS growth is its own), with a
-        // fresh emulator.
+        // fresh server.
         let status = Command::new(std::env::current_exe().expect("own path"))
             .args(args.iter().skip(1))
-            .args(["--row", &elections.to_string(), &format!("{mode:?}")])
+            .args([
+                "--row",
+                &elections.to_string(),
+                &format!("{mode:?}"),
+                server,
+            ])
             .status()
             .expect("the row runs");
-        assert!(status.success(), "row {elections} {mode:?} failed");
+        assert!(status.success(), "row {elections} {mode:?} {server} failed");
     }
 }
 
-/// One row of the table, in this process: `--row E PerLease|Shared`.
+const EMULATOR: &str = "emulator";
+const KUBE_APISERVER: &str = "kube-apiserver";
+
+/// One row of the table, in this process: `--row E PerLease|Shared
+/// emulator|kube-apiserver`.
 fn row(args: &[String], timing: Timing, window: Duration) {
     let at = args.iter().position(|a| a == "--row").expect("--row");
     let elections: usize = args[at + 1].parse().expect("a number of elections");
@@ -394,17 +528,38 @@ fn row(args: &[String], timing: Timing, window: Duration) {
     } else {
         Mode::PerLease
     };
-    let mut emu = EmulatorProcess::start();
+    let mut server = if args.get(at + 3).map(String::as_str) == Some(KUBE_APISERVER) {
+        match ApiServer::start() {
+            Ok(api) => {
+                let namespace = Server::namespace(&api);
+                Backend::ApiServer {
+                    api: Box::new(api),
+                    namespace,
+                    since: SystemTime::UNIX_EPOCH,
+                }
+            }
+            Err(e) => {
+                // CI builds the server; elsewhere this row is skipped, loudly.
+                eprintln!(
+                    "!!!!!!!! SKIPPED: {elections} elections on kube-apiserver (issue 38): {e}"
+                );
+                return;
+            }
+        }
+    } else {
+        Backend::Emulator(EmulatorProcess::start())
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
-    let row = rt.block_on(run(&mut emu, elections, mode, window, timing));
+    let row = rt.block_on(run(&mut server, elections, mode, window, timing));
     rt.shutdown_timeout(Duration::from_secs(5));
     let rate = |v: &str| row.per_sec.get(v).copied().unwrap_or(0.0);
     println!(
-        "{:>9} {:>9} | {:>10} {:>9.1} KiB | {:>8.1} {:>8.2} {:>8.2} {:>8.1} {:>8.2} | {:>8} | {:>7.1} µs {:>6.1}% | {:>4}",
+        "{:>14} {:>9} {:>9} | {:>10} {:>9.1} KiB | {:>8.1} {:>8.2} {:>8.2} {:>8.1} {:>8.2} | {:>8} | {:>7.1} µs {:>6.1}% | {:>4} | {}",
+        server.name(),
         row.elections,
         format!("{:?}", row.mode),
         match row.elected_after {
@@ -420,6 +575,12 @@ fn row(args: &[String], timing: Timing, window: Duration) {
         row.watches_opened,
         row.cpu_per_renewal.as_secs_f64() * 1e6,
         row.cpu_share * 100.0,
-        row.max_leaders
+        row.max_leaders,
+        row.server_cpu
+            .iter()
+            .map(|(name, s)| format!("{name} {s:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
+    assert_eq!(row.max_leaders, 1, "never two leaders in one election");
 }

@@ -9,7 +9,8 @@
 //! - `cargo run --release --example bench_many [-- --quick]`: many elections in
 //!   one process on the memory lock;
 //! - `cargo run --release --example bench_shared_watch [-- --quick]`: many Lease
-//!   elections on the API emulator, a watch per Lease against one shared watch;
+//!   elections on the API emulator, a watch per Lease against one shared watch
+//!   (`-- --servers`: the shared watch on the emulator and on kube-apiserver);
 //! - `cargo run --example shards`: sixteen shard Leases over replicas that join,
 //!   leave and crash (`election-shards`);
 //! - `cargo run --release --example bench_coordinated [-- --quick]`: coordinated
@@ -52,6 +53,32 @@ pub fn cpu_time() -> Duration {
         u64::try_from(t.tv_sec).unwrap_or(0),
         u32::try_from(t.tv_nsec).unwrap_or(0),
     )
+}
+
+/// The CPU time another process has used, user and system, in clock ticks
+/// (`utime` + `stime` of `/proc/<pid>/stat`; see [`clock_ticks_per_second`]),
+/// or `None` when it cannot be read.
+pub fn process_cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses (which may hold spaces): field 3
+    // (state) on; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The clock ticks per second of `/proc/<pid>/stat`'s times (`getconf
+/// CLK_TCK`; 100 where it cannot be asked).
+pub fn clock_ticks_per_second() -> u64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
+        .filter(|&t| t > 0)
+        .unwrap_or(100)
 }
 
 /// The `p` quantile (0 to 1) of `sorted`, by the nearest rank.
@@ -98,4 +125,26 @@ pub fn cpu_model() -> String {
                 .map(|m| m.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn another_process_cpu_ticks_grow_with_its_work() {
+        let pid = std::process::id();
+        let before = super::process_cpu_ticks(pid).expect("this process's /proc/<pid>/stat");
+        // Work 300 ms of CPU, by this process's own clock.
+        let start = super::cpu_time();
+        let mut x = 0_u64;
+        while super::cpu_time() - start < Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let after = super::process_cpu_ticks(pid).expect("still readable");
+        let secs = (after - before) as f64 / super::clock_ticks_per_second() as f64;
+        // The kernel's ticks are coarse (10 ms at 100 Hz): well above 0.2 s.
+        assert!(secs >= 0.2, "300 ms of CPU read as {secs} s");
+        assert_eq!(super::process_cpu_ticks(u32::MAX), None, "no such process");
+    }
 }

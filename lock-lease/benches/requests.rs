@@ -14,7 +14,16 @@
 //!   `StartedLeading`, and from the `abort()` call; at the fast timings with the
 //!   renew interval at the retry period and at a third of the lease.
 //!
-//! Run with `cargo bench -p lock-lease --bench requests` (about 2 minutes).
+//! First, the emulator beside a real kube-apiserver v1.36.3 (`test_kit::apiserver`)
+//! in the same run: requests per minute of a leader and a follower on each (both
+//! servers' elections side by side in one window; kube-apiserver's counted from
+//! its audit log, each candidate a ServiceAccount of its own), then graceful
+//! handovers and crash failovers, rounds interleaving the two servers, measured
+//! from the `shutdown()` or `abort()` call to the next leader (`BENCH_ROUNDS`,
+//! default 20). Without the built server (`bash testing/k8s-server/build.sh`)
+//! this part is skipped, saying so; `-- --servers-only` runs it alone.
+//!
+//! Run with `cargo bench -p lock-lease --bench requests` (about 5 minutes).
 //! Smoke mode (well under 30 s): `-- --quick`, `BENCH_QUICK=1`, or any run without
 //! cargo bench's `--bench` argument (`cargo test --benches`). Environment:
 //! `BENCH_SECS` = request-count window in seconds (default 60), `BENCH_HANDOVERS`
@@ -29,6 +38,7 @@ use election_driver::{Builder, Handle};
 use futures::StreamExt;
 use kube_emulator::{Emulator, Resource, Verb};
 use lock_lease::LeaseLock;
+use test_kit::apiserver::{ApiServer, Server};
 use tokio::sync::mpsc;
 
 /// This library's way (A) or client-go's (B).
@@ -361,6 +371,366 @@ async fn latencies(mode: Mode, timings: Timings, handovers: usize, crashes: usiz
     out
 }
 
+// ---------------------------------------------------------------- emulator beside kube-apiserver
+
+/// A server to measure on, and how its requests are counted: the emulator per
+/// client token, kube-apiserver from its audit log (distinct audit IDs per
+/// user, by the time the server received each request).
+enum Target<'a> {
+    Emulator(&'a Emulator),
+    ApiServer(&'a ApiServer),
+}
+
+impl Target<'_> {
+    fn server(&self) -> &dyn Server {
+        match self {
+            Target::Emulator(e) => *e,
+            Target::ApiServer(a) => *a,
+        }
+    }
+
+    fn name(&self) -> String {
+        self.server().name()
+    }
+
+    /// The user kube-apiserver's audit log names for the candidate `id`
+    /// (`Server::kube_config` makes it a ServiceAccount in the testers'
+    /// namespace).
+    fn user(id: &str) -> String {
+        format!(
+            "system:serviceaccount:{}:{id}",
+            test_kit::apiserver::TESTERS_NAMESPACE
+        )
+    }
+
+    /// Requests on Leases by each of `ids` in the window `from..=to` (wall
+    /// time), as (reads, writes), reads being get, list and watch.
+    fn counts(
+        &self,
+        namespace: &str,
+        ids: &[String],
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Vec<(u64, u64)> {
+        match self {
+            Target::Emulator(emu) => {
+                let counts = emu.request_counts();
+                ids.iter()
+                    .map(|id| {
+                        let reads = [Verb::Get, Verb::List, Verb::Watch]
+                            .iter()
+                            .map(|&v| counts.get(id, v, Resource::Lease))
+                            .sum::<u64>();
+                        (reads, counts.client_total(id) - reads)
+                    })
+                    .collect()
+            }
+            Target::ApiServer(api) => {
+                let by_user = api.audit_requests("leases", namespace, from, to);
+                ids.iter()
+                    .map(|id| {
+                        let user = Self::user(id);
+                        let mut rw = (0, 0);
+                        for ((u, verb), n) in &by_user {
+                            if *u == user {
+                                if matches!(verb.as_str(), "get" | "list" | "watch") {
+                                    rw.0 += n;
+                                } else {
+                                    rw.1 += n;
+                                }
+                            }
+                        }
+                        rw
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+fn candidate_on(
+    server: &dyn Server,
+    namespace: &str,
+    lease: &str,
+    id: &str,
+    timings: Timings,
+) -> Handle {
+    let config = timings
+        .config(id)
+        .seed(SEED.fetch_add(0x9e37_79b9, Ordering::Relaxed));
+    let client = kube_support::lock_client(server.kube_config(id)).expect("client");
+    let lock = LeaseLock::builder(client, namespace, lease)
+        .build()
+        .expect("valid names");
+    Builder::new(lock, config)
+        .spawn(TokioRuntime::current().expect("inside tokio"))
+        .expect("valid config")
+}
+
+/// One server's figures, measured in the same run as the others'.
+struct ServerFigures {
+    name: String,
+    /// Per timings: (leader reads, leader writes, follower reads, follower
+    /// writes) per minute, a follower's averaged over the two.
+    rates: Vec<(Timings, [f64; 4])>,
+    /// From the leader's `shutdown()` call to the next `StartedLeading`.
+    handover_ms: Vec<f64>,
+    /// From the leader's `abort()` call (no release) to the next leader.
+    crash_ms: Vec<f64>,
+}
+
+/// An election of three watching candidates (this library's default) on one
+/// server, a fresh identity for each candidate that joins.
+struct Election<'a> {
+    target: &'a Target<'a>,
+    namespace: String,
+    lease: String,
+    timings: Timings,
+    ids: Vec<String>,
+    nodes: Vec<Handle>,
+    next: usize,
+}
+
+impl<'a> Election<'a> {
+    fn new(target: &'a Target<'a>, namespace: &str, tag: &str, timings: Timings) -> Self {
+        let mut e = Election {
+            target,
+            namespace: namespace.to_owned(),
+            lease: format!("cmp-{tag}"),
+            timings,
+            ids: Vec::new(),
+            nodes: Vec::new(),
+            next: 0,
+        };
+        for _ in 0..3 {
+            e.join();
+        }
+        e
+    }
+
+    fn join(&mut self) {
+        self.next += 1;
+        // A ServiceAccount name on kube-apiserver: lower case, digits, '-'.
+        let id = format!("{}-{}", self.lease, self.next);
+        let node = candidate_on(
+            self.target.server(),
+            &self.namespace,
+            &self.lease,
+            &id,
+            self.timings,
+        );
+        self.ids.push(id);
+        self.nodes.push(node);
+    }
+
+    /// Ends the leader (gracefully or by a crash), measures until another
+    /// candidate leads, and puts a fresh candidate in its place.
+    async fn transition(&mut self, crash: bool) -> f64 {
+        let l = wait_leader(&self.nodes).await;
+        // Followers in place (watches open) and the leader past its first renews.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let l = if self.nodes[l].is_leader() {
+            l
+        } else {
+            wait_leader(&self.nodes).await
+        };
+        let (mut rx, tasks) = watch_for_leader(&self.nodes, l);
+        self.ids.remove(l);
+        let gone = self.nodes.remove(l);
+        let called = SystemTime::now();
+        if crash {
+            gone.abort();
+        } else {
+            gone.shutdown().await;
+        }
+        let led = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("a follower takes over on {}", self.target.name()))
+            .expect("sender alive");
+        for t in tasks {
+            t.abort();
+        }
+        self.join();
+        ms_between(called, led)
+    }
+
+    async fn shutdown(self) {
+        for n in self.nodes {
+            n.shutdown().await;
+        }
+    }
+}
+
+/// The emulator and kube-apiserver in one run: requests per minute of a leader
+/// and a follower (both servers' elections side by side in one window, at the
+/// fast and at client-go's timings), then `rounds` rounds, each a graceful
+/// handover on the emulator, one on kube-apiserver, a crash on the emulator and
+/// one on kube-apiserver (interleaved, so that the machine's load falls on
+/// both alike).
+async fn on_servers(targets: &[Target<'_>], window: Duration, rounds: usize) -> Vec<ServerFigures> {
+    let namespaces: Vec<String> = targets.iter().map(|t| t.server().namespace()).collect();
+    let mut rate_groups = Vec::new();
+    for (t, ns) in targets.iter().zip(&namespaces) {
+        for timings in [Timings::Fast, Timings::ClientGo] {
+            rate_groups.push(Election::new(
+                t,
+                ns,
+                &format!("rate-{}", timings.tag()),
+                timings,
+            ));
+        }
+    }
+    let mut leaders = Vec::new();
+    for g in &rate_groups {
+        leaders.push(wait_leader(&g.nodes).await);
+    }
+    // Past the start (first reads, creates, watches opening).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for t in targets {
+        if let Target::Emulator(emu) = t {
+            emu.reset_request_counts();
+        }
+    }
+    let from = SystemTime::now();
+    tokio::time::sleep(window).await;
+    let to = SystemTime::now();
+    // kube-apiserver writes a request's audit event when it has answered.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let per_min = 60.0 / to.duration_since(from).expect("time runs").as_secs_f64();
+    let mut figures: Vec<ServerFigures> = targets
+        .iter()
+        .map(|t| ServerFigures {
+            name: t.name(),
+            rates: Vec::new(),
+            handover_ms: Vec::new(),
+            crash_ms: Vec::new(),
+        })
+        .collect();
+    for (g, &first) in rate_groups.iter().zip(&leaders) {
+        let now = g.nodes.iter().position(Handle::is_leader);
+        assert_eq!(
+            now,
+            Some(first),
+            "leadership changed during the window on {}",
+            g.target.name()
+        );
+        let counts = g.target.counts(&g.namespace, &g.ids, from, to);
+        let (lr, lw) = counts[first];
+        let followers: Vec<(u64, u64)> = counts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != first)
+            .map(|(_, c)| *c)
+            .collect();
+        let n = followers.len() as f64;
+        let fr = followers.iter().map(|c| c.0).sum::<u64>() as f64 / n;
+        let fw = followers.iter().map(|c| c.1).sum::<u64>() as f64 / n;
+        // Each renew is a write: a leader that wrote nothing was not counted.
+        assert!(
+            lw > 0,
+            "no write of the leader counted on {}",
+            g.target.name()
+        );
+        let at = targets
+            .iter()
+            .position(|t| std::ptr::eq(t, g.target))
+            .expect("a target");
+        figures[at].rates.push((
+            g.timings,
+            [
+                lr as f64 * per_min,
+                lw as f64 * per_min,
+                fr * per_min,
+                fw * per_min,
+            ],
+        ));
+    }
+    for g in rate_groups {
+        g.shutdown().await;
+    }
+    let mut elections: Vec<Election> = targets
+        .iter()
+        .zip(&namespaces)
+        .map(|(t, ns)| Election::new(t, ns, "latency", Timings::Fast))
+        .collect();
+    for _ in 0..rounds {
+        for crash in [false, true] {
+            for (e, f) in elections.iter_mut().zip(&mut figures) {
+                let ms = e.transition(crash).await;
+                if crash {
+                    &mut f.crash_ms
+                } else {
+                    &mut f.handover_ms
+                }
+                .push(ms);
+            }
+        }
+    }
+    for e in elections {
+        e.shutdown().await;
+    }
+    figures
+}
+
+fn report_servers(figures: &[ServerFigures], window: Duration) {
+    println!();
+    println!(
+        "The emulator beside kube-apiserver, one run: 3 watching candidates per election, each its own identity; requests per minute in one {} s window (emulator: counted per client; kube-apiserver: its audit log, distinct audit IDs per user)",
+        window.as_secs()
+    );
+    println!(
+        "{:<26} {:<22} {:>12} {:>13} {:>14} {:>15}",
+        "server", "timings", "leader reads", "leader writes", "follower reads", "follower writes"
+    );
+    for f in figures {
+        for (t, [lr, lw, fr, fw]) in &f.rates {
+            println!(
+                "{:<26} {:<22} {:>12.1} {:>13.1} {:>14.2} {:>15.2}",
+                f.name,
+                t.label(),
+                lr,
+                lw,
+                fr,
+                fw
+            );
+        }
+    }
+    println!(
+        "Config::fast (2 s / 1.5 s / 250 ms), interleaved rounds; ms from the leader's shutdown() (handover) or abort() (crash) call to the next leader"
+    );
+    println!(
+        "{:<26} {:>5} {:>10} {:>9} {:>9} | {:>5} {:>10} {:>9} {:>9}",
+        "server", "n", "handover", "p90", "max", "n", "crash", "p90", "max"
+    );
+    let max = |xs: &[f64]| xs.iter().copied().fold(f64::NAN, f64::max);
+    for f in figures {
+        println!(
+            "{:<26} {:>5} {:>10.1} {:>9.1} {:>9.1} | {:>5} {:>10.1} {:>9.1} {:>9.1}",
+            f.name,
+            f.handover_ms.len(),
+            percentile(&f.handover_ms, 0.5),
+            percentile(&f.handover_ms, 0.9),
+            max(&f.handover_ms),
+            f.crash_ms.len(),
+            percentile(&f.crash_ms, 0.5),
+            percentile(&f.crash_ms, 0.9),
+            max(&f.crash_ms),
+        );
+    }
+    if let [emu, api] = figures {
+        let r = |a: &[f64], b: &[f64]| percentile(a, 0.5) / percentile(b, 0.5);
+        println!(
+            "  ratios kube-apiserver / emulator (median): handover {:.2}, crash failover {:.3}",
+            r(&api.handover_ms, &emu.handover_ms),
+            r(&api.crash_ms, &emu.crash_ms)
+        );
+        for f in [emu, api] {
+            println!("  raw handover ms {}: {:?}", f.name, round(&f.handover_ms));
+            println!("  raw crash ms {}: {:?}", f.name, round(&f.crash_ms));
+        }
+    }
+}
+
 // ---------------------------------------------------------------- report
 
 fn percentile(xs: &[f64], p: f64) -> f64 {
@@ -389,12 +759,56 @@ fn main() {
     let window = Duration::from_secs(env_or("BENCH_SECS", if quick { 5 } else { 60 }).max(1));
     let handovers = env_or("BENCH_HANDOVERS", if quick { 3 } else { 15 }).max(1) as usize;
     let crashes = env_or("BENCH_CRASHES", if quick { 2 } else { 8 }).max(1) as usize;
+    let rounds = env_or("BENCH_ROUNDS", if quick { 2 } else { 20 }).max(1) as usize;
+    let servers_only = args.iter().any(|a| a == "--servers-only");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
     let started = Instant::now();
+    // The emulator beside kube-apiserver; without the built server, said
+    // loudly and skipped (CI builds it).
+    match ApiServer::start() {
+        Ok(api) => {
+            let figures = rt.block_on(async {
+                let emu = Emulator::start().await.expect("emulator");
+                let targets = [Target::Emulator(&emu), Target::ApiServer(&api)];
+                on_servers(&targets, window, rounds).await
+            });
+            report_servers(&figures, window);
+            for f in &figures {
+                assert_eq!(
+                    f.handover_ms.len(),
+                    rounds,
+                    "{}: every handover measured",
+                    f.name
+                );
+                assert_eq!(f.crash_ms.len(), rounds, "{}: every crash measured", f.name);
+                // A crashed leader's Lease runs out before another takes it.
+                let lease_ms = Timings::Fast.config("x").lease_duration.as_secs_f64() * 1e3;
+                let retry_ms = Timings::Fast.config("x").retry_period.as_secs_f64() * 1e3;
+                assert!(
+                    f.crash_ms.iter().all(|&ms| ms > lease_ms - 2.0 * retry_ms),
+                    "{}: a takeover before the lease ran out: {:?}",
+                    f.name,
+                    f.crash_ms
+                );
+            }
+            println!(
+                "emulator beside kube-apiserver: {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Err(e) => {
+            eprintln!();
+            eprintln!("!!!!!!!! SKIPPED: the emulator beside kube-apiserver (issue 38): {e}");
+            eprintln!();
+        }
+    }
+    if servers_only {
+        return;
+    }
     println!(
         "Lease lock over the API emulator, 3 candidates per group; A = watching followers (default), B = polling_only (client-go's way); jitter 1.2 in both{}",
         if quick { "; QUICK smoke mode" } else { "" }

@@ -505,6 +505,51 @@ impl ApiServer {
         self.dir.join("audit.log")
     }
 
+    /// The requests on `resource` (`leases`, `leasecandidates`) in
+    /// `namespace` that the audit log records as received between `from` and
+    /// `to` (inclusive), per (user name, verb): each audit ID once (a watch has
+    /// an event when it starts and one when it ends). A request is written to
+    /// the log when answered: read it a moment after `to`.
+    pub fn audit_requests(
+        &self,
+        resource: &str,
+        namespace: &str,
+        from: std::time::SystemTime,
+        to: std::time::SystemTime,
+    ) -> BTreeMap<(String, String), u64> {
+        use k8s_openapi::jiff::Timestamp;
+        let (Ok(from), Ok(to)) = (Timestamp::try_from(from), Timestamp::try_from(to)) else {
+            return BTreeMap::new();
+        };
+        let text = fs::read_to_string(self.audit_log()).unwrap_or_default();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut counts = BTreeMap::new();
+        for line in text.lines() {
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let field = |p: &str| event.pointer(p).and_then(|v| v.as_str()).unwrap_or("");
+            if field("/objectRef/namespace") != namespace
+                || field("/objectRef/resource") != resource
+            {
+                continue;
+            }
+            let Ok(at) = field("/requestReceivedTimestamp").parse::<Timestamp>() else {
+                continue;
+            };
+            if at < from || at > to || !seen.insert(field("/auditID").to_owned()) {
+                continue;
+            }
+            *counts
+                .entry((
+                    field("/user/username").to_owned(),
+                    field("/verb").to_owned(),
+                ))
+                .or_insert(0) += 1;
+        }
+        counts
+    }
+
     /// The CA certificate the server's serving certificate is signed by (PEM).
     pub fn ca_file(&self) -> PathBuf {
         self.dir.join("ca.crt")
