@@ -3,8 +3,9 @@
 //! across both libraries: two replicas on 1.35.0 (one of each library), two
 //! on 1.36.0 joining, the old ones leaving one by one. The Lease stays with an
 //! old replica until the last old one is gone (`OldestEmulationVersion`), then
-//! goes to a new one; never two leaders, judged from the lines and from the
-//! Lease's history. Ignored in the workspace run; `.ci/run` runs it.
+//! goes to a new one; then the new leader crashes and the coordinator gives
+//! the Lease to the other; never two leaders, judged from the lines and from
+//! the Lease's history. Ignored in the workspace run; `.ci/run` runs it.
 
 use std::time::Duration;
 
@@ -73,6 +74,21 @@ fn a_rolling_upgrade_across_both_libraries_keeps_the_lease_on_the_oldest_version
         assert!(
             early.is_empty(),
             "a new replica led before the old ones left: {early:?}"
+        );
+        // A crash of the new leader (client-go): the coordinator assigns the
+        // Lease to the other new replica (kube-elector) once the lease ran out.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let crashed = mono_now();
+        fleet.signal("g-new", Signal::Kill).await;
+        let (next, at) = fleet
+            .next_leader(crashed, "g-new", within)
+            .await
+            .expect("the coordinator assigns the Lease after a crash");
+        assert_eq!(next, "r-new");
+        eprintln!(
+            "after a crash of g-new, {next} leads {:.0} ms later (lease {} ms)",
+            (at - crashed) as f64 / 1e6,
+            fleet::harness::TIMINGS_MS.0
         );
         tokio::time::sleep(Duration::from_secs(2)).await;
         fleet.finish().await.assert_clean();
