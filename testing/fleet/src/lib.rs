@@ -1,6 +1,6 @@
 //! Mixed fleets: kube-elector beside client-go's leader election on one Lease.
 //!
-//! - [`line`]: the line each peer prints per event, the same from both;
+//! - [`line`](mod@line): the line each peer prints per event, the same from both;
 //! - the binary `elector-peer`: a kube-elector candidate that prints them (its
 //!   client-go counterpart is `testing/client-go-peer`, built by
 //!   `testing/k8s-server/build.sh`);
