@@ -26,7 +26,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let id = identity::from_env()?;
     let config = Config::fast(id.clone());
     let lock = lock_lease::LeaseLock::builder(
-        kube_support::lock_client(kube_config.clone())?,
+        lock_kube::lock_client(kube_config.clone())?,
         "default",
         "example",
     )

@@ -10,12 +10,12 @@
 //! [`TermAnnotationLayer`](crate::stamp::TermAnnotationLayer) writes it on every
 //! verb:
 //!
-//! - `election.rs/holder` equal to the Lease's `holderIdentity` (a Lease with no
+//! - `kube-elector.dev/holder` equal to the Lease's `holderIdentity` (a Lease with no
 //!   holder refuses every protected write);
-//! - `election.rs/term`, `<transitions>@<version>`, whose transitions equal the
+//! - `kube-elector.dev/term`, `<transitions>@<version>`, whose transitions equal the
 //!   Lease's `leaseTransitions` (the version moves with every renewal, so the
 //!   policy does not compare it);
-//! - `election.rs/write`, a token unique to the write: on an update it must
+//! - `kube-elector.dev/write`, a token unique to the write: on an update it must
 //!   differ from the stored object's. The policy judges the object as it will be
 //!   stored, so a write that leaves the annotations alone (a JSON patch of one
 //!   field, a merge patch without them) would otherwise inherit the last writer's
@@ -190,7 +190,7 @@ pub enum Enforcement {
 #[non_exhaustive]
 pub enum FenceError {
     /// A namespace that is not a DNS-1123 label, or a name that is not a DNS-1123
-    /// subdomain (as `kube_support::names` checks them for the locks).
+    /// subdomain (as `lock_kube::names` checks them for the locks).
     #[error(
         "invalid {what} {value:?}: a Kubernetes name is lower-case letters, digits, '-' and '.'"
     )]
@@ -345,7 +345,7 @@ impl FencePolicy {
     }
 
     fn check(&self) -> Result<(), FenceError> {
-        use kube_support::names::{validate_name, validate_namespace};
+        use lock_kube::names::{validate_name, validate_namespace};
         let bad = |what, value: &str| FenceError::Name {
             what,
             value: value.to_owned(),

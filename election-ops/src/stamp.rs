@@ -42,14 +42,14 @@ use crate::shared::Shared;
 use crate::view::LeadershipView;
 
 /// The annotation [`TermAnnotationLayer`] writes the term under by default.
-pub const TERM_ANNOTATION: &str = "election.rs/term";
+pub const TERM_ANNOTATION: &str = "kube-elector.dev/term";
 
 /// The annotation [`TermAnnotationLayer`] writes this node's identity under.
-pub const HOLDER_ANNOTATION: &str = "election.rs/holder";
+pub const HOLDER_ANNOTATION: &str = "kube-elector.dev/holder";
 
 /// The annotation [`TermAnnotationLayer`] writes a token of each write under: no
 /// two writes carry the same one.
-pub const WRITE_ANNOTATION: &str = "election.rs/write";
+pub const WRITE_ANNOTATION: &str = "kube-elector.dev/write";
 
 /// The start of the write token of a deletion mark: the stamp written just before
 /// a delete, which the fence requires of the deleted object.
@@ -550,7 +550,7 @@ mod tests {
 
     /// The annotated body, parsed (key order depends on serde_json's features).
     fn annotate(body: &str) -> Option<Value> {
-        with_annotation(body.as_bytes(), "election.rs/term", "3@17")
+        with_annotation(body.as_bytes(), "kube-elector.dev/term", "3@17")
             .map(|b| serde_json::from_slice(&b).expect("JSON"))
     }
 
@@ -563,20 +563,22 @@ mod tests {
         assert_eq!(
             annotate(r#"{"metadata":{"name":"x","annotations":{"a":"b"}},"data":{}}"#),
             json(
-                r#"{"data":{},"metadata":{"annotations":{"a":"b","election.rs/term":"3@17"},"name":"x"}}"#
+                r#"{"data":{},"metadata":{"annotations":{"a":"b","kube-elector.dev/term":"3@17"},"name":"x"}}"#
             )
         );
         assert_eq!(
             annotate(r#"{"data":{"k":"v"}}"#),
-            json(r#"{"data":{"k":"v"},"metadata":{"annotations":{"election.rs/term":"3@17"}}}"#)
+            json(
+                r#"{"data":{"k":"v"},"metadata":{"annotations":{"kube-elector.dev/term":"3@17"}}}"#
+            )
         );
         assert_eq!(
             annotate(r#"{"metadata":null}"#),
-            json(r#"{"metadata":{"annotations":{"election.rs/term":"3@17"}}}"#)
+            json(r#"{"metadata":{"annotations":{"kube-elector.dev/term":"3@17"}}}"#)
         );
         assert_eq!(
             annotate(r#"{"metadata":{"annotations":null}}"#),
-            json(r#"{"metadata":{"annotations":{"election.rs/term":"3@17"}}}"#)
+            json(r#"{"metadata":{"annotations":{"kube-elector.dev/term":"3@17"}}}"#)
         );
     }
 
@@ -626,7 +628,10 @@ mod tests {
 
     #[test]
     fn annotation_keys_are_escaped_as_pointer_tokens() {
-        assert_eq!(pointer_token("election.rs/term"), "election.rs~1term");
+        assert_eq!(
+            pointer_token("kube-elector.dev/term"),
+            "kube-elector.dev~1term"
+        );
         assert_eq!(pointer_token("a~b/c"), "a~0b~1c");
     }
 
@@ -644,9 +649,9 @@ mod tests {
         };
         // As kube-apiserver words the fields (the key's dots and slash as they are).
         let stamp_fields = [
-            ".metadata.annotations.election.rs/holder",
-            ".metadata.annotations.election.rs/term",
-            ".metadata.annotations.election.rs/write",
+            ".metadata.annotations.kube-elector.dev/holder",
+            ".metadata.annotations.kube-elector.dev/term",
+            ".metadata.annotations.kube-elector.dev/write",
         ];
         assert!(conflicts_only_on(&conflict(&stamp_fields), keys()));
         assert!(conflicts_only_on(&conflict(&stamp_fields[..1]), keys()));

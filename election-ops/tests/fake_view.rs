@@ -328,12 +328,15 @@ fn n17_every_write_verb_is_stamped_with_the_term_and_a_token_of_its_own() {
     assert_eq!(
         added.keys().copied().collect::<Vec<_>>(),
         [
-            "/metadata/annotations/election.rs~1holder",
-            "/metadata/annotations/election.rs~1term",
-            "/metadata/annotations/election.rs~1write",
+            "/metadata/annotations/kube-elector.dev~1holder",
+            "/metadata/annotations/kube-elector.dev~1term",
+            "/metadata/annotations/kube-elector.dev~1write",
         ]
     );
-    assert_eq!(added["/metadata/annotations/election.rs~1term"], "3@42");
+    assert_eq!(
+        added["/metadata/annotations/kube-elector.dev~1term"],
+        "3@42"
+    );
 
     // Answered 422 (no annotations to add to): sent again, creating the map.
     sink.answer(&[422, 200]);

@@ -85,7 +85,7 @@ fn bad_inputs_are_typed_errors() {
             ..
         })
     ));
-    // As the locks check names (kube_support::names): a namespace is a DNS
+    // As the locks check names (lock_kube::names): a namespace is a DNS
     // label, so no dots; an object name is a subdomain of such labels.
     assert!(matches!(
         policy().namespaces(["a.b"]).binding(),

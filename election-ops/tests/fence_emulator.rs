@@ -135,7 +135,7 @@ async fn a4_a_deposed_leaders_writes_in_a_mixed_fleet_are_refused_by_the_server(
 
     let mut eager = Config::fast("eager").seed(5);
     eager.lock_delay = LockDelay::Immediate;
-    let client = kube_support::lock_client(emu.kube_config("eager")).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config("eager")).expect("client");
     let lock = LeaseLock::builder(client, "default", LEASE)
         .build()
         .expect("valid names");

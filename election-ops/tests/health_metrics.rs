@@ -69,7 +69,7 @@ impl<L: Lock> Layer<L> for Wedging {
 async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
     let emu = Emulator::start().await.expect("emulator");
     let config = Config::fast("node-a").seed(5);
-    let client = kube_support::lock_client(emu.kube_config("node-a")).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config("node-a")).expect("client");
     let lease = LeaseLock::builder(client, "default", LEASE)
         .build()
         .expect("lock");
@@ -186,7 +186,7 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
 async fn h6_wedged_leader_work_is_caught_by_health_while_renewals_go_on() {
     let emu = Emulator::start().await.expect("emulator");
     let config = Config::fast("node-a").seed(9);
-    let client = kube_support::lock_client(emu.kube_config("node-a")).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config("node-a")).expect("client");
     let lease = LeaseLock::builder(client, "default", LEASE)
         .build()
         .expect("lock");

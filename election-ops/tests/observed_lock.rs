@@ -44,7 +44,7 @@ async fn observed_lease_lock_records_leadership_events_through_a_handover() {
         three_candidates(
             |id| {
                 let config = Config::fast(id).seed(id.len() as u64 + 13);
-                let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+                let client = lock_kube::lock_client(emu.kube_config(id)).expect("client");
                 let lock = LeaseLock::builder(client, "default", LEASE)
                     .build()
                     .expect("valid names");

@@ -84,7 +84,7 @@ async fn no_token_is_ever_traced_and_spans_name_lock_identity_and_term() {
     // Some failures, so that error paths are traced too.
     emu.faults(TOKEN).times(2).error(503);
     let config = Config::fast("node-a").seed(3);
-    let client = kube_support::lock_client(emu.kube_config(TOKEN)).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config(TOKEN)).expect("client");
     let lock = LeaseLock::builder(client, "default", LEASE)
         .build()
         .expect("lock");

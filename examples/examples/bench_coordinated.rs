@@ -27,7 +27,7 @@ use election_core::{Config, Event};
 use election_driver::{Builder, Change, Handle, LeadershipState};
 use examples::report_ms;
 use kube_emulator::{Coordinator, Emulator, Resource};
-use kube_support::candidate::LeaseCandidate;
+use lock_kube::candidate::LeaseCandidate;
 use lock_lease::LeaseLock;
 
 const NS: &str = "default";
@@ -76,7 +76,7 @@ impl Pool {
     fn add(&mut self) {
         self.next += 1;
         let name = format!("{}-{}", self.lease, self.next);
-        let client = kube_support::lock_client(self.emu.kube_config(&name)).expect("client");
+        let client = lock_kube::lock_client(self.emu.kube_config(&name)).expect("client");
         let mut config = Config::fast(name.as_str()).seed(self.next);
         if self.coordinated {
             config = config.coordinated();

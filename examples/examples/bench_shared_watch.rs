@@ -38,7 +38,7 @@ use election_core::Config;
 use election_driver::{Builder, Handle};
 use examples::{clock_ticks_per_second, cpu_time, process_cpu_ticks, rss_bytes};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube_support::{SharedWatch, WatchConfig};
+use lock_kube::{SharedWatch, WatchConfig};
 use lock_lease::LeaseLock;
 use test_kit::apiserver::{ApiServer, Server};
 
@@ -308,7 +308,7 @@ async fn run(
     let clients: Vec<(String, kube::Client)> = (0..3)
         .map(|p| {
             let token = format!("{tag}-p{p}");
-            let client = kube_support::lock_client(emu.kube_config(&token)).expect("client");
+            let client = lock_kube::lock_client(emu.kube_config(&token)).expect("client");
             (token, client)
         })
         .collect();

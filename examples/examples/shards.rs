@@ -19,7 +19,7 @@ use kube_emulator::Emulator;
 const SHARDS: usize = 16;
 
 fn replica(emu: &Emulator, id: &str) -> Shards {
-    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config(id)).expect("client");
     Shards::builder(client, "default", "orders", SHARDS, Config::fast(id))
         .spawn(TokioRuntime::current().expect("inside tokio"))
         .expect("valid")

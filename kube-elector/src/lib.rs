@@ -214,13 +214,13 @@ pub use {k8s_openapi, kube};
 /// namespace, found by a label (`LeaseLock::shared_watch`,
 /// `LockBuilder::shared_watch`), and the settings of a watch.
 #[cfg(feature = "kube")]
-pub use kube_support::{SharedWatch, WatchConfig};
+pub use lock_kube::{SharedWatch, WatchConfig};
 
 /// Coordinated leader election's candidacy: the `LeaseCandidate` a replica
 /// publishes beside an election in `Mode::Coordinated` (README, "Coordinated
 /// leader election").
 #[cfg(feature = "kube")]
-pub use kube_support::candidate;
+pub use lock_kube::candidate;
 
 /// kube-runtime controllers that reconcile only while leading, with warm
 /// standby (`election-controller`).
@@ -269,7 +269,7 @@ pub use lock_etcd::EtcdLock;
 /// dependency).
 #[cfg(feature = "kube")]
 pub fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
-    kube_support::lock_client(config)
+    lock_kube::lock_client(config)
 }
 
 /// The names most programs use: `use kube_elector::prelude::*;`.

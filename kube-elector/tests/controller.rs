@@ -107,7 +107,7 @@ async fn controller_replicas_hand_over_on_sigterm_and_fail_over_on_sigkill() {
     assert_eq!(copy.data, Some([("v".to_owned(), "1".to_owned())].into()));
     let annotations = copy.metadata.annotations.unwrap_or_default();
     assert_eq!(
-        annotations.get("election.rs/term").map(String::as_str),
+        annotations.get("kube-elector.dev/term").map(String::as_str),
         Some(&*first),
         "the copy carries its term"
     );

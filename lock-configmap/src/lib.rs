@@ -12,11 +12,11 @@
 //!   that was read (a compare-and-swap); its data, labels and other annotations are
 //!   kept. A create makes a ConfigMap holding just the annotation.
 //! - A write that would be byte-identical to the stored object (a holder whose
-//!   wall clock is frozen) bumps the annotation `election.rs/rewrite`, because the
+//!   wall clock is frozen) bumps the annotation `kube-elector.dev/rewrite`, because the
 //!   API server answers an identical PUT without a new `resourceVersion` and
 //!   followers would not see the renewal (docs/faults.md R10).
 //! - Watches, Events, error classification and runtime bridging are the same as
-//!   the Lease lock's ([`kube_support`]).
+//!   the Lease lock's ([`lock_kube`]).
 //!
 //! Prefer the Lease lock for new deployments; this one exists for clusters and
 //! clients that still share a ConfigMap record.
@@ -26,7 +26,7 @@
 //! use lock_configmap::ConfigMapLock;
 //!
 //! # async fn example(kube_config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
-//! let client = kube_support::lock_client(kube_config)?;
+//! let client = lock_kube::lock_client(kube_config)?;
 //! let lock = ConfigMapLock::builder(client, "kube-system", "my-controller").build()?;
 //! let observation = lock.get().await;
 //! # let _ = observation;
@@ -55,8 +55,8 @@
 // the unit tests' build, which also gets the dev-dependencies.
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
-pub use kube_support::events::{EventError, LeaderEvent};
-use kube_support::{LockBuilder, ObjectLock};
+pub use lock_kube::events::{EventError, LeaderEvent};
+use lock_kube::{LockBuilder, ObjectLock};
 
 pub mod record;
 
@@ -67,7 +67,7 @@ pub const RBAC_YAML: &str = include_str!("../rbac.yaml");
 pub use record::ConfigMapCodec;
 
 /// A leader-election lock on one ConfigMap: the Kubernetes object lock of
-/// `kube-support` over the ConfigMap's [`record`] mapping. Cheap to clone (clones
+/// `lock-kube` over the ConfigMap's [`record`] mapping. Cheap to clone (clones
 /// share the cache).
 ///
 /// - `ConfigMapLock::builder(client, namespace, name)` starts a [`ConfigMapLockBuilder`]

@@ -23,15 +23,15 @@ use std::collections::BTreeMap;
 
 use election_core::{Handover, LockRecord, WallTime};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube_support::Codec;
 use lock_json::Encoding;
+use lock_kube::Codec;
 
 /// The annotation holding the record.
 pub const ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
-pub use kube_support::annotations::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY};
-use kube_support::annotations::{int_annotation, set_annotations};
 /// The holder a malformed record is read as, and why a record is malformed.
 pub use lock_json::{MALFORMED_HOLDER, RecordError};
+pub use lock_kube::annotations::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY};
+use lock_kube::annotations::{int_annotation, set_annotations};
 
 /// The annotation value client-go writes for `record`, with `Stamp::Now`
 /// stamped `now` ([`Encoding::ClientGo`]: the priority stays in annotations).
@@ -91,7 +91,7 @@ pub fn write_record(cm: &mut ConfigMap, record: &LockRecord, now: WallTime) {
 
 /// The [`Codec`] of the ConfigMap lock: [`record_from_config_map`] and
 /// [`write_record`]. `lock_configmap::ConfigMapLock` is
-/// `kube_support::ObjectLock<ConfigMapCodec>`.
+/// `lock_kube::ObjectLock<ConfigMapCodec>`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ConfigMapCodec;
 

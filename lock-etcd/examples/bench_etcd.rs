@@ -59,7 +59,7 @@ impl Backend for Lease {
         "Lease on kube-emulator (lock-lease)"
     }
     fn lock(&self, candidate: &str) -> Self::L {
-        let client = kube_support::lock_client(self.0.kube_config(candidate)).expect("client");
+        let client = lock_kube::lock_client(self.0.kube_config(candidate)).expect("client");
         lock_lease::LeaseLock::builder(client, "default", "bench")
             .build()
             .expect("valid names")

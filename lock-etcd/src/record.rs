@@ -16,7 +16,7 @@
 //! let json = encode_record(&record, WallTime::new(1_700_000_000, 0));
 //! assert_eq!(
 //!     json,
-//!     r#"{"holderIdentity":"node-a","leaseDurationSeconds":15,"acquireTime":null,"renewTime":"2023-11-14T22:13:20Z","leaderTransitions":0,"election.rs/priority":5}"#
+//!     r#"{"holderIdentity":"node-a","leaseDurationSeconds":15,"acquireTime":null,"renewTime":"2023-11-14T22:13:20Z","leaderTransitions":0,"kube-elector.dev/priority":5}"#
 //! );
 //! assert_eq!(decode_record(json.as_bytes()).unwrap().priority, Some(5));
 //! ```

@@ -59,12 +59,12 @@ pub use election_core::MALFORMED_HOLDER;
 
 /// The field (and, on Kubernetes objects, the annotation) holding the holder's
 /// priority, an integer.
-pub const PRIORITY: &str = "election.rs/priority";
+pub const PRIORITY: &str = "kube-elector.dev/priority";
 /// The field (annotation) naming the candidate a prioritised handover request
 /// asks for.
-pub const HANDOVER_TO: &str = "election.rs/handover-to";
+pub const HANDOVER_TO: &str = "kube-elector.dev/handover-to";
 /// The field (annotation) holding the asking candidate's priority.
-pub const HANDOVER_PRIORITY: &str = "election.rs/handover-priority";
+pub const HANDOVER_PRIORITY: &str = "kube-elector.dev/handover-priority";
 
 /// Why a value could not be read as a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -114,17 +114,17 @@ struct Wire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     preferred_holder: Option<&'a str>,
     #[serde(
-        rename = "election.rs/priority",
+        rename = "kube-elector.dev/priority",
         skip_serializing_if = "Option::is_none"
     )]
     priority: Option<i64>,
     #[serde(
-        rename = "election.rs/handover-to",
+        rename = "kube-elector.dev/handover-to",
         skip_serializing_if = "Option::is_none"
     )]
     handover_to: Option<&'a str>,
     #[serde(
-        rename = "election.rs/handover-priority",
+        rename = "kube-elector.dev/handover-priority",
         skip_serializing_if = "Option::is_none"
     )]
     handover_priority: Option<i64>,

@@ -112,7 +112,7 @@ fn candidate(emu: &Emulator, lease: &str, id: &str, mode: Mode, timings: Timings
     let config = timings
         .config(id)
         .seed(SEED.fetch_add(0x9e37_79b9, Ordering::Relaxed));
-    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config(id)).expect("client");
     let mut b = LeaseLock::builder(client, "default", lease);
     if mode == Mode::Poll {
         b = b.polling_only();
@@ -458,7 +458,7 @@ fn candidate_on(
     let config = timings
         .config(id)
         .seed(SEED.fetch_add(0x9e37_79b9, Ordering::Relaxed));
-    let client = kube_support::lock_client(server.kube_config(id)).expect("client");
+    let client = lock_kube::lock_client(server.kube_config(id)).expect("client");
     let lock = LeaseLock::builder(client, namespace, lease)
         .build()
         .expect("valid names");

@@ -10,7 +10,7 @@
 //!   compare-and-swap, never a blind write. Labels, annotations and owner
 //!   references that others put on the Lease are kept.
 //! - A write that would be byte-identical to the stored object (a holder whose
-//!   wall clock is frozen) bumps the annotation `election.rs/rewrite`, because the
+//!   wall clock is frozen) bumps the annotation `kube-elector.dev/rewrite`, because the
 //!   API server answers an identical PUT without a new `resourceVersion` and
 //!   followers would not see the renewal (docs/faults.md R10).
 //! - [`Lock::watch`] watches the Lease with `fieldSelector=metadata.name=<name>`
@@ -22,7 +22,7 @@
 //!   [`Lock::leadership_changed`] and runs the write in the background, so a
 //!   failure (logged) never touches the election (docs/faults.md H9). Turn them off with
 //!   [`LockBuilder::without_events`]; [`LeaseLock::record_event`](ObjectLock::record_event) writes one by hand.
-//! - API failures are classified for the elector by [`kube_support::error`].
+//! - API failures are classified for the elector by [`lock_kube::error`].
 //! - The futures run under tokio, smol and async-std alike (kube's client gets a
 //!   tokio reactor from `async-compat` when there is none).
 //!
@@ -31,7 +31,7 @@
 //! use lock_lease::LeaseLock;
 //!
 //! # async fn example(kube_config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
-//! let client = kube_support::lock_client(kube_config)?; // kube's own retries off
+//! let client = lock_kube::lock_client(kube_config)?; // kube's own retries off
 //! let lock = LeaseLock::builder(client, "kube-system", "my-controller")
 //!     .label("app.kubernetes.io/name", "my-controller")
 //!     .build()?;
@@ -76,8 +76,8 @@
 // the unit tests' build, which also gets the dev-dependencies.
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
-pub use kube_support::events::{EventError, LeaderEvent};
-use kube_support::{LockBuilder, ObjectLock};
+pub use lock_kube::events::{EventError, LeaderEvent};
+use lock_kube::{LockBuilder, ObjectLock};
 
 pub mod record;
 
@@ -88,7 +88,7 @@ pub const RBAC_YAML: &str = include_str!("../rbac.yaml");
 pub use record::LeaseCodec;
 
 /// A leader-election lock on one Lease: the Kubernetes object lock of
-/// `kube-support` over the Lease's [`record`] mapping. Cheap to clone (clones
+/// `lock-kube` over the Lease's [`record`] mapping. Cheap to clone (clones
 /// share the cache).
 ///
 /// - `LeaseLock::builder(client, namespace, name)` starts a [`LeaseLockBuilder`]

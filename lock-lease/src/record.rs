@@ -18,11 +18,11 @@ use std::collections::BTreeMap;
 use election_core::{Handover, LockRecord, MAX_TRANSITIONS, Stamp, WallTime};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube_support::Codec;
-use kube_support::time::{from_timestamp, to_timestamp};
+use lock_kube::Codec;
+use lock_kube::time::{from_timestamp, to_timestamp};
 
-pub use kube_support::annotations::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY};
-use kube_support::annotations::{annotation, int_annotation, set_annotations};
+pub use lock_kube::annotations::{HANDOVER_PRIORITY, HANDOVER_TO, PRIORITY};
+use lock_kube::annotations::{annotation, int_annotation, set_annotations};
 
 /// Reads the record from a Lease, tolerantly (docs/design.md §4 "Tolerant reading").
 pub fn record_from_lease(lease: &Lease) -> LockRecord {
@@ -63,7 +63,7 @@ fn stamp(t: Option<&MicroTime>) -> Stamp {
 }
 
 fn micro(stamp: Stamp, now: WallTime) -> Option<MicroTime> {
-    kube_support::Clock::resolve(stamp, now).map(|t| MicroTime(to_timestamp(t)))
+    lock_kube::Clock::resolve(stamp, now).map(|t| MicroTime(to_timestamp(t)))
 }
 
 /// The `LeaseSpec` client-go writes for `record`, with [`Stamp::Now`] stamped `now`.
@@ -124,7 +124,7 @@ pub fn write_record(lease: &mut Lease, record: &LockRecord, now: WallTime) {
 }
 
 /// The [`Codec`] of the Lease lock: [`record_from_lease`] and [`write_record`].
-/// `lock_lease::LeaseLock` is `kube_support::ObjectLock<LeaseCodec>`.
+/// `lock_lease::LeaseLock` is `lock_kube::ObjectLock<LeaseCodec>`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LeaseCodec;
 

@@ -1,7 +1,7 @@
 //! Coordinated leader election on the Lease over the API emulator acting as the
 //! coordinator (docs/faults.md C3, C5): a rolling upgrade. Three replicas at
 //! version 1.0.0 are replaced one by one by replicas at 1.1.0. Each replica
-//! publishes its `LeaseCandidate` (`kube_support::candidate`) and runs the
+//! publishes its `LeaseCandidate` (`lock_kube::candidate`) and runs the
 //! election in `Mode::Coordinated`; a replica leaves by stopping its candidacy
 //! (the object is deleted) and then shutting the election down (it releases).
 //!
@@ -24,7 +24,7 @@ use election_driver::{Builder, Change, Handle, Runtime};
 use futures::StreamExt;
 use futures::channel::oneshot;
 use kube_emulator::{Coordinator, Emulator, Resource};
-use kube_support::candidate::LeaseCandidate;
+use lock_kube::candidate::LeaseCandidate;
 use lock_lease::LeaseLock;
 use test_kit::apiserver::{ApiServer, Server};
 use test_kit::runtimes::{self, sleep};
@@ -79,7 +79,7 @@ impl Replica {
             .account
             .cloned()
             .unwrap_or_else(|| at.server.kube_config(id));
-        let client = kube_support::lock_client(config).expect("client");
+        let client = lock_kube::lock_client(config).expect("client");
         let config = Config::fast(id).coordinated();
         let candidate = LeaseCandidate::builder(client.clone(), ns, id, LEASE)
             .binary_version(version)

@@ -234,7 +234,7 @@ fn preferred_holder_and_strategy_are_read_as_a_handover_without_priority() {
 #[test]
 fn malformed_priority_annotations_are_ignored() {
     let l = lease(
-        r#"{"metadata":{"name":"x","annotations":{"election.rs/priority":"high"}},"spec":{"holderIdentity":"a"}}"#,
+        r#"{"metadata":{"name":"x","annotations":{"kube-elector.dev/priority":"high"}},"spec":{"holderIdentity":"a"}}"#,
     );
     assert_eq!(record_from_lease(&l).priority, None);
 }
@@ -242,12 +242,11 @@ fn malformed_priority_annotations_are_ignored() {
 #[test]
 fn bad_names_are_typed_errors_not_panics() {
     let client =
-        kube_support::lock_client(kube::Config::new("http://127.0.0.1:1".parse().unwrap()))
-            .unwrap();
+        lock_kube::lock_client(kube::Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
     let ns = lock_lease::LeaseLock::new(client.clone(), "Team A", "ctl").unwrap_err();
-    assert_eq!(ns, kube_support::NameError::Namespace("Team A".into()));
+    assert_eq!(ns, lock_kube::NameError::Namespace("Team A".into()));
     let name = lock_lease::LeaseLock::new(client.clone(), "team-a", "ctl_1").unwrap_err();
-    assert_eq!(name, kube_support::NameError::Name("ctl_1".into()));
+    assert_eq!(name, lock_kube::NameError::Name("ctl_1".into()));
     let ok = lock_lease::LeaseLock::new(client, "team-a", "ctl.example.com").unwrap();
     assert_eq!(
         election_core::Lock::describe(&ok),

@@ -33,7 +33,7 @@ struct Terms {
 
 /// A candidate on the Lease `name`, as the emulator's client `id`.
 fn candidate(emu: &Emulator, rt: &TokioRuntime, name: &str, id: &str) -> Handle {
-    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config(id)).expect("client");
     let lock = LeaseLock::builder(client, NS, name)
         .build()
         .expect("valid names");
@@ -132,7 +132,7 @@ async fn patched_under_a_leader(
     emu.faults("leader")
         .on(Match::verbs(&[Verb::Get, Verb::Create, Verb::Update]))
         .too_many_requests(1);
-    let admin = kube_support::lock_client(emu.kube_config("admin")).expect("client");
+    let admin = lock_kube::lock_client(emu.kube_config("admin")).expect("client");
     let api: Api<Lease> = Api::namespaced(admin, NS);
     let edited = rt.now();
     api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))

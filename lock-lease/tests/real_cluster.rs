@@ -20,12 +20,12 @@ struct RealHarness {
 
 impl RealHarness {
     fn lock(&self) -> LeaseLock {
-        let client = kube_support::lock_client(self.config.clone()).expect("client");
+        let client = lock_kube::lock_client(self.config.clone()).expect("client");
         LeaseLock::new(client, &self.config.default_namespace, &self.name).expect("valid names")
     }
 
     async fn delete_current(&self) -> bool {
-        let client = kube_support::lock_client(self.config.clone()).expect("client");
+        let client = lock_kube::lock_client(self.config.clone()).expect("client");
         let api: Api<Lease> = Api::namespaced(client, &self.config.default_namespace);
         api.delete(&self.name, &DeleteParams::default())
             .await

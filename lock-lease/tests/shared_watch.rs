@@ -1,5 +1,5 @@
 //! Many Lease elections through one shared watch per process
-//! (`kube_support::SharedWatch`), over the API emulator on tokio: the conformance
+//! (`lock_kube::SharedWatch`), over the API emulator on tokio: the conformance
 //! suite on a shared-watch lock, and the stories of `test_kit::kube_lock::shared`.
 
 mod common;

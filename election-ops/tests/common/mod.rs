@@ -20,7 +20,7 @@ pub const LEASE: &str = "ops-lease";
 /// monitor.
 pub fn candidate(emu: &Emulator, id: &str) -> (Arc<Handle>, Arc<Monitor>) {
     let config = Config::fast(id).seed(id.len() as u64 + 11);
-    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config(id)).expect("client");
     let lock = LeaseLock::builder(client, "default", LEASE)
         .build()
         .expect("valid names");

@@ -154,7 +154,7 @@ async fn handover_and_crash_keep_every_write_with_the_leader_of_its_instant_and_
             .metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get("election.rs/holder"));
+            .and_then(|a| a.get("kube-elector.dev/holder"));
         assert_eq!(stamp, Some(writer), "{name}'s stamp: {:?}", copy.metadata);
         let value = if i == 3 || i == 4 { "v2" } else { "v1" };
         assert_eq!(

@@ -25,7 +25,7 @@ const LEASE: &str = "finalizing";
 const FINALIZER: &str = "example.com/cleanup";
 
 fn candidate(emu: &Emulator, id: &str) -> Arc<Handle> {
-    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config(id)).expect("client");
     let lock = LeaseLock::builder(client, "default", LEASE)
         .build()
         .expect("valid names");

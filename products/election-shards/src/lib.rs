@@ -2,7 +2,7 @@
 //! campaign for them.
 //!
 //! Each replica runs an election for every shard (`<group>-0` …), all followed
-//! through one shared watch ([`kube_support::SharedWatch`]), and registers as a
+//! through one shared watch ([`lock_kube::SharedWatch`]), and registers as a
 //! member with a Lease of its own (`<group>-member-<identity>`). Its balancer
 //! decides when a member Lease changes, when a silent member's lease runs out
 //! and at least every retry period: it counts the live members (member Leases

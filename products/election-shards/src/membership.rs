@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube_support::Seen;
+use lock_kube::Seen;
 
 /// The label on every Lease of a group (shards and members): the shared watch
 /// selects by it.
-pub const GROUP_LABEL: &str = "election.rs/shard-group";
+pub const GROUP_LABEL: &str = "kube-elector.dev/shard-group";
 
 /// The member Lease of `identity` in `group`.
 pub fn member_lease(group: &str, identity: &str) -> String {

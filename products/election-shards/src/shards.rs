@@ -12,7 +12,7 @@ use election_driver::{Builder, CancelSignal, DriverError, Handle, Runtime};
 use futures::StreamExt;
 use futures::future::{AbortHandle, Abortable, BoxFuture};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube_support::{NameError, SharedWatch, WatchConfig};
+use lock_kube::{NameError, SharedWatch, WatchConfig};
 use lock_lease::LeaseLock;
 
 use crate::balance::{Stance, floor, stances};
@@ -232,7 +232,7 @@ impl Shards {
     /// A sharded election of `shards` Leases named `<group>-0` … `<group>-{shards - 1}`
     /// in `namespace`, with a member Lease `<group>-member-<identity>`; every
     /// election uses `config` (its identity is this replica's). Build the client
-    /// with `kube_support::lock_client`.
+    /// with `lock_kube::lock_client`.
     pub fn builder(
         client: kube::Client,
         namespace: &str,

@@ -31,7 +31,7 @@ struct Works {
 type Running = Arc<Works>;
 
 fn replica(server: &dyn Server, ns: &str, id: &str, running: &Running) -> Shards {
-    let client = kube_support::lock_client(server.kube_config(id)).expect("client");
+    let client = lock_kube::lock_client(server.kube_config(id)).expect("client");
     let running = running.clone();
     Shards::builder(client, ns, "orders", SHARDS, Config::fast(id))
         .shard_work(move |shard, _term, cancel| {

@@ -570,7 +570,7 @@ pub enum StartError {
     Lease(String),
     /// `--binary-version` or `--emulation-version` is unusable.
     #[error("invalid candidacy: {0}")]
-    Candidate(#[from] kube_support::candidate::CandidateError),
+    Candidate(#[from] lock_kube::candidate::CandidateError),
     /// The election could not start.
     #[error("failed to start the election: {0}")]
     Driver(#[from] election_driver::DriverError),
@@ -728,9 +728,9 @@ async fn start(
         .namespace
         .clone()
         .unwrap_or_else(|| kube_config.default_namespace.clone());
-    let client = kube_support::lock_client(kube_config)?;
+    let client = lock_kube::lock_client(kube_config)?;
     let candidacy = if cli.coordinated {
-        let mut candidate = kube_support::candidate::LeaseCandidate::builder(
+        let mut candidate = lock_kube::candidate::LeaseCandidate::builder(
             client.clone(),
             &namespace,
             &config.identity,
@@ -1241,6 +1241,6 @@ mod tests {
     #[tokio::test]
     async fn the_sidecar_can_talk_https() {
         let config = kube::Config::new("https://127.0.0.1:6443".parse().expect("a URL"));
-        kube_support::lock_client(config).expect("a client for an HTTPS API server");
+        lock_kube::lock_client(config).expect("a client for an HTTPS API server");
     }
 }

@@ -524,15 +524,15 @@ fn version(object: &serde_json::Value) -> u64 {
 
 /// The sidecar's documented way to fence an application: in `run` mode the child
 /// gets `LEADER_ELECTOR_IDENTITY` and `LEADER_ELECTOR_TERM`, and stamps its writes
-/// with them (`election.rs/holder`, `election.rs/term`) and a token of its own
-/// (`election.rs/write`). With the policy applied,
+/// with them (`kube-elector.dev/holder`, `kube-elector.dev/term`) and a token of its own
+/// (`kube-elector.dev/write`). With the policy applied,
 /// the child's stamped write passes and an unstamped one is refused.
 async fn a_run_mode_childs_stamped_write_passes_the_fence(site: &Site<'_>) {
     fenced(site, "fenced").await;
     let dir = site.dir.clone();
     // The child: one stamped create, one unstamped, each reported in a file.
     let script = format!(
-        r#"stamped='{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"stamped","annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'","election.rs/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}}}}'
+        r#"stamped='{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"stamped","annotations":{{"kube-elector.dev/holder":"'"$LEADER_ELECTOR_IDENTITY"'","kube-elector.dev/term":"'"$LEADER_ELECTOR_TERM"'","kube-elector.dev/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}}}}'
 echo "$stamped" | {{kubectl}} create -f - > {dir}/stamped.out 2>&1; echo $? >> {dir}/stamped.out
 {{kubectl}} create configmap bare > {dir}/bare.out 2>&1; echo $? >> {dir}/bare.out
 sleep 60"#,
@@ -597,7 +597,7 @@ async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence_on_kube_apiser
 /// words: `Warning: Validation failed for ValidatingAdmissionPolicy
 /// 'fence-warned' with binding 'fence-warned': fenced by fence-warned: the
 /// write is stamped for holder "" …`, then `… the write carries no
-/// election.rs/write token`. Its stamped create passes without a warning.
+/// kube-elector.dev/write token`. Its stamped create passes without a warning.
 /// (The sidecar itself writes only the Lease, which is never fenced; the
 /// `kube` client, 5.0, does not surface warnings: kubectl, the child's
 /// client, is where an operator sees them.)
@@ -608,7 +608,7 @@ async fn warn_admits_the_fenced_write_with_a_warning(site: &Site<'_>) {
     let script = format!(
         r#"while [ ! -e {dir}/go ]; do sleep 0.05; done
 {{kubectl}} create configmap bare > {dir}/bare.out 2>&1; echo "exit $?" >> {dir}/bare.out
-stamped='{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"stamped","annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'","election.rs/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}}}}'
+stamped='{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"stamped","annotations":{{"kube-elector.dev/holder":"'"$LEADER_ELECTOR_IDENTITY"'","kube-elector.dev/term":"'"$LEADER_ELECTOR_TERM"'","kube-elector.dev/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}}}}'
 echo "$stamped" | {{kubectl}} create -f - > {dir}/stamped.out 2>&1; echo "exit $?" >> {dir}/stamped.out
 sleep 60"#
     );
@@ -628,7 +628,7 @@ sleep 60"#
              the Lease {}/warned is held by \"app-0\" at transitions 0",
             site.ns
         ),
-        format!("{prefix}the write carries no election.rs/write token"),
+        format!("{prefix}the write carries no kube-elector.dev/write token"),
     ];
     // Enforced: the operator's dry run of the same write is warned about.
     let started = std::time::Instant::now();
@@ -677,7 +677,7 @@ sleep 60"#
         .object(Resource::ConfigMap, &site.ns, "bare")
         .expect("the warned write is stored");
     assert_eq!(
-        stored["metadata"]["annotations"]["election.rs/holder"],
+        stored["metadata"]["annotations"]["kube-elector.dev/holder"],
         serde_json::Value::Null
     );
     let stamped = done("stamped.out").unwrap();
@@ -689,7 +689,7 @@ sleep 60"#
     assert_eq!(
         site.server
             .object(Resource::ConfigMap, &site.ns, "stamped")
-            .expect("stored")["metadata"]["annotations"]["election.rs/holder"],
+            .expect("stored")["metadata"]["annotations"]["kube-elector.dev/holder"],
         "app-0"
     );
     common::sigterm(&sidecar);
@@ -726,7 +726,7 @@ async fn n16_the_stopped_sidecars_child_is_fenced_off(site: &Site<'_>, emu: Opti
     let sidecar = |id: &str| {
         let script = format!(
             r#"i=0; while true; do i=$((i+1))
-printf '{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{id}-%s","annotations":{{"election.rs/holder":"%s","election.rs/term":"%s","election.rs/write":"%s"}}}}}}' $i "$LEADER_ELECTOR_IDENTITY" "$LEADER_ELECTOR_TERM" "$(cat /proc/sys/kernel/random/uuid)" | {{kubectl}} create -f - >> {dir}/{id}.log 2>&1
+printf '{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{id}-%s","annotations":{{"kube-elector.dev/holder":"%s","kube-elector.dev/term":"%s","kube-elector.dev/write":"%s"}}}}}}' $i "$LEADER_ELECTOR_IDENTITY" "$LEADER_ELECTOR_TERM" "$(cat /proc/sys/kernel/random/uuid)" | {{kubectl}} create -f - >> {dir}/{id}.log 2>&1
 sleep 0.05; done"#,
             dir = site.dir.display()
         );
@@ -874,7 +874,7 @@ async fn n17_patches_that_leave_the_stamp_alone_are_refused(
     let sidecar = |id: &str| {
         let script = format!(
             r#"i=0; while true; do i=$((i+1))
-{{kubectl}} patch configmap shared --type=merge -p '{{"metadata":{{"annotations":{{"election.rs/holder":"'"$LEADER_ELECTOR_IDENTITY"'","election.rs/term":"'"$LEADER_ELECTOR_TERM"'","election.rs/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}},"data":{{"by":"{id}"}}}}' >> {dir}/{id}.log 2>&1
+{{kubectl}} patch configmap shared --type=merge -p '{{"metadata":{{"annotations":{{"kube-elector.dev/holder":"'"$LEADER_ELECTOR_IDENTITY"'","kube-elector.dev/term":"'"$LEADER_ELECTOR_TERM"'","kube-elector.dev/write":"'"$(cat /proc/sys/kernel/random/uuid)"'"}}}},"data":{{"by":"{id}"}}}}' >> {dir}/{id}.log 2>&1
 {{kubectl}} patch configmap shared --type=json -p '[{{"op":"add","path":"/data/{id}-json-'$i'","value":"bare"}}]' >> {dir}/{id}.log 2>&1
 {{kubectl}} patch configmap shared --type=merge -p '{{"data":{{"{id}-merge-'$i'":"bare"}}}}' >> {dir}/{id}.log 2>&1
 sleep 0.05; done"#,
@@ -944,7 +944,7 @@ sleep 0.05; done"#,
         "a patch that left the stamp alone was stored: {now}"
     );
     assert_eq!(
-        now["metadata"]["annotations"]["election.rs/holder"],
+        now["metadata"]["annotations"]["kube-elector.dev/holder"],
         "app-b"
     );
     if let Some(emu) = emu {

@@ -19,7 +19,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_runtime::controller::{Action, Controller};
 use kube_runtime::reflector::{self, ObjectRef};
 use kube_runtime::{WatchStreamExt, watcher};
-use kube_support::time::{Clock, from_timestamp, to_timestamp};
+use lock_kube::time::{Clock, from_timestamp, to_timestamp};
 use serde_json::json;
 
 use crate::error::DriverError;

@@ -1,7 +1,7 @@
 //! Time-boxed Leases: maintenance windows on Kubernetes Nodes.
 //!
 //! Someone asks for maintenance by annotating a Node with
-//! [`WINDOW_ANNOTATION`] (`maintenance.kube-election.io/window-seconds: "20"`).
+//! [`WINDOW_ANNOTATION`] (`kube-elector.dev/maintenance-window-seconds: "20"`).
 //! A maintenance controller then takes a `coordination.k8s.io/v1` Lease named
 //! after the Node (holder: its identity, `leaseDurationSeconds`: the window
 //! plus a padding, owned by the Node so that it goes with it), cordons the Node
@@ -42,7 +42,7 @@
 //! owner, writes to a second object, the Node), and its driver needs
 //! `kube-runtime` and Node access that no user of the election lock should pull
 //! in. It shares the clock types with `election-core` and the wall clock with
-//! `kube-support`.
+//! `lock-kube`.
 //!
 //! # Example
 //!

@@ -6,18 +6,18 @@ use std::fmt;
 /// positive decimal integer (`"20"`). Set by whoever asks for maintenance;
 /// removed by the controller when the window ends (or by the asker, to end it
 /// early).
-pub const WINDOW_ANNOTATION: &str = "maintenance.kube-election.io/window-seconds";
+pub const WINDOW_ANNOTATION: &str = "kube-elector.dev/maintenance-window-seconds";
 
 /// The progress of the window, on the Node: one of the values of
 /// [`Status::as_str`] (`new`, `updated`, `active`, `ended`). Written only by the
 /// controller that holds the window Lease (a waiting controller reports
 /// [`Status::Waiting`] through its driver and writes nothing, so that two
 /// controllers never overwrite each other's status).
-pub const STATUS_ANNOTATION: &str = "maintenance.kube-election.io/status";
+pub const STATUS_ANNOTATION: &str = "kube-elector.dev/maintenance-status";
 
 /// Why a window is `new`, on the Node beside [`STATUS_ANNOTATION`]: one of the
 /// values of [`NewReason::as_str`]; removed with any other status.
-pub const REASON_ANNOTATION: &str = "maintenance.kube-election.io/reason";
+pub const REASON_ANNOTATION: &str = "kube-elector.dev/maintenance-reason";
 
 /// Why a new window was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -15,10 +15,10 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_emulator::{Emulator, Match, Resource, Verb};
-use kube_support::time::{Clock, to_timestamp};
 use lease_window::{
     Drainer, STATUS_ANNOTATION, Transition, WINDOW_ANNOTATION, WindowConfig, WindowController,
 };
+use lock_kube::time::{Clock, to_timestamp};
 use serde_json::json;
 use test_kit::apiserver::{ADMIN, ApiServer, Server};
 

@@ -123,8 +123,7 @@ pub trait Server: Send + Sync {
     /// [`compat`](crate::runtimes::compat), which kube's client wants).
     fn client(&self, identity: &str) -> kube::Client {
         let config = self.kube_config(identity);
-        kube_support::call::in_tokio_context(|| kube::Client::try_from(config))
-            .expect("a kube client")
+        lock_kube::call::in_tokio_context(|| kube::Client::try_from(config)).expect("a kube client")
     }
 
     /// The object `name` of `resource` in `namespace` as the server has it

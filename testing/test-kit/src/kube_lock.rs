@@ -1,4 +1,4 @@
-//! The suite of a Kubernetes lock (`kube_support::ObjectLock` over a codec),
+//! The suite of a Kubernetes lock (`lock_kube::ObjectLock` over a codec),
 //! written once and run for each: the Lease lock and the ConfigMap lock against
 //! the API emulator, with the real `kube` client over real HTTP on 127.0.0.1 and
 //! faults injected per client. Each case is named after the FAULTS.md row it
@@ -26,7 +26,7 @@ use election_core::{
 use futures::StreamExt;
 use kube::api::{Api, DeleteParams};
 use kube_emulator::{Emulator, Fault, Match, Resource};
-use kube_support::{Clock, Codec, LeaderEvent, ObjectLock, WatchConfig};
+use lock_kube::{Clock, Codec, LeaderEvent, ObjectLock, WatchConfig};
 use lock_memory::conformance::{Case, Harness, run_all};
 
 use crate::apiserver::Server;
@@ -240,7 +240,7 @@ pub fn lock_on<S: KubeLock>(
     ns: &str,
     name: &str,
 ) -> ObjectLock<S::Codec> {
-    let client = kube_support::lock_client(server.kube_config(identity)).expect("client");
+    let client = lock_kube::lock_client(server.kube_config(identity)).expect("client");
     ObjectLock::<S::Codec>::builder(client, ns, name)
         .clock(Clock::fixed(T0))
         .build()
@@ -570,7 +570,7 @@ pub async fn w1_a_silent_watch_ends_after_the_silence_bound<S: KubeLock>() {
     let name = unique("w1s");
     let a = lock::<S>(&emu, "a", NS, &name);
     let v1 = a.create(&held("a", 0)).await.expect("create");
-    let client = kube_support::lock_client(emu.kube_config("b")).unwrap();
+    let client = lock_kube::lock_client(emu.kube_config("b")).unwrap();
     let b = ObjectLock::<S::Codec>::builder(client, NS, &name)
         .watch(WatchConfig {
             silence: Duration::from_millis(300),
@@ -719,12 +719,12 @@ pub async fn conformance_on<S: KubeLock>(server: &dyn Server) {
 }
 
 /// The conformance suite on `S`'s lock watched through a shared watch per client
-/// ([`kube_support::SharedWatch`]), on tokio (the shared watches run as tokio
+/// ([`lock_kube::SharedWatch`]), on tokio (the shared watches run as tokio
 /// tasks).
 pub async fn conformance_shared<S: KubeLock>() {
     let emu = Emulator::start().await.expect("emulator");
     let shared = ["a", "b"].map(|token| {
-        let client = kube_support::lock_client(emu.kube_config(token)).expect("client");
+        let client = lock_kube::lock_client(emu.kube_config(token)).expect("client");
         let label = [("election.test/conformance".to_owned(), "shared".to_owned())];
         let shared = ObjectLock::<S::Codec>::shared_watch(client, NS, label, Default::default());
         tokio::spawn(shared.run());
@@ -756,12 +756,12 @@ struct ObjectHarness<'s, S: KubeLock> {
     server: &'s dyn Server,
     ns: String,
     name: String,
-    shared: Option<[kube_support::SharedWatch<Object<S>>; 2]>,
+    shared: Option<[lock_kube::SharedWatch<Object<S>>; 2]>,
 }
 
 impl<S: KubeLock> ObjectHarness<'_, S> {
     fn lock(&self, token: &str) -> ObjectLock<S::Codec> {
-        let client = kube_support::lock_client(self.server.kube_config(token)).expect("client");
+        let client = lock_kube::lock_client(self.server.kube_config(token)).expect("client");
         let mut b = ObjectLock::<S::Codec>::builder(client, &self.ns, &self.name);
         if let Some(shared) = &self.shared {
             b = b.shared_watch(&shared[usize::from(token == "b")]);
@@ -780,7 +780,7 @@ impl<S: KubeLock> Harness for ObjectHarness<'_, S> {
     }
 
     async fn delete(&mut self) -> bool {
-        let client = kube_support::lock_client(self.server.kube_config("admin")).expect("client");
+        let client = lock_kube::lock_client(self.server.kube_config("admin")).expect("client");
         let api: Api<Object<S>> = Api::namespaced(client, &self.ns);
         let name = self.name.clone();
         // kube's client wants a tokio reactor, also under smol and async-std.

@@ -3,7 +3,7 @@
 //!
 //! - [`driver_suite`](mod@driver_suite): the driver test suite over the memory lock, written once
 //!   and instantiated by each adapter with [`driver_suite!`];
-//! - [`kube_lock`]: the suite of a Kubernetes lock (`kube_support::ObjectLock`
+//! - [`kube_lock`]: the suite of a Kubernetes lock (`lock_kube::ObjectLock`
 //!   over a codec) against the API emulator, written once and instantiated by
 //!   `lock-lease` and `lock-configmap` with [`kube_lock_suite!`], the lock
 //!   conformance suite and the election story on it;

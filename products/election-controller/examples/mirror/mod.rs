@@ -252,7 +252,7 @@ impl Options {
 /// Starts a replica on `kube_config` (the emulator's or a cluster's): its
 /// caches at once, its election, and its controller whenever it leads.
 pub fn start(kube_config: &kube::Config, id: &str, options: &Options, log: &Log) -> Replica {
-    let client = kube_support::lock_client(kube_config.clone()).expect("a client");
+    let client = lock_kube::lock_client(kube_config.clone()).expect("a client");
     let sources = Warm::spawn(
         Api::<ConfigMap>::namespaced(client.clone(), SOURCE),
         watcher::Config::default().labels("mirror=true"),

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource as _;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube_support::{Clock, LeaderEvent, ObjectLock};
+use lock_kube::{Clock, LeaderEvent, ObjectLock};
 
 use super::{KubeLock, Object, T0, changed, held, lock_on, next_event, raw_in, record_in, unique};
 use crate::apiserver::Server;
@@ -246,7 +246,7 @@ pub async fn r12_foreign_labels_annotations_and_owners_are_preserved<S: KubeLock
 ) {
     let ns = &server.namespace();
     let name = unique("r12");
-    let client = kube_support::lock_client(server.kube_config("a")).unwrap();
+    let client = lock_kube::lock_client(server.kube_config("a")).unwrap();
     let a = ObjectLock::<S::Codec>::builder(client, ns, &name)
         .label("app", "ours")
         .clock(Clock::fixed(T0))
@@ -294,7 +294,10 @@ pub async fn r12_foreign_labels_annotations_and_owners_are_preserved<S: KubeLock
     assert_eq!(obj["metadata"]["labels"]["team"], "x");
     assert_eq!(obj["metadata"]["labels"]["app"], "ours");
     assert_eq!(obj["metadata"]["annotations"]["note"], "keep me");
-    assert_eq!(obj["metadata"]["annotations"]["election.rs/priority"], "5");
+    assert_eq!(
+        obj["metadata"]["annotations"]["kube-elector.dev/priority"],
+        "5"
+    );
     assert_eq!(obj["metadata"]["ownerReferences"][0]["name"], "ctl");
 }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 use election_core::Config;
 use election_driver::{Builder, Runtime};
 use kube_emulator::{Emulator, Match, Resource, Verb};
-use kube_support::ObjectLock;
+use lock_kube::ObjectLock;
 
 use super::{KubeLock, NS, record_in};
 use crate::apiserver::Server;
@@ -34,7 +34,7 @@ fn lock_in<S: KubeLock>(
     config: &Config,
 ) -> ObjectLock<S::Codec> {
     let id = &config.identity;
-    let client = kube_support::lock_client(server.kube_config(id)).expect("client");
+    let client = lock_kube::lock_client(server.kube_config(id)).expect("client");
     // The driver hands the lock the election's request timeout (Lock::configure).
     ObjectLock::<S::Codec>::builder(client, ns, name)
         .build()
@@ -245,7 +245,7 @@ pub async fn a4_deletion_under_429_in_a_mixed_fleet_stops_the_leader_at_once<S: 
             both
         })
     };
-    let admin = kube_support::lock_client(emu.kube_config("admin")).expect("client");
+    let admin = lock_kube::lock_client(emu.kube_config("admin")).expect("client");
     let api: kube::Api<super::Object<S>> = kube::Api::namespaced(admin, NS);
     api.delete(name, &Default::default())
         .await

@@ -15,7 +15,7 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ListParams, PostParams};
-use kube_support::{Codec, LeaderEvent, ObjectLock};
+use lock_kube::{Codec, LeaderEvent, ObjectLock};
 
 use super::{KubeLock, unique};
 use crate::apiserver::{ADMIN, ApiServer, Server};
@@ -167,7 +167,7 @@ pub async fn rbac_the_shipped_role_grants_every_request_of_a_session<S: KubeLock
     let (role, binding) = shipped::<S>();
     let (ns, account) = apply(server, &role, &binding);
     let name = unique("rbac-session");
-    let client = kube_support::lock_client(account).expect("client");
+    let client = lock_kube::lock_client(account).expect("client");
     let lock = ObjectLock::<S::Codec>::builder(client, &ns, &name)
         .build()
         .expect("valid names");
@@ -206,7 +206,7 @@ pub async fn rbac_a_missing_permission_is_reported_clearly<S: KubeLock>(server: 
             kept.retain(|r| !r.verbs.is_empty());
             less.rules = Some(kept);
             let (ns, account) = apply(server, &less, &binding);
-            let client = kube_support::lock_client(account).expect("client");
+            let client = lock_kube::lock_client(account).expect("client");
             let lock = ObjectLock::<S::Codec>::builder(client, &ns, &unique("rbac-less"))
                 .build()
                 .expect("valid names");

@@ -1,5 +1,5 @@
 //! Many elections through one shared watch per process
-//! ([`kube_support::SharedWatch`]), on a Kubernetes lock over the API emulator,
+//! ([`lock_kube::SharedWatch`]), on a Kubernetes lock over the API emulator,
 //! on tokio: each "process" is a client (its own token, so the emulator counts
 //! its requests apart) with one shared watch, and a candidate in every election.
 //!
@@ -25,7 +25,7 @@ use election_driver::{Builder, Handle, Runtime};
 use futures::StreamExt;
 use kube::Resource as _;
 use kube_emulator::{Emulator, Fault, Match, Resource, Verb};
-use kube_support::{ObjectLock, SharedWatch, WatchConfig};
+use lock_kube::{ObjectLock, SharedWatch, WatchConfig};
 
 use super::{KubeLock, NS, Object, held};
 
@@ -42,7 +42,7 @@ struct Process<S: KubeLock> {
 
 impl<S: KubeLock> Process<S> {
     fn start(emu: &Emulator, token: &str, silence: Duration) -> Self {
-        let client = kube_support::lock_client(emu.kube_config(token)).expect("client");
+        let client = lock_kube::lock_client(emu.kube_config(token)).expect("client");
         let config = WatchConfig {
             silence,
             ..WatchConfig::default()
@@ -255,7 +255,7 @@ pub async fn a_subscriber_that_falls_behind_ends_and_resumes_where_it_left<S: Ku
     let first = stream.next().await.expect("the current state");
     assert!(matches!(first, Ok(WatchEvent::Changed(ref o)) if o.version == version));
     // Far more changes than a subscription buffers, while nobody reads it.
-    let n = kube_support::shared_watch::BUFFER + 36;
+    let n = lock_kube::shared_watch::BUFFER + 36;
     let mut versions = Vec::new();
     for i in 0..n {
         let record = LockRecord {
@@ -272,7 +272,7 @@ pub async fn a_subscriber_that_falls_behind_ends_and_resumes_where_it_left<S: Ku
         .expect("an overflowed subscription ends");
     // A futures channel holds one more than its buffer per sender.
     assert!(
-        rest.len() <= kube_support::shared_watch::BUFFER + 1,
+        rest.len() <= lock_kube::shared_watch::BUFFER + 1,
         "{}",
         rest.len()
     );

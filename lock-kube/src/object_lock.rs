@@ -327,7 +327,7 @@ impl<C: Codec> ObjectLock<C> {
 /// The annotation a write bumps when it would otherwise be byte-identical to the
 /// stored object (a holder whose wall clock is frozen, or two renewals within one
 /// second of a ConfigMap record): the API server would not give it a new version.
-pub const REWRITE_ANNOTATION: &str = "election.rs/rewrite";
+pub const REWRITE_ANNOTATION: &str = "kube-elector.dev/rewrite";
 
 fn bump_rewrite_counter(meta: &mut ObjectMeta) {
     let annotations = meta.annotations.get_or_insert_with(BTreeMap::new);

@@ -1,5 +1,7 @@
-//! Kubernetes plumbing shared by the lock backends `lock-lease` and
-//! `lock-configmap`, written once:
+//! The Kubernetes lock, written once: [`ObjectLock`], a compare-and-swap lock on
+//! one namespaced object, generic over a [`Codec`] that stores the record in one
+//! kind of object. `lock-lease` and `lock-configmap` are a codec each. With it,
+//! what the lock needs of Kubernetes:
 //!
 //! - [`error`]: API failures classified into [`election_core::LockError`] by what
 //!   the elector must do (409 conflict vs already-exists, 404 of the object vs of
@@ -28,18 +30,20 @@
 //! # Timeouts: set once, in the election's `Config`
 //!
 //! The request timeout is `election_core::Config::request_timeout` (client-go's
-//! `max(renew_deadline / 2, 1 s)` in its presets) and nowhere else. The driver
-//! bounds every lock call with it, and hands the configuration to the lock when it
-//! starts ([`election_core::Lock::configure`]); an [`ObjectLock`] takes from it the
-//! bound of the calls it makes by itself, which no driver sees: the read and the
-//! connect that open a watch, and Events (client-go's 5 s until then). The calls
-//! of the `Lock` trait have no bound of their own: one bound, the driver's. A
+//! `max(renew_deadline / 2, 1 s)` in its presets) and nowhere else. The elector
+//! bounds every lock call with it (its request timer; the driver drops a call the
+//! elector no longer awaits), and the driver hands the configuration to the lock
+//! when it starts ([`election_core::Lock::configure`]); an [`ObjectLock`] takes
+//! from it the bound of the calls it makes by itself, which no elector sees: the
+//! read and the connect that open a watch, and Events (client-go's 5 s until
+//! then). The calls of the `Lock` trait have no bound of their own: one bound, the
+//! elector's. A
 //! tool that calls the lock without a driver bounds its calls itself. The client
 //! must not retry on its own either: build it with [`lock_client`].
 //!
 //! ```
 //! use election_core::LockError;
-//! use kube_support::error::{Target, Verb, classify_status};
+//! use lock_kube::error::{Target, Verb, classify_status};
 //!
 //! // A 409 on an update is a lost compare-and-swap:
 //! let status = kube::core::Status::failure("modified", "Conflict").with_code(409);

@@ -1,4 +1,4 @@
-//! `kube_support::candidate::LeaseCandidate` against the API emulator with the
+//! `lock_kube::candidate::LeaseCandidate` against the API emulator with the
 //! real `kube` client: published with its spec, acknowledged at once when the
 //! coordinator pings (here the test pings, as the coordinator does), renewed
 //! with a new version by a restarted process (client-go keeps the old one), and
@@ -11,7 +11,7 @@ use k8s_openapi::api::coordination::v1beta1::LeaseCandidate as Object;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, PostParams};
 use kube_emulator::Emulator;
-use kube_support::candidate::{CandidateError, LeaseCandidate, OLDEST_EMULATION_VERSION};
+use lock_kube::candidate::{CandidateError, LeaseCandidate, OLDEST_EMULATION_VERSION};
 
 const NS: &str = "default";
 
@@ -43,7 +43,7 @@ fn spawn(c: LeaseCandidate) -> (oneshot::Sender<()>, oneshot::Receiver<()>) {
 }
 
 fn candidate(emu: &Emulator, id: &str, version: &str) -> LeaseCandidate {
-    let client = kube_support::lock_client(emu.kube_config(id)).expect("client");
+    let client = lock_kube::lock_client(emu.kube_config(id)).expect("client");
     LeaseCandidate::builder(client, NS, id, "my-lease")
         .binary_version(version)
         .emulation_version("1.33.0")
@@ -131,7 +131,7 @@ async fn c6_a_restarted_candidate_publishes_its_new_version() {
 #[test]
 fn c6_bad_versions_and_strategies_are_refused_before_any_call() {
     let emu = Emulator::start_blocking().expect("emulator");
-    let client = || kube_support::lock_client(emu.kube_config("x")).expect("client");
+    let client = || lock_kube::lock_client(emu.kube_config("x")).expect("client");
     let build = |binary: &str, emulation: Option<&str>, strategy: &str| {
         let mut b = LeaseCandidate::builder(client(), NS, "node-a", "my-lease")
             .binary_version(binary)
