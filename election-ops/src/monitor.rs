@@ -51,7 +51,7 @@ pub struct Monitor {
     leading: AtomicBool,
     /// "election started" was logged.
     announced_start: AtomicBool,
-    record: Mutex<Snapshot>,
+    snapshot: Mutex<Snapshot>,
     /// The last term this node started leading in, and when.
     term_started: Mutex<Option<(String, std::time::Instant)>>,
     #[cfg(feature = "metrics")]
@@ -101,7 +101,7 @@ impl MonitorBuilder {
             identity: self.identity,
             leading: AtomicBool::new(false),
             announced_start: AtomicBool::new(false),
-            record: Mutex::new(Snapshot::default()),
+            snapshot: Mutex::new(Snapshot::default()),
             term_started: Mutex::new(None),
         })
     }
@@ -170,7 +170,7 @@ impl Monitor {
 
     /// What the monitor remembers now.
     pub fn snapshot(&self) -> Snapshot {
-        relock(&self.record).clone()
+        relock(&self.snapshot).clone()
     }
 
     /// Wraps `lock` so that its calls are traced, timed and counted. Give the
@@ -201,7 +201,7 @@ impl Monitor {
         match &state.change {
             Change::Elector(Event::StartedLeading { term }) => {
                 self.leading.store(true, Ordering::Release);
-                relock(&self.record).term = Some(term.to_string());
+                relock(&self.snapshot).term = Some(term.to_string());
                 *relock(&self.term_started) = Some((term.to_string(), std::time::Instant::now()));
                 tracing::info!(lock, identity, %term, "started leading");
                 #[cfg(feature = "metrics")]
@@ -214,7 +214,7 @@ impl Monitor {
             }
             Change::Elector(Event::StoppedLeading { term, reason }) => {
                 self.leading.store(false, Ordering::Release);
-                relock(&self.record).last_stop = Some(reason.to_string());
+                relock(&self.snapshot).last_stop = Some(reason.to_string());
                 // Giving leadership up on purpose (shut down, stepped down) is
                 // routine; losing it (deadline, another holder, a deleted lock, a
                 // twin, a preemption) is worth a warning.
@@ -235,7 +235,7 @@ impl Monitor {
                 );
             }
             Change::WorkEnded { term } => {
-                relock(&self.record).work_ended_term = Some(term.to_string());
+                relock(&self.snapshot).work_ended_term = Some(term.to_string());
                 tracing::info!(lock, identity, %term, "leader work ended");
             }
             Change::Elector(Event::Warning(warning)) => {
@@ -265,7 +265,7 @@ impl Monitor {
         // role and term from every state too.
         self.leading.store(state.leading(), Ordering::Release);
         if let Some(term) = &state.term {
-            relock(&self.record).term = Some(term.to_string());
+            relock(&self.snapshot).term = Some(term.to_string());
         }
         #[cfg(feature = "metrics")]
         self.metrics.set_master(&self.name, state.leading());
@@ -282,7 +282,7 @@ impl Monitor {
     }
 
     fn record_error(&self, message: String) {
-        let mut r = relock(&self.record);
+        let mut r = relock(&self.snapshot);
         r.last_error = Some(message);
         r.last_error_at = Some(SystemTime::now());
     }
@@ -307,7 +307,7 @@ impl Monitor {
                     "lock call succeeded"
                 );
                 if op == "update" && leading {
-                    let mut r = relock(&self.record);
+                    let mut r = relock(&self.snapshot);
                     r.last_renew = Some(SystemTime::now());
                     r.last_renew_latency = Some(took);
                     drop(r);
@@ -346,7 +346,7 @@ impl Monitor {
     }
 
     fn span(&self, op: &'static str) -> tracing::Span {
-        let term = relock(&self.record).term.clone().filter(|_| self.leading());
+        let term = relock(&self.snapshot).term.clone().filter(|_| self.leading());
         tracing::info_span!(
             "lock_call",
             lock = &*self.lock_name,
