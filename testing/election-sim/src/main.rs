@@ -5,15 +5,20 @@
 //! true|false`, `--lease-factors K,K,..` (one multiplier per node, each >= 1),
 //! `--fleet-lease true|false` (the nodes are told the fleet's longest lease).
 //! `--mix-leases` gives every seed the mixed lease lengths it would draw
-//! ([`SimOptions::mix_leases`]).
+//! ([`SimOptions::mix_leases`]). `--digest` prints, for each seed, a hash of its
+//! whole trace (every call, answer, watch event, event and fault, with its
+//! instant) instead of the trace: two builds that print the same digests ran
+//! every seed identically (a refactor of the core that must not change what it
+//! does is checked so).
 
 use std::process::ExitCode;
 
-use election_sim::{SimOptions, WriteMode, run_seed};
+use election_sim::{SimOptions, World, WriteMode, run_seed};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let trace = args.iter().any(|a| a == "--trace");
+    let digest = args.iter().any(|a| a == "--digest");
     let value = |flag: &str| {
         args.iter()
             .position(|a| a == flag)
@@ -105,6 +110,26 @@ fn main() -> ExitCode {
             }
             opts.set_lease_factors(f.clone());
         }
+        if digest {
+            opts.trace = true;
+            let (outcome, trace) = match World::new(seed, opts).run() {
+                Ok((r, t)) => (
+                    format!("ok, {} leaderships, {} steps", r.starts, r.steps),
+                    t,
+                ),
+                Err((v, t)) => {
+                    failed += 1;
+                    (format!("failed: {v}"), t)
+                }
+            };
+            let trace = trace.unwrap_or_default();
+            println!(
+                "seed {seed}: digest {:016x}, {} trace lines, {outcome}",
+                fnv1a(trace.as_bytes()),
+                trace.lines().count()
+            );
+            continue;
+        }
         println!("seed {seed}: {opts:?}");
         match run_seed(seed, opts) {
             Ok(r) => println!(
@@ -129,9 +154,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// The 64-bit FNV-1a hash of `bytes` (stable across builds and platforms).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: election-sim (--seed N | --seeds FROM..TO) [--trace] [--faults true|false] \
+        "usage: election-sim (--seed N | --seeds FROM..TO) [--trace | --digest] [--faults true|false] \
          [--clock-ratio R (>= 1)] [--write-mode cas|blind] [--coordinated true|false] \
          [--lease-factors K,K,.. (one per node, each >= 1) | --mix-leases] \
          [--fleet-lease true|false]"
