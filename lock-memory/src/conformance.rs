@@ -438,6 +438,15 @@ macro_rules! ensure {
     };
 }
 
+/// Deletes the lock through the harness `h`, or skips the case if it cannot.
+macro_rules! delete_or_skip {
+    ($h:expr) => {
+        if !Box::pin($h.delete()).await {
+            return Ok(Outcome::Skipped("the harness cannot delete the lock"));
+        }
+    };
+}
+
 /// Awaits `f`, or `None` after `d` (on `async-io`'s timer).
 async fn within<T>(d: Duration, f: impl Future<Output = T>) -> Option<T> {
     futures_lite::future::or(async { Some(f.await) }, async {
@@ -473,6 +482,23 @@ fn ok<'a, T: 'a>(
 ) -> impl Future<Output = Result<T, String>> + 'a {
     let answer = call(t, what, f);
     async move { answer.await?.map_err(|e| format!("{what} failed: {e:?}")) }
+}
+
+/// Awaits a call that must be refused with `expected`; the message says what
+/// the call `gave` (e.g. "an update of an absent lock gave").
+async fn refused<T: PartialEq + fmt::Debug>(
+    t: &Timeouts,
+    what: &str,
+    f: impl Future<Output = Result<T, LockError>>,
+    expected: LockError,
+    gave: &str,
+) -> Result<(), String> {
+    let got = call(t, what, f).await?;
+    ensure!(
+        got == Err(expected.clone()),
+        "{gave} {got:?}, expected {expected:?}"
+    );
+    Ok(())
 }
 
 /// A plain record held by `holder`, with whole-second timestamps.
@@ -523,6 +549,67 @@ async fn update_ok<L: Lock>(
     Ok(obs)
 }
 
+/// A write of `record` that must succeed (a create, or with `prev` an update of
+/// it, which must answer a new version), store `record` as written, and that
+/// `reader` must read back as answered.
+async fn round_trips<L: Lock>(
+    t: &Timeouts,
+    what: &str,
+    (writer, reader): (&L, &L),
+    prev: Option<&Version>,
+    record: &LockRecord,
+) -> Result<Observation, String> {
+    let obs = match prev {
+        None => ok(t, what, writer.create(record)).await?,
+        Some(prev) => update_ok(t, what, writer, prev, record).await?,
+    };
+    stored_as_written(what, &obs, record)?;
+    reads_back(t, reader, &obs).await?;
+    Ok(obs)
+}
+
+/// The answer to a write the lock may refuse as `Invalid` (`doing` says which,
+/// for the message). Accepted, the stored record must pass `check` and `reader`
+/// must read it back as answered: `Some` of it. Refused: `None`. Any other
+/// answer fails the case.
+async fn accepted_or_invalid<L: Lock>(
+    t: &Timeouts,
+    reader: &L,
+    answer: Result<Observation, LockError>,
+    doing: &str,
+    check: impl FnOnce(&LockRecord) -> Result<(), String>,
+) -> Result<Option<Observation>, String> {
+    match answer {
+        Ok(written) => {
+            check(&written.record)?;
+            reads_back(t, reader, &written).await?;
+            Ok(Some(written))
+        }
+        Err(LockError::Invalid { .. }) => Ok(None),
+        Err(e) => Err(format!("{doing} gave {e:?}, expected success or Invalid")),
+    }
+}
+
+/// An update of `obs` to `record` that the lock may refuse as `Invalid`
+/// ([`accepted_or_invalid`]): accepted, `obs` becomes the answer; refused,
+/// `reader` must still read `obs`.
+async fn update_or_invalid<L: Lock>(
+    t: &Timeouts,
+    writer: &L,
+    reader: &L,
+    obs: &mut Observation,
+    record: &LockRecord,
+    doing: &str,
+    check: impl FnOnce(&LockRecord) -> Result<(), String>,
+) -> Result<(), String> {
+    let answer = call(t, "update", writer.update(&obs.version, record)).await?;
+    match accepted_or_invalid(t, reader, answer, doing, check).await? {
+        Some(written) => *obs = written,
+        None => reads_back(t, reader, obs).await?,
+    }
+    Ok(())
+}
+
 /// Checks that `version`, of the write `what`, is newer than every one in
 /// `earlier` ([`Version::is_newer_than`]), naming the one it is not.
 fn newer_than_all(what: &str, version: &Version, earlier: &[Version]) -> Result<(), String> {
@@ -541,20 +628,32 @@ fn newer_than_all(what: &str, version: &Version, earlier: &[Version]) -> Result<
     Ok(())
 }
 
+/// Checks that, after a refused update, the lock still reads as absent.
+async fn still_absent<L: Lock>(t: &Timeouts, lock: &L) -> Result<(), String> {
+    refused(
+        t,
+        "get",
+        lock.get(),
+        LockError::NotFound,
+        "after a refused update the lock reads",
+    )
+    .await
+}
+
 async fn get_absent_is_not_found<L: Lock>(t: &Timeouts, a: &L) -> CaseResult {
-    let got = call(t, "get of an absent lock", a.get()).await?;
-    ensure!(
-        got == Err(LockError::NotFound),
-        "get of an absent lock gave {got:?}, expected NotFound"
-    );
+    refused(
+        t,
+        "get of an absent lock",
+        a.get(),
+        LockError::NotFound,
+        "get of an absent lock gave",
+    )
+    .await?;
     Ok(Outcome::Passed)
 }
 
 async fn create_then_get_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
-    let record = held("a");
-    let obs = ok(t, "create", a.create(&record)).await?;
-    stored_as_written("create", &obs, &record)?;
-    reads_back(t, b, &obs).await?;
+    let obs = round_trips(t, "create", (a, b), None, &held("a")).await?;
     reads_back(t, a, &obs).await?;
     Ok(Outcome::Passed)
 }
@@ -578,11 +677,14 @@ async fn create_race_has_one_winner<L: Lock>(t: &Timeouts, a: &L, b: &L) -> Case
         }
     };
     reads_back(t, a, &winner).await?;
-    let again = call(t, "a second create", b.create(&rb)).await?;
-    ensure!(
-        again == Err(LockError::AlreadyExists),
-        "a create of an existing lock gave {again:?}, expected AlreadyExists"
-    );
+    refused(
+        t,
+        "a second create",
+        b.create(&rb),
+        LockError::AlreadyExists,
+        "a create of an existing lock gave",
+    )
+    .await?;
     reads_back(t, b, &winner).await?;
     Ok(Outcome::Passed)
 }
@@ -590,48 +692,38 @@ async fn create_race_has_one_winner<L: Lock>(t: &Timeouts, a: &L, b: &L) -> Case
 async fn stale_version_conflicts<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult {
     let v1 = ok(t, "create", a.create(&held("a"))).await?;
     let v2 = update_ok(t, "update", a, &v1.version, &held("a")).await?;
-    let stale = call(
+    refused(
         t,
         "update with a stale version",
         b.update(&v1.version, &held("b")),
+        LockError::Conflict,
+        "an update with a stale version gave",
     )
     .await?;
-    ensure!(
-        stale == Err(LockError::Conflict),
-        "an update with a stale version gave {stale:?}, expected Conflict"
-    );
     reads_back(t, b, &v2).await?;
     let bogus = Version::new("not-a-version-this-lock-issued");
-    let odd = call(
+    refused(
         t,
         "update with a foreign version",
         b.update(&bogus, &held("b")),
+        LockError::Conflict,
+        "an update with a foreign version gave",
     )
     .await?;
-    ensure!(
-        odd == Err(LockError::Conflict),
-        "an update with a foreign version gave {odd:?}, expected Conflict"
-    );
     reads_back(t, a, &v2).await?;
     Ok(Outcome::Passed)
 }
 
 async fn update_absent_is_not_found<L: Lock>(t: &Timeouts, a: &L) -> CaseResult {
-    let got = call(
+    refused(
         t,
         "update of an absent lock",
         a.update(&Version::new("1"), &held("a")),
+        LockError::NotFound,
+        "an update of an absent lock gave",
     )
     .await?;
-    ensure!(
-        got == Err(LockError::NotFound),
-        "an update of an absent lock gave {got:?}, expected NotFound"
-    );
-    let after = call(t, "get", a.get()).await?;
-    ensure!(
-        after == Err(LockError::NotFound),
-        "after a refused update the lock reads {after:?}, expected NotFound"
-    );
+    still_absent(t, a).await?;
     Ok(Outcome::Passed)
 }
 
@@ -642,24 +734,16 @@ async fn update_deleted_is_not_found<H: Harness>(
     b: &H::Lock,
 ) -> CaseResult {
     let obs = ok(t, "create", a.create(&held("a"))).await?;
-    if !Box::pin(h.delete()).await {
-        return Ok(Outcome::Skipped("the harness cannot delete the lock"));
-    }
-    let got = call(
+    delete_or_skip!(h);
+    refused(
         t,
         "update of a deleted lock",
         a.update(&obs.version, &held("a")),
+        LockError::NotFound,
+        "an update of a deleted lock gave",
     )
     .await?;
-    ensure!(
-        got == Err(LockError::NotFound),
-        "an update of a deleted lock gave {got:?}, expected NotFound"
-    );
-    let after = call(t, "get", b.get()).await?;
-    ensure!(
-        after == Err(LockError::NotFound),
-        "after a refused update the lock reads {after:?}, expected NotFound"
-    );
+    still_absent(t, b).await?;
     Ok(Outcome::Passed)
 }
 
@@ -705,9 +789,7 @@ async fn versions_grow_across_recreation<H: Harness>(
 ) -> CaseResult {
     let v1 = ok(t, "create", a.create(&held("a"))).await?;
     let v2 = update_ok(t, "update", a, &v1.version, &held("a")).await?;
-    if !Box::pin(h.delete()).await {
-        return Ok(Outcome::Skipped("the harness cannot delete the lock"));
-    }
+    delete_or_skip!(h);
     let before = [v1.version, v2.version];
     let again = ok(t, "re-create after the deletion", b.create(&held("b"))).await?;
     newer_than_all("the re-create after the deletion", &again.version, &before)?;
@@ -789,9 +871,7 @@ async fn transitions_round_trip<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResu
     stored_as_written("create", &obs, &record)?;
     for n in [1, MAX_TRANSITIONS - 1, MAX_TRANSITIONS, 7] {
         record.transitions = n;
-        obs = update_ok(t, "update", a, &obs.version, &record).await?;
-        stored_as_written("update", &obs, &record)?;
-        reads_back(t, b, &obs).await?;
+        obs = round_trips(t, "update", (a, b), Some(&obs.version), &record).await?;
     }
     Ok(Outcome::Passed)
 }
@@ -811,23 +891,16 @@ async fn absurd_values_read_tolerantly<L: Lock>(t: &Timeouts, a: &L, b: &L) -> C
                 lease_duration_secs: duration,
                 ..held("a")
             };
-            match call(t, "update", a.update(&obs.version, &record)).await? {
-                Ok(written) => {
-                    ensure!(
-                        written.record.holder == record.holder,
-                        "holder {holder:?} was stored as {:?}",
-                        written.record.holder
-                    );
-                    reads_back(t, b, &written).await?;
-                    obs = written;
-                }
-                Err(LockError::Invalid { .. }) => reads_back(t, b, &obs).await?,
-                Err(e) => {
-                    return Err(format!(
-                        "writing lease_duration_secs {duration:?} with holder {holder:?} gave {e:?}, expected success or Invalid"
-                    ));
-                }
-            }
+            let doing = format!("writing lease_duration_secs {duration:?} with holder {holder:?}");
+            update_or_invalid(t, a, b, &mut obs, &record, &doing, |stored| {
+                ensure!(
+                    stored.holder == record.holder,
+                    "holder {holder:?} was stored as {:?}",
+                    stored.holder
+                );
+                Ok(())
+            })
+            .await?;
         }
     }
     Ok(Outcome::Passed)
@@ -841,41 +914,29 @@ async fn sparse_records_read_tolerantly<L: Lock>(t: &Timeouts, a: &L, b: &L) -> 
     };
     // The first write creates the lock; if a backend refuses the empty record, a
     // plain one stands in so that the update of the sparse ones is still tried.
-    let mut obs = match call(t, "create", a.create(&empty)).await? {
-        Ok(created) => {
-            ensure!(
-                created.record.holder.is_empty() && created.record.transitions == 0,
-                "an empty record was stored as {:?}",
-                created.record
-            );
-            reads_back(t, b, &created).await?;
-            created
-        }
-        Err(LockError::Invalid { .. }) => ok(t, "create", a.create(&held("a"))).await?,
-        Err(e) => {
-            return Err(format!(
-                "creating {{}} gave {e:?}, expected success or Invalid"
-            ));
-        }
+    let answer = call(t, "create", a.create(&empty)).await?;
+    let created = accepted_or_invalid(t, b, answer, "creating {}", |stored| {
+        ensure!(
+            stored.holder.is_empty() && stored.transitions == 0,
+            "an empty record was stored as {stored:?}"
+        );
+        Ok(())
+    })
+    .await?;
+    let mut obs = match created {
+        Some(created) => created,
+        None => ok(t, "create", a.create(&held("a"))).await?,
     };
     for record in [holder_only, empty] {
-        match call(t, "update", a.update(&obs.version, &record)).await? {
-            Ok(written) => {
-                ensure!(
-                    written.record.holder == record.holder && written.record.transitions == 0,
-                    "{record:?} was stored as {:?}",
-                    written.record
-                );
-                reads_back(t, b, &written).await?;
-                obs = written;
-            }
-            Err(LockError::Invalid { .. }) => reads_back(t, b, &obs).await?,
-            Err(e) => {
-                return Err(format!(
-                    "writing {record:?} gave {e:?}, expected success or Invalid"
-                ));
-            }
-        }
+        let doing = format!("writing {record:?}");
+        update_or_invalid(t, a, b, &mut obs, &record, &doing, |stored| {
+            ensure!(
+                stored.holder == record.holder && stored.transitions == 0,
+                "{record:?} was stored as {stored:?}"
+            );
+            Ok(())
+        })
+        .await?;
     }
     Ok(Outcome::Passed)
 }
@@ -887,9 +948,7 @@ async fn handover_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult
         to: Arc::from("b"),
         priority: Some(9),
     });
-    let mut obs = ok(t, "create", a.create(&record)).await?;
-    stored_as_written("create", &obs, &record)?;
-    reads_back(t, b, &obs).await?;
+    let mut obs = round_trips(t, "create", (a, b), None, &record).await?;
     for (priority, handover) in [
         (
             Some(-3),
@@ -902,9 +961,7 @@ async fn handover_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseResult
     ] {
         record.priority = priority;
         record.handover = handover;
-        obs = update_ok(t, "update", a, &obs.version, &record).await?;
-        stored_as_written("update", &obs, &record)?;
-        reads_back(t, b, &obs).await?;
+        obs = round_trips(t, "update", (a, b), Some(&obs.version), &record).await?;
     }
     Ok(Outcome::Passed)
 }
@@ -948,17 +1005,13 @@ async fn every_field_round_trips<L: Lock>(t: &Timeouts, a: &L, b: &L) -> CaseRes
         handover: None,
         strategy: None,
     };
-    let mut obs = ok(t, "create with every field", a.create(&full)).await?;
-    stored_as_written("create with every field", &obs, &full)?;
-    reads_back(t, b, &obs).await?;
+    let mut obs = round_trips(t, "create with every field", (a, b), None, &full).await?;
     for (what, record) in [
         ("update changing every field", &changed),
         ("update removing the optional fields", &bare),
         ("update setting every field again", &full),
     ] {
-        obs = update_ok(t, what, a, &obs.version, record).await?;
-        stored_as_written(what, &obs, record)?;
-        reads_back(t, b, &obs).await?;
+        obs = round_trips(t, what, (a, b), Some(&obs.version), record).await?;
     }
     Ok(Outcome::Passed)
 }
@@ -1060,9 +1113,7 @@ async fn watch_sees_deletion<H: Harness>(
     let Some(mut watch) = b.watch(Some(&v1.version)) else {
         return Ok(Outcome::Skipped("the lock has no watch"));
     };
-    if !Box::pin(h.delete()).await {
-        return Ok(Outcome::Skipped("the harness cannot delete the lock"));
-    }
+    delete_or_skip!(h);
     let deleted_at = match within(t.watch, watch.next()).await {
         Some(Some(Ok(WatchEvent::Deleted(at)))) => at,
         other => {
