@@ -30,7 +30,7 @@
 //! virtual clock. Here the lock is a plain variable:
 //!
 //! ```
-//! use election_core::{Action, Config, Elector, Event, Input, Instant, LockError, Observation};
+//! use election_core::{answer_calls, Action, Config, Elector, Event, Instant, LockError, Observation};
 //!
 //! let mut now = Instant::ZERO;
 //! let mut elector = Elector::new(Config::fast("node-a"), now).unwrap();
@@ -39,19 +39,17 @@
 //! let mut leading = false;
 //!
 //! for _ in 0..20 {
-//!     // 1. Run the one lock call the elector asked for, and hand back its answer.
-//!     while let Some(action) = elector.poll_action() {
-//!         let input = match action {
-//!             Action::Get { op } => Input::Read { op, result: lock.clone().ok_or(LockError::NotFound) },
-//!             Action::Create { op, record } | Action::Update { op, record, .. } => {
-//!                 version += 1;
-//!                 let obs = Observation::new(version.to_string().as_str(), record);
-//!                 lock = Some(obs.clone());
-//!                 Input::Written { op, result: Ok(obs) }
-//!             }
-//!         };
-//!         elector.handle(input, now);
-//!     }
+//!     // 1. Run each lock call the elector asks for (one at a time), and hand back
+//!     //    its answer (`answer_calls`; an async driver awaits the call instead).
+//!     answer_calls(&mut elector, |action| match action {
+//!         Action::Get { .. } => lock.clone().ok_or(LockError::NotFound),
+//!         Action::Create { record, .. } | Action::Update { record, .. } => {
+//!             version += 1;
+//!             let obs = Observation::new(version.to_string().as_str(), record);
+//!             lock = Some(obs.clone());
+//!             Ok(obs)
+//!         }
+//!     }, || now);
 //!     // 2. Deliver the events.
 //!     while let Some(event) = elector.poll_event() {
 //!         if let Event::StartedLeading { term } = event {
@@ -83,6 +81,7 @@ extern crate alloc;
 extern crate std;
 
 mod action;
+mod blocking;
 mod config;
 mod elector;
 mod event;
@@ -99,6 +98,7 @@ mod time;
 mod timer;
 
 pub use action::{Action, OpId, OpKind, ReadId, WriteId};
+pub use blocking::answer_calls;
 pub use config::{Config, ConfigError, LockDelay, Mode, Preemption};
 pub use elector::{Elector, Role, Stats};
 pub use event::{BrokenAnswer, Event, StopReason, Term, Warning};

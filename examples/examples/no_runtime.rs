@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant as StdInstant};
 
-use election_core::{Action, Config, Elector, Event, Input};
+use election_core::{Config, Elector, Event, answer_calls};
 use election_driver::BootClock;
 use lock_memory::{MemoryLock, MemoryStore};
 
@@ -39,30 +39,12 @@ fn run(name: &str, lock: MemoryLock, stop: Arc<AtomicBool>, clock: BootClock, st
     };
     let mut stopping = false;
     loop {
-        // 1. The one lock call the elector wants, answered at once (blocking).
-        while let Some(action) = elector.poll_action() {
-            // A read's answer and a write's are different inputs: the compiler
-            // checks that each call is answered as what it was.
-            let input = match action {
-                Action::Get { op } => Input::Read {
-                    op,
-                    result: lock.blocking_get(),
-                },
-                Action::Create { op, record } => Input::Written {
-                    op,
-                    result: lock.blocking_create(&record),
-                },
-                Action::Update {
-                    op,
-                    expected,
-                    record,
-                } => Input::Written {
-                    op,
-                    result: lock.blocking_update(&expected, &record),
-                },
-            };
-            elector.handle(input, clock.now());
-        }
+        // 1. The lock calls the elector wants, each answered at once (blocking).
+        answer_calls(
+            &mut elector,
+            |action| lock.blocking_call(&action),
+            || clock.now(),
+        );
         // 2. Events. There is no leader work to drain here, so a drain ends at once.
         let mut more = false;
         while let Some(event) = elector.poll_event() {

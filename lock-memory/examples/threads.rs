@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant as StdInstant};
 
-use election_core::{Action, Config, Elector, Event, Input, Instant};
+use election_core::{Config, Elector, Event, Instant, answer_calls};
 use lock_memory::{MemoryLock, MemoryStore};
 
 /// The elector's clock: time since the example started.
@@ -30,29 +30,11 @@ fn run(name: &str, lock: MemoryLock, start: StdInstant, stop: Arc<AtomicBool>) {
             shutting_down = true;
             elector.shutdown(now(start));
         }
-        while let Some(action) = elector.poll_action() {
-            // A read's answer and a write's are different inputs: the compiler
-            // checks that each call is answered as what it was.
-            let input = match action {
-                Action::Get { op } => Input::Read {
-                    op,
-                    result: lock.blocking_get(),
-                },
-                Action::Create { op, record } => Input::Written {
-                    op,
-                    result: lock.blocking_create(&record),
-                },
-                Action::Update {
-                    op,
-                    expected,
-                    record,
-                } => Input::Written {
-                    op,
-                    result: lock.blocking_update(&expected, &record),
-                },
-            };
-            elector.handle(input, now(start));
-        }
+        answer_calls(
+            &mut elector,
+            |action| lock.blocking_call(&action),
+            || now(start),
+        );
         while let Some(event) = elector.poll_event() {
             println!("{} {name}: {event:?}", now(start));
             match event {

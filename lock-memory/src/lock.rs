@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use election_core::{
-    LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, OpKind, Version,
+    Action, LeadershipChange, Lock, LockError, LockRecord, LockTask, Observation, OpKind, Version,
     WatchStream,
 };
 
@@ -227,6 +227,18 @@ impl MemoryLock {
         record: &LockRecord,
     ) -> Result<Observation, LockError> {
         self.call_blocking(Call::Update(expected, record))
+    }
+
+    /// The call `action` asks for, blocking the thread: the `call` of
+    /// [`election_core::answer_calls`], for an elector driven with no async runtime.
+    pub fn blocking_call(&self, action: &Action) -> Result<Observation, LockError> {
+        match action {
+            Action::Get { .. } => self.blocking_get(),
+            Action::Create { record, .. } => self.blocking_create(record),
+            Action::Update {
+                expected, record, ..
+            } => self.blocking_update(expected, record),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! believe it leads.
 
 use election_core::WallTime;
-use election_core::{Action, Config, Elector, Event, Instant, LockError, OpKind};
+use election_core::{Config, Elector, Event, Instant, LockError, OpKind};
 use lock_memory::{Faults, ManualClock, MemoryLock, MemoryStore};
 
 struct Node {
@@ -32,13 +32,7 @@ impl Node {
             let mut busy = false;
             while let Some(action) = self.elector.poll_action() {
                 busy = true;
-                let result = match &action {
-                    Action::Get { .. } => self.lock.blocking_get(),
-                    Action::Create { record, .. } => self.lock.blocking_create(record),
-                    Action::Update {
-                        expected, record, ..
-                    } => self.lock.blocking_update(expected, record),
-                };
+                let result = self.lock.blocking_call(&action);
                 let op = action.op();
                 self.elector.handle(op.answer(result), now);
             }
