@@ -36,17 +36,17 @@ fn absent_lock_is_created_with_zero_transitions_and_leads_after_one_lease() {
             leader: Some("a".into())
         }]
     );
-    assert!(!n.e.is_leader(n.now));
-    assert_eq!(n.e.role(), Role::Acquiring);
-    assert_eq!(n.e.term(), None);
-    assert_eq!(n.e.deadline(), Some(t(1_500)));
-    assert_eq!(n.e.stats().acquisitions, 1);
+    assert!(!n.elector.is_leader(n.now));
+    assert_eq!(n.elector.role(), Role::Acquiring);
+    assert_eq!(n.elector.term(), None);
+    assert_eq!(n.elector.deadline(), Some(t(1_500)));
+    assert_eq!(n.elector.stats().acquisitions, 1);
     // It renews every retry period meanwhile, and starts at 2 s exactly.
     let mut version = 1;
     while n.now < t(1_750) {
         version += 1;
         n.renew_ok(&version.to_string());
-        assert!(!n.e.is_leader(n.now));
+        assert!(!n.elector.is_leader(n.now));
     }
     n.advance_to(t(2_000));
     let started: Vec<_> = n
@@ -55,8 +55,8 @@ fn absent_lock_is_created_with_zero_transitions_and_leads_after_one_lease() {
         .filter(|e| matches!(e, Event::StartedLeading { .. }))
         .collect();
     assert_eq!(started, vec![Event::StartedLeading { term: term(0, "1") }]);
-    assert!(n.e.is_leader(n.now));
-    assert_eq!(n.e.role(), Role::Leader);
+    assert!(n.elector.is_leader(n.now));
+    assert_eq!(n.elector.role(), Role::Leader);
 }
 
 /// The create of an absent lock, with client-go's `LockDelay::Immediate`: its
@@ -75,7 +75,7 @@ fn absent_lock_is_created_with_zero_transitions() {
         n.events()
             .contains(&Event::StartedLeading { term: term(0, "1") })
     );
-    assert_eq!(n.e.deadline(), Some(t(1_500)));
+    assert_eq!(n.elector.deadline(), Some(t(1_500)));
 }
 
 /// R2 (and R7): a released record (empty holder, duration 1 s or none, as a
@@ -253,8 +253,8 @@ fn r1_holder_changed_by_a_human_stops_the_leader_at_once() {
             },
         ]
     );
-    assert!(!n.e.is_leader(n.now));
-    assert_eq!(n.e.role(), Role::Follower);
+    assert!(!n.elector.is_leader(n.now));
+    assert_eq!(n.elector.role(), Role::Follower);
     let (at, write) = n.campaign(|_| Ok(obs("9", human.clone())), 1_000);
     assert!(
         at >= t(2_100),
@@ -372,7 +372,7 @@ fn a2_conflict_on_acquisition_reads_the_winner_and_waits() {
     let (op, _, _) = n.update();
     n.set_clock(t(10));
     n.answer(op, Err(LockError::Conflict));
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     n.no_events();
     let op = n.get();
     n.set_clock(t(20));
@@ -385,7 +385,7 @@ fn a2_conflict_on_acquisition_reads_the_winner_and_waits() {
         }]
     );
     assert_eq!(
-        n.e.observed().map(|o| o.version.clone()),
+        n.elector.observed().map(|o| o.version.clone()),
         Some(Version::new("6"))
     );
     let mut reads = 0;
@@ -416,7 +416,7 @@ fn a3_already_exists_on_create_reads_the_winner_and_waits_a_lease() {
     let op = n.get();
     let winner = held("c", 2, 0);
     n.answer(op, Ok(obs("3", winner.clone())));
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     let (at, write) = n.campaign(|_| Ok(obs("3", winner.clone())), 1_000);
     assert!(at >= t(2_040), "a full lease from the observation: {at:?}");
     assert!(matches!(write, Action::Update { ref expected, .. } if *expected == Version::new("3")));
@@ -431,8 +431,8 @@ fn n2_restart_with_same_identity_leads_only_after_a_cas() {
     let op = n.get();
     let previous_life = held("a", 2, 4);
     n.answer(op, Ok(obs("7", previous_life.clone())));
-    assert!(!n.e.is_leader(n.now));
-    assert_eq!(n.e.role(), Role::Follower);
+    assert!(!n.elector.is_leader(n.now));
+    assert_eq!(n.elector.role(), Role::Follower);
     let (_, write) = n.campaign(|_| Ok(obs("7", previous_life.clone())), 1_000);
     let Action::Update {
         op,
@@ -449,8 +449,8 @@ fn n2_restart_with_same_identity_leads_only_after_a_cas() {
         "not leading before the write succeeded"
     );
     n.answer(op, Ok(obs("8", stamped(record, 3))));
-    assert!(n.e.is_leader(n.now));
-    assert_eq!(n.e.term(), Some(&term(5, "8")));
+    assert!(n.elector.is_leader(n.now));
+    assert_eq!(n.elector.term(), Some(&term(5, "8")));
 }
 
 /// N6: a follower paused past the expiry re-reads before any takeover.
@@ -670,7 +670,7 @@ fn w4_a_server_switch_never_shortens_the_wait() {
         at >= t(3_500),
         "tried at {at:?}, before a lease from the last change"
     );
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     // After the conflict it reads again instead of leading.
     assert!(matches!(n.fire_until_action(10), Action::Get { .. }));
 }
@@ -763,7 +763,7 @@ fn broken_lock_write_answers_are_never_led_on() {
         !evs.iter()
             .any(|e| matches!(e, Event::StartedLeading { .. }))
     );
-    assert_eq!(n.e.role(), Role::Follower);
+    assert_eq!(n.elector.role(), Role::Follower);
     n.get();
 
     // An acquisition answered with the version it replaced: the old record (no
@@ -790,7 +790,7 @@ fn broken_lock_write_answers_are_never_led_on() {
             })],
             "reported once, and no start"
         );
-        assert!(!n.e.is_leader(n.now));
+        assert!(!n.elector.is_leader(n.now));
         n.get();
     }
 }

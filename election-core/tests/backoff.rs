@@ -88,9 +88,9 @@ fn a6_a_poller_polls_a_plain_retry_period_after_its_first_read_that_succeeds() {
 fn a13_instant_resets_do_not_make_a_busy_loop_of_renews() {
     let cfg = fast("a");
     let mut n = Node::leader(cfg.clone(), "1");
-    let held = n.e.observed().expect("ours").clone();
+    let held = n.elector.observed().expect("ours").clone();
     let mut sent = Vec::new();
-    while n.e.is_leader(n.now) {
+    while n.elector.is_leader(n.now) {
         let (op, _, _) = n.fire_until_action(8).into_update();
         sent.push(n.now);
         n.answer(op, Err(LockError::unknown("connection reset")));

@@ -46,7 +46,7 @@ fn n7_partitioned_leader_stops_at_its_deadline_and_another_takes_over() {
         c.links[1] = Link::Up;
         assert_eq!(c.leaders(), vec![0]);
         c.run_until(1_000);
-        let last_renew = c.nodes[0].e.last_renew().expect("holding");
+        let last_renew = c.nodes[0].elector.last_renew().expect("holding");
         c.links[0] = Link::Refused;
         c.run_until(8_000);
         let stop = c.spans[0][0].1.expect("node-0 stopped");
@@ -63,7 +63,7 @@ fn n7_partitioned_leader_stops_at_its_deadline_and_another_takes_over() {
         );
         assert_eq!(c.leaders(), vec![1]);
         let old = term(1, "2");
-        let new = c.nodes[1].e.term().expect("node-1 leads").clone();
+        let new = c.nodes[1].elector.term().expect("node-1 leads").clone();
         assert!(new > old, "the fencing token grows: {old} then {new}");
         assert!(c.nodes[0].log.iter().any(|(_, e)| *e
             == Event::StoppedLeading {

@@ -61,7 +61,7 @@ fn claimed_leader(id: &str) -> (Node, LockRecord) {
     let (mut n, op, claim) = claiming(id);
     let mine = stamped(claim, 5);
     n.answer(op, Ok(obs("13", mine.clone())));
-    assert!(n.e.is_leader(n.now), "leads at once");
+    assert!(n.elector.is_leader(n.now), "leads at once");
     (n, mine)
 }
 
@@ -131,7 +131,7 @@ fn c1_a_coordinated_follower_never_creates_takes_or_asks() {
             }
         }
         assert!(n.now > t(20_000), "{case}: ran for many leases");
-        assert_eq!(n.e.role(), Role::Follower, "{case}");
+        assert_eq!(n.elector.role(), Role::Follower, "{case}");
         // Watching: after the first read nothing at all, not even at expiry.
         let mut n = Node::new(coordinated("a"));
         n.watch_active(true);
@@ -139,7 +139,7 @@ fn c1_a_coordinated_follower_never_creates_takes_or_asks() {
         n.answer(op, answer.clone());
         n.advance(ms(60_000));
         n.no_action();
-        assert_eq!(n.e.role(), Role::Follower, "{case}");
+        assert_eq!(n.elector.role(), Role::Follower, "{case}");
     }
 }
 
@@ -174,7 +174,7 @@ fn c2_an_assignment_is_claimed_at_once_and_leads_when_the_last_holder_is_past() 
     assert_eq!(claim.strategy.as_deref(), Some("OldestEmulationVersion"));
     assert_eq!(claim.lease_duration_secs, Some(2), "its own duration");
     n.answer(op, Ok(obs("13", stamped(claim, 5))));
-    assert!(n.e.is_leader(n.now), "leads at once");
+    assert!(n.elector.is_leader(n.now), "leads at once");
     assert_eq!(n.started(), Some(&term(4, "13")));
 }
 
@@ -194,8 +194,12 @@ fn c2_an_early_assignment_leads_only_a_lease_after_the_last_holder_seen() {
     )));
     let (op, _, claim) = n.update();
     n.answer(op, Ok(obs("13", stamped(claim, 5))));
-    assert_eq!(n.e.role(), Role::Acquiring, "holds, does not lead yet");
-    assert!(!n.e.is_leader(n.now));
+    assert_eq!(
+        n.elector.role(),
+        Role::Acquiring,
+        "holds, does not lead yet"
+    );
+    assert!(!n.elector.is_leader(n.now));
     // It renews meanwhile, and leads at the end of b's lease.
     let started_at = renew_until_leading(&mut n, 14);
     assert_eq!(started_at, last_seen + ms(2_000));
@@ -227,7 +231,7 @@ fn c2_an_assignment_seen_after_a_gap_leads_a_lease_later() {
         let seen = n.now;
         let (op, _, claim) = n.update();
         n.answer(op, Ok(obs("21", stamped(claim, 5))));
-        assert_eq!(n.e.role(), Role::Acquiring, "{case}");
+        assert_eq!(n.elector.role(), Role::Acquiring, "{case}");
         let started_at = renew_until_leading(&mut n, 22);
         assert_eq!(started_at, seen + ms(2_000), "{case}");
     }
@@ -251,7 +255,7 @@ fn c3_an_assignment_right_after_a_release_leads_at_once() {
     n.watch(WatchEvent::Changed(obs("13", assigned("a", &released))));
     let (op, _, claim) = n.update();
     n.answer(op, Ok(obs("14", stamped(claim, 5))));
-    assert!(n.e.is_leader(n.now), "leads at once");
+    assert!(n.elector.is_leader(n.now), "leads at once");
 }
 
 /// C3: a release ends only its own holder's part. "z" renewed 0.3 s ago; then
@@ -273,7 +277,7 @@ fn c3_a_release_ends_only_the_releasers_part() {
     n.watch(WatchEvent::Changed(obs("14", assigned("a", &released))));
     let (op, _, claim) = n.update();
     n.answer(op, Ok(obs("15", stamped(claim, 5))));
-    assert_eq!(n.e.role(), Role::Acquiring, "z may still lead");
+    assert_eq!(n.elector.role(), Role::Acquiring, "z may still lead");
     let started_at = renew_until_leading(&mut n, 16);
     assert_eq!(started_at, z_seen + ms(2_000));
 }
@@ -284,7 +288,7 @@ fn c3_a_release_ends_only_the_releasers_part() {
 #[test]
 fn c3_a_preferred_holder_ends_the_term_by_a_release() {
     let (mut n, mine) = claimed_leader("a");
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     n.events();
     n.advance(ms(50));
     let mut preferred = mine.clone();
@@ -328,7 +332,7 @@ fn preferring(mine: &LockRecord, to: &str) -> LockRecord {
 /// version 14 (and so drains); with its term and the record read.
 fn preempted_by_b1() -> (Node, Term, LockRecord) {
     let (mut n, mine) = claimed_leader("a");
-    let term = n.e.term().cloned().expect("leads");
+    let term = n.elector.term().cloned().expect("leads");
     n.events();
     n.advance(ms(50));
     let preferred = preferring(&mine, "b1");
@@ -357,7 +361,7 @@ fn release_and_terminate(n: &mut Node, lock: &LockRecord, mut version: u32) -> L
                         n.events(),
                         vec![Event::LeaderChanged { leader: None }, Event::Terminated]
                     );
-                    assert!(n.e.is_terminated());
+                    assert!(n.elector.is_terminated());
                     return last;
                 }
             }
@@ -388,8 +392,11 @@ fn c3_shutdown_asked_while_draining_for_a_preferred_holder_is_reported_as_shut_d
     n.advance(ms(10));
     n.shutdown();
     n.no_events();
-    assert!(n.e.is_leader(n.now), "still leads until the work has ended");
-    assert_eq!(n.e.role(), Role::Draining);
+    assert!(
+        n.elector.is_leader(n.now),
+        "still leads until the work has ended"
+    );
+    assert_eq!(n.elector.role(), Role::Draining);
     n.advance(ms(20));
     n.work_stopped();
     assert_eq!(
@@ -399,7 +406,7 @@ fn c3_shutdown_asked_while_draining_for_a_preferred_holder_is_reported_as_shut_d
             reason: StopReason::ShutDown
         }]
     );
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     let release = release_and_terminate(&mut n, &preferred, 15);
     assert_eq!(release.lease_duration_secs, Some(1));
     assert_eq!(release.handover, preferred.handover, "the request is kept");
@@ -413,7 +420,7 @@ fn c3_shutdown_asked_while_draining_for_a_preferred_holder_is_shut_down_at_the_b
     n.events();
     n.shutdown();
     let mut version = 15;
-    while !n.e.is_terminated() {
+    while !n.elector.is_terminated() {
         if !n.has_action() {
             n.fire();
             continue;
@@ -444,7 +451,7 @@ fn c3_shutdown_asked_while_draining_for_a_preferred_holder_is_shut_down_at_the_b
 #[test]
 fn c3_a_preferred_holder_seen_during_a_shutdown_drain_is_reported_as_shut_down() {
     let (mut n, mine) = claimed_leader("a");
-    let term = n.e.term().cloned().expect("leads");
+    let term = n.elector.term().cloned().expect("leads");
     n.events();
     n.advance(ms(50));
     n.shutdown();
@@ -497,7 +504,7 @@ fn c3_another_holder_seen_during_a_shutdown_drain_is_reported_as_the_loss() {
             },
         ]
     );
-    assert!(!n.e.is_leader(n.now), "stops at once");
+    assert!(!n.elector.is_leader(n.now), "stops at once");
     n.work_stopped();
     n.no_events();
     // The renew owed for the adopted version was in flight: once it failed
@@ -567,7 +574,7 @@ fn c3_an_assignment_that_overtakes_the_release_answer_is_read() {
     n.watch(WatchEvent::Changed(given_on.clone()));
     n.answer(op, Ok(obs("14", stamped(release, 6))));
     assert_eq!(
-        n.e.role(),
+        n.elector.role(),
         Role::Terminated,
         "a shutdown ends with the release"
     );
@@ -581,7 +588,7 @@ fn c3_an_assignment_that_overtakes_the_release_answer_is_read() {
     n.answer(op, Ok(obs("14", stamped(release, 6))));
     let read = n.get();
     n.answer(read, Ok(given_on));
-    assert_eq!(n.e.leader().map(|l| &**l), Some("c"));
+    assert_eq!(n.elector.leader().map(|l| &**l), Some("c"));
 }
 
 /// C3: as above, but the coordinator gives the lock back to the node that
@@ -632,7 +639,7 @@ fn c3_a_release_answered_not_found_after_a_recreated_assignment_keeps_the_assign
 #[test]
 fn c2_a_leader_reassigned_by_the_coordinator_ends_its_term_and_claims_anew() {
     let (mut n, _) = claimed_leader("a");
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     n.events();
     let (op, _, _) = n.fire_until_action(10).into_update();
     n.answer(op, Err(LockError::Conflict));
@@ -662,7 +669,7 @@ fn c2_the_claims_watch_echo_before_its_answer_does_not_delay_leading() {
     n.watch(WatchEvent::Changed(mine.clone()));
     n.advance(ms(1));
     n.answer(op, Ok(mine));
-    assert!(n.e.is_leader(n.now), "leads at once");
+    assert!(n.elector.is_leader(n.now), "leads at once");
 }
 
 /// R14: a gap hides any holder this node has seen, with the longest lease it
@@ -680,7 +687,7 @@ fn r14_an_assignment_read_after_a_gap_waits_the_longest_lease_seen() {
     let seen = n.now;
     let (op, _, claim) = n.update();
     n.answer(op, Ok(obs("31", stamped(claim, 5))));
-    assert_eq!(n.e.role(), Role::Acquiring);
+    assert_eq!(n.elector.role(), Role::Acquiring);
     let started_at = renew_until_leading(&mut n, 32);
     assert_eq!(started_at, seen + ms(6_000));
 }
@@ -738,12 +745,12 @@ fn c7_a_landed_claim_overtaken_by_an_edit_of_it_is_adopted() {
         assert_eq!(expected, Version::new("14"), "{case}: written on the edit");
         match case {
             "label" => {
-                assert!(n.e.is_leader(n.now), "label: leads at once");
+                assert!(n.elector.is_leader(n.now), "label: leads at once");
                 assert_eq!(next.holder, "a".into(), "label: renews");
             }
             _ => {
                 assert_eq!(n.started(), None, "mark: never leads");
-                assert_eq!(n.e.role(), Role::Releasing);
+                assert_eq!(n.elector.role(), Role::Releasing);
                 assert_eq!(next.holder, "".into(), "mark: releases");
                 assert_eq!(
                     next.handover.map(|h| h.to),
@@ -774,7 +781,7 @@ fn c7_an_assignment_marked_for_the_end_of_term_is_released_unclaimed() {
     assert_eq!(release.handover.as_ref().map(|h| &*h.to), Some("c"));
     n.answer(op, Ok(obs("13", stamped(release, 5))));
     assert_eq!(n.started(), None, "never leads");
-    assert_eq!(n.e.role(), Role::Follower);
+    assert_eq!(n.elector.role(), Role::Follower);
     n.advance(ms(10_000));
     n.no_action();
     assert!(
@@ -796,7 +803,7 @@ fn c2_an_assignment_after_a_renew_of_unknown_outcome_ends_the_term() {
     let (mut n, _) = claimed_leader("a");
     n.events();
     let _renew = n.fire_until_action(10).into_update();
-    n.advance(n.e.config().request_timeout);
+    n.advance(n.elector.config().request_timeout);
     let read = n.get();
     n.answer(read, Ok(obs("40", assigned("a", &LockRecord::default()))));
     let stops: Vec<_> = n
@@ -816,7 +823,11 @@ fn c2_an_assignment_after_a_renew_of_unknown_outcome_ends_the_term() {
     assert_eq!(claim.transitions, 5, "a new term, past every count seen");
     assert_eq!(claim.acquire_time, Stamp::Now);
     n.answer(op, Ok(obs("41", stamped(claim, 7))));
-    assert_eq!(n.e.role(), Role::Acquiring, "the read was a gap: it waits");
+    assert_eq!(
+        n.elector.role(),
+        Role::Acquiring,
+        "the read was a gap: it waits"
+    );
 }
 
 /// C4: an assignment is no twin's write. Its previous life's record and then

@@ -15,14 +15,19 @@ fn leader() -> Node {
     let mut n = Node::follower(fast("a"), obs("9", held("", 1, 0)));
     let (op, _, record) = n.update();
     n.answer(op, Ok(obs("10", stamped(record, 1))));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     n.events();
     n
 }
 
 /// The leader's record at a new `version`, as a label added by hand leaves it.
 fn labelled(n: &Node, version: &str) -> election_core::Observation {
-    let record = n.e.observed().expect("the leader's record").record.clone();
+    let record = n
+        .elector
+        .observed()
+        .expect("the leader's record")
+        .record
+        .clone();
     obs(version, record)
 }
 
@@ -40,11 +45,11 @@ fn assert_stopped_by_deletion(n: &mut Node) {
         }]
     );
     assert!(
-        !n.e.is_leader(n.now),
+        !n.elector.is_leader(n.now),
         "is_leader turns false at the deletion"
     );
-    assert_eq!(n.e.role(), Role::Follower);
-    assert_eq!(n.e.term(), None);
+    assert_eq!(n.elector.role(), Role::Follower);
+    assert_eq!(n.elector.term(), None);
 }
 
 /// After the deletion the node never writes a release (the lock is gone) and
@@ -64,10 +69,18 @@ fn assert_recreates_without_release(n: &mut Node, deletion: election_core::Insta
         }
     }
     assert!(n.now >= deletion);
-    let limit = n.now + n.e.config().lease_duration;
-    assert_eq!(n.e.role(), Role::Acquiring, "strict: the creator waits");
+    let limit = n.now + n.elector.config().lease_duration;
+    assert_eq!(
+        n.elector.role(),
+        Role::Acquiring,
+        "strict: the creator waits"
+    );
     for version in 31.. {
-        assert!(!n.e.is_leader(n.now), "led at {:?} before {limit:?}", n.now);
+        assert!(
+            !n.elector.is_leader(n.now),
+            "led at {:?} before {limit:?}",
+            n.now
+        );
         match n.fire_until_action(10) {
             Action::Update { op, record, .. } => {
                 n.answer(op, Ok(obs(&version.to_string(), stamped(record, 4))))
@@ -78,7 +91,7 @@ fn assert_recreates_without_release(n: &mut Node, deletion: election_core::Insta
             break;
         }
     }
-    assert!(n.e.is_leader(n.now), "leads once the delay is over");
+    assert!(n.elector.is_leader(n.now), "leads once the delay is over");
 }
 
 /// The chaos run's case: a leader's confirming read (owed for another's edit of
@@ -99,7 +112,7 @@ fn a4_watch_deletion_stops_the_leader_whatever_its_read_does() {
         n.watch(deleted_at("12"));
         assert_stopped_by_deletion(&mut n);
         n.end_read(read, case, answer);
-        assert!(!n.e.is_leader(n.now), "{case}");
+        assert!(!n.elector.is_leader(n.now), "{case}");
         assert!(n.started().is_none(), "{case}: no new start");
         assert_recreates_without_release(&mut n, deletion);
     }
@@ -113,7 +126,7 @@ fn a4_absence_reported_at_watch_start_is_confirmed_by_a_read() {
     let mut n = leader();
     n.advance(ms(100));
     n.watch(WatchEvent::Deleted(None));
-    assert!(n.e.is_leader(n.now), "not yet: it reads first");
+    assert!(n.elector.is_leader(n.now), "not yet: it reads first");
     let read = n.get();
     let deletion = n.now;
     n.answer(read, Err(LockError::NotFound));
@@ -124,9 +137,9 @@ fn a4_absence_reported_at_watch_start_is_confirmed_by_a_read() {
     let mut n = leader();
     n.watch(WatchEvent::Deleted(None));
     let read = n.get();
-    let ours = n.e.observed().cloned().expect("ours");
+    let ours = n.elector.observed().cloned().expect("ours");
     n.answer(read, Ok(ours));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     n.no_events();
 }
 
@@ -137,7 +150,7 @@ fn a4_replayed_deletion_older_than_the_lock_is_ignored() {
     let mut n = leader();
     n.advance(ms(100));
     n.watch(deleted_at("5"));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     n.no_events();
     // A follower ignores it too: it keeps timing the lease it saw.
     let mut f = Node::follower(fast("b"), obs("10", held("a", 2, 1)));
@@ -145,7 +158,7 @@ fn a4_replayed_deletion_older_than_the_lock_is_ignored() {
     f.watch(deleted_at("7"));
     f.no_action();
     assert_eq!(
-        f.e.observed().map(|o| o.version.clone()),
+        f.elector.observed().map(|o| o.version.clone()),
         Some(Version::new("10"))
     );
 }
@@ -162,7 +175,7 @@ fn a4_watch_deletion_while_draining_stops_at_once_without_release() {
             reason: StopReason::SteppedDown
         }]
     ));
-    assert!(n.e.is_leader(n.now), "draining still leads");
+    assert!(n.elector.is_leader(n.now), "draining still leads");
     n.advance(ms(100));
     n.watch(deleted_at("12"));
     assert_stopped_by_deletion(&mut n);
@@ -183,8 +196,8 @@ fn a4_late_renew_success_after_the_deletion_does_not_resurrect_leadership() {
     assert_stopped_by_deletion(&mut n);
     n.answer(op, Ok(obs("11", stamped(record, 2))));
     n.no_events();
-    assert!(!n.e.is_leader(n.now));
-    assert_eq!(n.e.role(), Role::Follower);
+    assert!(!n.elector.is_leader(n.now));
+    assert_eq!(n.elector.role(), Role::Follower);
     // The lock is still known absent: the next write is a create.
     assert_recreates_without_release(&mut n, deletion);
 }
@@ -197,7 +210,7 @@ fn a4_acquisition_answered_after_the_deletion_is_not_held() {
     let (op, _, record) = n.update();
     n.watch(deleted_at("11"));
     n.answer(op, Ok(obs("10", stamped(record, 1))));
-    assert_eq!(n.e.role(), Role::Follower);
+    assert_eq!(n.elector.role(), Role::Follower);
     assert!(n.started().is_none());
     assert!(matches!(n.fire_until_action(4), Action::Create { .. }));
 }

@@ -17,7 +17,7 @@ fn leader() -> Node {
     n.watch_active(true);
     let (op, _, record) = n.update();
     n.answer(op, Ok(obs("10", stamped(record, 1))));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     n.events();
     n
 }
@@ -25,7 +25,12 @@ fn leader() -> Node {
 /// The leader's last record (version 10) with only `edit` applied, as a human's
 /// patch would leave it: every stamp of the holder kept.
 fn patched(n: &Node, edit: impl FnOnce(&mut LockRecord)) -> LockRecord {
-    let mut record = n.e.observed().expect("the leader's record").record.clone();
+    let mut record = n
+        .elector
+        .observed()
+        .expect("the leader's record")
+        .record
+        .clone();
     edit(&mut record);
     record
 }
@@ -60,7 +65,7 @@ fn r2_a_leader_stops_at_once_on_a_newer_emptied_holder_whatever_its_read_does() 
         n.watch(WatchEvent::Changed(obs("11", labelled)));
         let read = n.get();
         assert!(
-            n.e.is_leader(n.now),
+            n.elector.is_leader(n.now),
             "{case}: a kept name is confirmed first"
         );
         n.advance(ms(10));
@@ -78,14 +83,14 @@ fn r2_a_leader_stops_at_once_on_a_newer_emptied_holder_whatever_its_read_does() 
             ],
             "{case}: stopped at the edit itself"
         );
-        assert!(!n.e.is_leader(n.now), "{case}");
-        assert_eq!(n.e.role(), Role::Follower, "{case}");
+        assert!(!n.elector.is_leader(n.now), "{case}");
+        assert_eq!(n.elector.role(), Role::Follower, "{case}");
         n.end_read(read, case, answer);
         assert!(n.started().is_none(), "{case}: no new start");
         // Not a release's shape: the old leader, now a follower, waits a lease
         // from the edit like everyone else, and its next write takes the lock
         // as a new term (no release of the emptied record).
-        let lease = n.e.config().lease_duration;
+        let lease = n.elector.config().lease_duration;
         let (_, write) = first_write(&mut n, &edit, edited_at + lease);
         let (_, expected, record) = write.into_update();
         assert_eq!(expected, edit.version, "{case}");
@@ -130,11 +135,11 @@ fn r2_an_older_or_equal_emptied_record_does_not_stop_the_leader() {
     n.advance(ms(100));
     n.watch(WatchEvent::Changed(obs("9", held("", 1, 0))));
     n.watch(WatchEvent::Changed(obs("8", held("", 15, 0))));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     n.no_events();
     n.no_action();
     n.watch(WatchEvent::Changed(obs("10", emptied(&n))));
-    assert!(n.e.is_leader(n.now), "its own version");
+    assert!(n.elector.is_leader(n.now), "its own version");
     n.no_events();
     // Versions without an order cannot be placed before or after the leader's:
     // it reads first, and stops on what the read shows.
@@ -144,14 +149,14 @@ fn r2_an_older_or_equal_emptied_record_does_not_stop_the_leader() {
     n.watch_active(true);
     let (op, _, record) = n.update();
     n.answer(op, Ok(obs("v-c", stamped(record, 1))));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     n.events();
     let edit = obs("v-d", emptied(&n));
     n.watch(WatchEvent::Changed(edit.clone()));
-    assert!(n.e.is_leader(n.now), "unordered: confirmed first");
+    assert!(n.elector.is_leader(n.now), "unordered: confirmed first");
     let read = n.get();
     n.answer(read, Ok(edit));
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
 }
 
 /// R2: a follower takes a release at once, in either shape libraries write
@@ -188,7 +193,7 @@ fn r2_a_follower_takes_a_release_at_once_and_an_emptied_holder_after_a_lease() {
         n.no_action();
         let wait = match secs {
             s if s > 2 => ms(s.unsigned_abs().min(3_600) * 1_000),
-            _ => n.e.config().lease_duration,
+            _ => n.elector.config().lease_duration,
         };
         let (at, write) = first_write(&mut n, &edit, seen + wait);
         assert!(at < seen + wait + ms(1_000), "{secs}: taken once due");
@@ -233,7 +238,7 @@ fn r13_a_leader_that_sees_its_duration_shortened_renews_at_once() {
     n.watch(WatchEvent::Changed(edit.clone()));
     let read = n.get();
     n.answer(read, Ok(edit));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     let (_, expected, record) = n.update();
     assert_eq!(expected.as_str(), "11", "at once, on the edited version");
     assert_eq!(record.lease_duration_secs, Some(2), "its own duration back");
@@ -269,7 +274,7 @@ fn r1_a_follower_named_by_an_edit_waits_a_lease_despite_an_old_unknown_write() {
     } else {
         n.watch(WatchEvent::Changed(held_by_c.clone()));
     }
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     n.advance(ms(300));
     // The operator's patch: c's record with a's name.
     let mut named_a = held_by_c.record.clone();

@@ -46,9 +46,9 @@ fn renew_until(n: &mut Node, until: Instant) {
 #[test]
 fn strict_lock_delay_waits_one_lease_after_creating() {
     let mut n = created_after_deletion(fast("a"));
-    assert_eq!(n.e.role(), Role::Acquiring);
-    assert!(!n.e.is_leader(n.now));
-    assert_eq!(n.e.term(), None);
+    assert_eq!(n.elector.role(), Role::Acquiring);
+    assert!(!n.elector.is_leader(n.now));
+    assert_eq!(n.elector.term(), None);
     let evs = n.events();
     assert!(
         evs.contains(&Event::LeaderChanged {
@@ -64,7 +64,7 @@ fn strict_lock_delay_waits_one_lease_after_creating() {
     // It renews meanwhile, and leads exactly one lease after the create was sent.
     renew_until(&mut n, t(2_999));
     assert!(n.started().is_none(), "not before 1 s + 2 s");
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     renew_until(&mut n, t(3_000));
     let start = n
         .log
@@ -75,7 +75,7 @@ fn strict_lock_delay_waits_one_lease_after_creating() {
         start,
         &(t(3_000), Event::StartedLeading { term: term(4, "8") })
     );
-    assert!(n.e.is_leader(t(3_000)));
+    assert!(n.elector.is_leader(t(3_000)));
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn immediate_lock_delay_leads_at_once_like_client_go() {
     let mut cfg = fast("a");
     cfg.lock_delay = LockDelay::Immediate;
     let mut n = created_after_deletion(cfg);
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     assert!(
         n.events()
             .contains(&Event::StartedLeading { term: term(4, "8") })
@@ -95,7 +95,7 @@ fn immediate_lock_delay_leads_at_once_like_client_go() {
 #[test]
 fn immediate_lock_delay_creates_a_fresh_lock_and_leads_at_once() {
     let n = Node::leader(fast("a"), "1");
-    assert_eq!(n.e.term(), Some(&term(0, "1")));
+    assert_eq!(n.elector.term(), Some(&term(0, "1")));
 }
 
 /// The first time the lock in the story led this node to lead: the story's
@@ -121,13 +121,13 @@ fn strict_lock_delay_counts_from_the_creates_answer_not_the_earlier_404() {
     let (op, record) = n.create();
     n.set_clock(t(200));
     n.answer(op, Ok(obs("5", stamped(record, 5))));
-    assert_eq!(n.e.role(), Role::Acquiring, "holds, waits the delay");
+    assert_eq!(n.elector.role(), Role::Acquiring, "holds, waits the delay");
     renew_until(&mut n, t(2_199));
     assert_eq!(first_start(&n), None, "not at 0 + 2 s: the 404 is too old");
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     renew_until(&mut n, t(2_200));
     assert_eq!(first_start(&n), Some(t(2_200)));
-    assert!(n.e.is_leader(t(2_200)));
+    assert!(n.elector.is_leader(t(2_200)));
 }
 
 /// As above, when the create's outcome is unknown (request timeout at 0.5 s): the
@@ -192,7 +192,10 @@ fn a_create_of_unknown_outcome_does_not_delay_taking_over_another_holder() {
     assert_eq!(expected, Version::from("5"));
     assert_eq!(record.transitions, 1);
     n.answer(op, Ok(obs("6", stamped(record, 6))));
-    assert!(n.e.is_leader(n.now), "leads at once, not a lease later");
+    assert!(
+        n.elector.is_leader(n.now),
+        "leads at once, not a lease later"
+    );
     assert_eq!(first_start(&n), Some(n.now));
 }
 
@@ -220,7 +223,10 @@ fn a_create_of_unknown_outcome_does_not_delay_taking_a_record_released_since() {
     assert_eq!(expected, Version::from("7"));
     assert_eq!(record.transitions, 2);
     n.answer(op, Ok(obs("8", stamped(record, 8))));
-    assert!(n.e.is_leader(n.now), "leads at once, not a lease later");
+    assert!(
+        n.elector.is_leader(n.now),
+        "leads at once, not a lease later"
+    );
     assert_eq!(first_start(&n), Some(t(2_100)));
 }
 
@@ -233,7 +239,7 @@ fn a4_lock_deleted_while_leading_ends_leadership_and_recreates() {
     let mut n = Node::follower(cfg.clone(), obs("0", held("", 1, 0)));
     let (op, _, record) = n.update();
     n.answer(op, Ok(obs("1", stamped(record, 1))));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     n.events();
     n.fire();
     let (op, _, _) = n.update();
@@ -245,13 +251,17 @@ fn a4_lock_deleted_while_leading_ends_leadership_and_recreates() {
             reason: StopReason::LockDeleted
         })
     );
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     let (op, record) = n.fire_until_action(4).into_create();
     assert_eq!(record.transitions, 2, "the term keeps growing");
     assert!(n.now <= t(1_500));
     n.answer(op, Ok(obs("9", stamped(record, 9))));
-    assert_eq!(n.e.role(), Role::Acquiring, "strict: waits a lease first");
-    assert!(!n.e.is_leader(n.now));
+    assert_eq!(
+        n.elector.role(),
+        Role::Acquiring,
+        "strict: waits a lease first"
+    );
+    assert!(!n.elector.is_leader(n.now));
 }
 
 /// Start and stop are strictly paired: a node that holds the lock under the delay
@@ -301,7 +311,7 @@ fn no_stop_without_a_start_while_delayed() {
             .iter()
             .any(|(_, e)| matches!(e, Event::StoppedLeading { .. }))
     );
-    assert_eq!(n.e.role(), Role::Follower);
+    assert_eq!(n.elector.role(), Role::Follower);
 }
 
 /// Answers renews until the release comes (no later than the end of the delay at
@@ -338,7 +348,7 @@ fn r14_a_lock_deleted_under_a_longer_lease_waits_that_lease_before_leading() {
     n.advance(ms(20));
     let answered = n.now;
     n.answer(op, Ok(obs("9", stamped(record, 9))));
-    assert_eq!(n.e.role(), Role::Acquiring);
+    assert_eq!(n.elector.role(), Role::Acquiring);
     renew_until(&mut n, answered + ms(5_999));
     assert_eq!(first_start(&n), None, "led within x's 6 s lease");
     renew_until(&mut n, answered + ms(6_000));
@@ -380,7 +390,7 @@ fn r14_a_takeover_after_a_gap_leads_only_once_the_longest_lease_seen_is_over() {
     assert!(at >= gap + ms(2_000) && at < gap + ms(6_000), "{at:?}");
     let (op, _, record) = write.into_update();
     n.answer(op, Ok(obs("21", stamped(record, 9))));
-    assert_eq!(n.e.role(), Role::Acquiring, "holds, waiting");
+    assert_eq!(n.elector.role(), Role::Acquiring, "holds, waiting");
     renew_until(&mut n, gap + ms(5_999));
     assert_eq!(first_start(&n), None, "led within x's lease after the gap");
     renew_until(&mut n, gap + ms(6_000));

@@ -31,8 +31,11 @@ fn step_down_drains_then_stops_then_releases() {
             reason: StopReason::SteppedDown
         }]
     );
-    assert_eq!(n.e.role(), Role::Draining);
-    assert!(n.e.is_leader(n.now), "still leading while the work drains");
+    assert_eq!(n.elector.role(), Role::Draining);
+    assert!(
+        n.elector.is_leader(n.now),
+        "still leading while the work drains"
+    );
     n.no_action();
     // Renewals go on while draining.
     n.fire();
@@ -42,7 +45,7 @@ fn step_down_drains_then_stops_then_releases() {
     assert_eq!(renew.holder, "a".into());
     let renewed = obs("2", stamped(renew, 2));
     n.answer(op, Ok(renewed.clone()));
-    assert_eq!(n.e.deadline(), Some(t(1_750)));
+    assert_eq!(n.elector.deadline(), Some(t(1_750)));
     // The work ended: report, then release.
     n.set_clock(t(300));
     n.work_stopped();
@@ -54,10 +57,10 @@ fn step_down_drains_then_stops_then_releases() {
         }]
     );
     assert!(
-        !n.e.is_leader(n.now),
+        !n.elector.is_leader(n.now),
         "not leader before the release is sent"
     );
-    assert_eq!(n.e.role(), Role::Releasing);
+    assert_eq!(n.elector.role(), Role::Releasing);
     let (op, expected, record) = n.update();
     assert_eq!(expected, Version::new("2"), "CAS on the version it holds");
     assert_eq!(record, released(renewed.record.clone()));
@@ -65,7 +68,7 @@ fn step_down_drains_then_stops_then_releases() {
     assert_eq!(record.lease_duration_secs, Some(1), "never 0 (A8)");
     n.answer(op, Ok(obs("3", stamped(record, 3))));
     assert_eq!(n.events(), vec![Event::LeaderChanged { leader: None }]);
-    assert_eq!(n.e.role(), Role::Follower);
+    assert_eq!(n.elector.role(), Role::Follower);
     // It stays a follower for one lease so that another can take over.
     let write = n.fire_until_action(100);
     assert!(matches!(write, Action::Update { .. }), "{write:?}");
@@ -98,8 +101,8 @@ fn a8_release_writes_lease_one_and_reports_invalid() {
         n.no_action();
         // The release is given up, not re-sent: the lease expires by itself, and
         // this node does not take it back for one lease duration.
-        assert_eq!(n.e.role(), Role::Follower, "{cfg:?}");
-        assert!(!n.e.is_leader(n.now));
+        assert_eq!(n.elector.role(), Role::Follower, "{cfg:?}");
+        assert!(!n.elector.is_leader(n.now));
         let released_at = n.now;
         let retake = loop {
             let at = n.timeout().expect("the node keeps campaigning");
@@ -154,7 +157,7 @@ fn a8_invalid_release_on_shutdown_terminates_without_resending() {
     let evs = n.events();
     assert_eq!(evs.last(), Some(&Event::Terminated), "{evs:?}");
     n.no_action();
-    assert!(n.e.is_terminated());
+    assert!(n.elector.is_terminated());
     assert_eq!(n.timeout(), None);
 }
 
@@ -178,7 +181,7 @@ fn h4_release_when_another_already_holds_writes_nothing() {
             leader: Some("b".into())
         }]
     );
-    assert_eq!(n.e.role(), Role::Follower);
+    assert_eq!(n.elector.role(), Role::Follower);
     // Nothing is written while b's lease runs.
     let (at, write) = n.campaign(|_| Ok(obs("5", held("b", 2, 1))), 1_000);
     assert!(
@@ -217,7 +220,7 @@ fn release_retries_when_the_fresh_record_still_names_us() {
     assert_eq!(expected, Version::new("1"));
     assert_eq!(again, first);
     n.answer(op, Ok(obs("2", stamped(again, 2))));
-    assert_eq!(n.e.role(), Role::Follower);
+    assert_eq!(n.elector.role(), Role::Follower);
 }
 
 #[test]
@@ -242,8 +245,8 @@ fn shutdown_of_a_leader_drains_releases_and_terminates() {
         }]
     );
     releases_and_terminates(&mut n, &cfg);
-    assert!(n.e.is_terminated());
-    assert_eq!(n.e.role(), Role::Terminated);
+    assert!(n.elector.is_terminated());
+    assert_eq!(n.elector.role(), Role::Terminated);
     assert_eq!(n.timeout(), None);
     // Nothing more, whatever comes.
     n.advance_to(t(60_000));
@@ -359,7 +362,7 @@ fn h2_shutdown_while_a_read_is_in_flight_exits_promptly() {
     n.set_clock(t(10));
     n.shutdown();
     assert_eq!(n.events(), vec![Event::Terminated]);
-    assert!(n.e.is_terminated());
+    assert!(n.elector.is_terminated());
     assert_eq!(n.timeout(), None);
     n.answer(op, Ok(obs("1", held("", 1, 0))));
     n.no_action();
@@ -382,7 +385,7 @@ fn h2_shutdown_of_a_leader_while_a_read_is_in_flight() {
         n.work_stopped();
         n.answer(read, Ok(obs("1", stamped(acquiring(&cfg, 0), 1))));
         for _ in 0..20 {
-            if n.e.is_terminated() {
+            if n.elector.is_terminated() {
                 break;
             }
             if n.has_action() {
@@ -392,7 +395,7 @@ fn h2_shutdown_of_a_leader_while_a_read_is_in_flight() {
                 n.fire();
             }
         }
-        assert!(n.e.is_terminated());
+        assert!(n.elector.is_terminated());
         assert!(n.now <= t(300 + 1_500), "within the budget: {:?}", n.now);
         let stops = n
             .log
@@ -437,7 +440,7 @@ fn h3_slow_leader_work_is_bounded_and_renewals_continue() {
             reason: StopReason::SteppedDown
         }
     );
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     // After the stop, no renew of the old term is ever sent: the next write is an
     // acquisition of a new term, a full lease after the last renew it saw.
     let last = obs(&version.to_string(), held("a", 2, 0));
@@ -457,7 +460,7 @@ fn h5_shutdown_racing_a_successful_acquisition_releases() {
     let (op, _, record) = n.update();
     n.set_clock(t(10));
     n.shutdown();
-    assert!(!n.e.is_terminated(), "a write of ours is in flight");
+    assert!(!n.elector.is_terminated(), "a write of ours is in flight");
     n.set_clock(t(20));
     n.answer(op, Ok(obs("6", stamped(record, 6))));
     let release = n.fire_until_action(10);
@@ -472,7 +475,7 @@ fn h5_shutdown_racing_a_successful_acquisition_releases() {
     assert_eq!(expected, Version::new("6"));
     assert_eq!(&*record.holder, "");
     n.answer(op, Ok(obs("7", stamped(record, 7))));
-    assert!(n.e.is_terminated());
+    assert!(n.elector.is_terminated());
     assert!(
         n.started().is_none(),
         "a start, if any, was followed by a stop"
@@ -502,12 +505,12 @@ fn h5_shutdown_racing_an_acquisition_of_unknown_outcome() {
             let (op, expected, rel) = n.fire_until_action(10).into_update();
             assert_eq!(expected, Version::new("6"));
             assert_eq!(&*rel.holder, "");
-            assert!(!n.e.is_terminated());
+            assert!(!n.elector.is_terminated());
             n.answer(op, Ok(obs("7", stamped(rel, 7))));
         } else {
             n.no_action();
         }
-        assert!(n.e.is_terminated(), "landed={landed}");
+        assert!(n.elector.is_terminated(), "landed={landed}");
         assert!(n.started().is_none());
     }
 }
@@ -535,20 +538,23 @@ fn h5_watch_event_during_the_confirming_read_does_not_end_the_shutdown() {
         n.watch(WatchEvent::Changed(created.clone()));
         n.watch_active(false);
         assert!(
-            !n.e.is_terminated(),
+            !n.elector.is_terminated(),
             "{delay:?}: terminated with its create's outcome unknown"
         );
         n.answer(read, Ok(created));
         if delay == LockDelay::Strict {
             n.no_action();
-            assert!(n.e.is_terminated(), "ends, leaving the record to expire");
+            assert!(
+                n.elector.is_terminated(),
+                "ends, leaving the record to expire"
+            );
             continue;
         }
         let (op, expected, rel) = n.fire_until_action(10).into_update();
         assert_eq!(expected, Version::new("1"));
         assert_eq!(&*rel.holder, "");
         n.answer(op, Ok(obs("2", stamped(rel, 2))));
-        assert!(n.e.is_terminated());
+        assert!(n.elector.is_terminated());
     }
 }
 

@@ -39,13 +39,17 @@ fn leader_renews_every_retry_period_from_its_cache_without_reading() {
         assert_eq!(record, want, "renew {k}");
         version += 1;
         n.answer(op, Ok(obs(&version.to_string(), stamped(record, 1))));
-        assert_eq!(n.e.deadline(), Some(t(250 * k + 1_500)));
-        assert_eq!(n.e.last_renew(), Some(t(250 * k)));
+        assert_eq!(n.elector.deadline(), Some(t(250 * k + 1_500)));
+        assert_eq!(n.elector.last_renew(), Some(t(250 * k)));
         n.no_events();
     }
-    assert_eq!(n.e.term(), Some(&term(0, "1")), "renewing keeps the term");
-    assert_eq!(n.e.stats().renews, 8);
-    assert_eq!(n.e.stats().slow_path, 0, "never read");
+    assert_eq!(
+        n.elector.term(),
+        Some(&term(0, "1")),
+        "renewing keeps the term"
+    );
+    assert_eq!(n.elector.stats().renews, 8);
+    assert_eq!(n.elector.stats().slow_path, 0, "never read");
 }
 
 /// A leader with a renew interval longer than the retry period renews that long
@@ -63,7 +67,7 @@ fn a_longer_renew_interval_renews_less_often_and_retries_every_retry_period() {
     n.fire();
     let (op, _, record) = n.update();
     n.answer(op, Ok(obs("2", stamped(record, 1))));
-    assert_eq!(n.e.deadline(), Some(t(2_100)));
+    assert_eq!(n.elector.deadline(), Some(t(2_100)));
     assert_eq!(
         n.timeout(),
         Some(t(1_200)),
@@ -72,7 +76,7 @@ fn a_longer_renew_interval_renews_less_often_and_retries_every_retry_period() {
     n.fire();
     let (op, _, _) = n.update();
     n.answer(op, Err(LockError::transient("connection refused")));
-    assert_eq!(n.e.deadline(), Some(t(2_100)), "not extended");
+    assert_eq!(n.elector.deadline(), Some(t(2_100)), "not extended");
     assert_eq!(
         n.timeout(),
         Some(t(1_450)),
@@ -82,14 +86,14 @@ fn a_longer_renew_interval_renews_less_often_and_retries_every_retry_period() {
     let (op, expected, record) = n.update();
     assert_eq!(expected, Version::new("2"));
     n.answer(op, Ok(obs("3", stamped(record, 1))));
-    assert_eq!(n.e.deadline(), Some(t(2_950)));
+    assert_eq!(n.elector.deadline(), Some(t(2_950)));
     assert_eq!(n.timeout(), Some(t(2_050)));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     assert!(
         matches!(n.events()[..], [Event::Warning(Warning::LockFailed { .. })]),
         "only the failure is reported"
     );
-    assert_eq!(n.e.stats().renews, 2);
+    assert_eq!(n.elector.stats().renews, 2);
 }
 
 /// A1: 409 on the renew; the read shows another holder: stop leading at once
@@ -100,9 +104,12 @@ fn a1_conflict_on_renew_and_another_holder_stops_leading_at_once() {
     n.fire();
     let (op, _, _) = n.update();
     n.answer(op, Err(LockError::Conflict));
-    assert!(n.e.is_leader(n.now), "a conflict alone proves nothing");
+    assert!(
+        n.elector.is_leader(n.now),
+        "a conflict alone proves nothing"
+    );
     let op = n.get();
-    assert_eq!(n.e.stats().slow_path, 1);
+    assert_eq!(n.elector.stats().slow_path, 1);
     n.answer(op, Ok(obs("5", held("b", 2, 1))));
     assert_eq!(
         n.events(),
@@ -117,9 +124,9 @@ fn a1_conflict_on_renew_and_another_holder_stops_leading_at_once() {
         ]
     );
     assert_eq!(n.now, t(250), "at once, not at the 1.5 s deadline");
-    assert!(!n.e.is_leader(n.now));
-    assert_eq!(n.e.deadline(), None);
-    assert_eq!(n.e.term(), None);
+    assert!(!n.elector.is_leader(n.now));
+    assert_eq!(n.elector.deadline(), None);
+    assert_eq!(n.elector.term(), None);
     // No write follows: a follower again, waiting for b's lease.
     for _ in 0..5 {
         n.fire();
@@ -150,8 +157,8 @@ fn a1_conflict_on_renew_but_still_ours_renews_by_cas() {
     assert_eq!(expected, Version::new("1"));
     assert_eq!(n.now, t(500), "one retry period after the conflict");
     n.answer(op, Ok(obs("2", stamped(renew_of_created(&cfg), 1))));
-    assert!(n.e.is_leader(n.now));
-    assert_eq!(n.e.deadline(), Some(t(2_000)));
+    assert!(n.elector.is_leader(n.now));
+    assert_eq!(n.elector.deadline(), Some(t(2_000)));
 }
 
 /// A15: every call takes longer than the request timeout: the leader stops exactly
@@ -164,14 +171,17 @@ fn a15_latency_beyond_the_deadline_steps_down_at_the_deadline() {
     while n.now < t(1_500) {
         let before = n.timeout().expect("a timer");
         let probe = before.min(t(1_500)) - std::time::Duration::from_nanos(1);
-        assert!(n.e.is_leader(probe), "still leading just before {before:?}");
+        assert!(
+            n.elector.is_leader(probe),
+            "still leading just before {before:?}"
+        );
         n.fire();
         if n.has_action() {
             unanswered.push(n.action());
         }
     }
     assert_eq!(n.now, t(1_500), "the deadline is a timer of its own");
-    assert!(!n.e.is_leader(t(1_500)));
+    assert!(!n.elector.is_leader(t(1_500)));
     let stops: Vec<_> = n
         .log
         .iter()
@@ -195,7 +205,7 @@ fn a15_latency_beyond_the_deadline_steps_down_at_the_deadline() {
     n.advance_to(t(1_600));
     n.events();
     n.answer(first.op(), Ok(obs("2", held("a", 2, 0))));
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     assert!(n.started().is_none());
     assert!(
         !n.events()
@@ -209,10 +219,10 @@ fn a15_latency_beyond_the_deadline_steps_down_at_the_deadline() {
 #[test]
 fn a15_is_leader_turns_false_by_itself_at_the_deadline() {
     let n = Node::leader(fast("a"), "1");
-    assert!(n.e.is_leader(t(1_499)));
-    assert!(n.e.is_leader(Instant::from_nanos(1_499_999_999)));
-    assert!(!n.e.is_leader(t(1_500)));
-    assert!(!n.e.is_leader(Instant::MAX));
+    assert!(n.elector.is_leader(t(1_499)));
+    assert!(n.elector.is_leader(Instant::from_nanos(1_499_999_999)));
+    assert!(!n.elector.is_leader(t(1_500)));
+    assert!(!n.elector.is_leader(Instant::MAX));
 }
 
 /// A16: the answer to a renew comes late (held after commit): the deadline counts
@@ -226,11 +236,11 @@ fn a16_deadline_is_anchored_at_send_time() {
     n.set_clock(t(700));
     n.answer(op, Ok(obs("2", stamped(record, 1))));
     assert_eq!(
-        n.e.deadline(),
+        n.elector.deadline(),
         Some(t(1_750)),
         "250 ms + 1.5 s, not 700 ms + 1.5 s"
     );
-    assert_eq!(n.e.last_renew(), Some(t(250)));
+    assert_eq!(n.elector.last_renew(), Some(t(250)));
     // The next renew was due at 500 ms: it goes at once, with the answer.
     let (_, expected, _) = n.update();
     assert_eq!(expected, Version::new("2"));
@@ -255,7 +265,7 @@ fn a10_unknown_outcome_reads_before_acting() {
                 error: LockError::unknown("504 gateway timeout")
             })]
         );
-        assert_eq!(n.e.deadline(), Some(t(1_500)), "not extended");
+        assert_eq!(n.elector.deadline(), Some(t(1_500)), "not extended");
         let op = n.get();
         let current = if landed {
             obs("2", stamped(record, 2))
@@ -265,14 +275,18 @@ fn a10_unknown_outcome_reads_before_acting() {
         n.set_clock(t(350));
         n.answer(op, Ok(current));
         n.no_events();
-        assert!(n.e.is_leader(n.now), "landed={landed}");
+        assert!(n.elector.is_leader(n.now), "landed={landed}");
         if landed {
-            assert_eq!(n.e.deadline(), Some(t(1_750)), "from the send time, 250 ms");
+            assert_eq!(
+                n.elector.deadline(),
+                Some(t(1_750)),
+                "from the send time, 250 ms"
+            );
             assert_eq!(n.timeout(), Some(t(500)));
             let (_, expected, _) = n.fire_until_action(4).into_update();
             assert_eq!(expected, Version::new("2"));
         } else {
-            assert_eq!(n.e.deadline(), Some(t(1_500)));
+            assert_eq!(n.elector.deadline(), Some(t(1_500)));
             n.no_action();
             let (_, expected, _) = n.fire_until_action(4).into_update();
             assert_eq!(n.now, t(550), "a retry period after the failed write");
@@ -298,15 +312,15 @@ fn a10_request_timeout_is_an_unknown_outcome() {
         })]
     );
     let read = n.get();
-    assert_eq!(n.e.deadline(), Some(t(1_500)));
+    assert_eq!(n.elector.deadline(), Some(t(1_500)));
     // The late answer to the renew is dropped: nothing changes.
     n.answer(renew_op, Ok(obs("2", stamped(record.clone(), 2))));
     n.no_events();
     n.no_action();
-    assert_eq!(n.e.deadline(), Some(t(1_500)));
+    assert_eq!(n.elector.deadline(), Some(t(1_500)));
     // The read shows the write landed: it counts from 250 ms.
     n.answer(read, Ok(obs("2", stamped(record, 2))));
-    assert_eq!(n.e.deadline(), Some(t(1_750)));
+    assert_eq!(n.elector.deadline(), Some(t(1_750)));
 }
 
 /// A9: 429 with Retry-After: the next attempt waits for it, but never beyond the
@@ -324,15 +338,15 @@ fn a9_retry_after_is_honoured_within_the_deadline() {
                 retry_after: Some(ms(after)),
             }),
         );
-        assert_eq!(n.e.deadline(), Some(t(1_500)), "not extended");
+        assert_eq!(n.elector.deadline(), Some(t(1_500)), "not extended");
         assert_eq!(n.timeout(), Some(t(next)), "Retry-After {after} ms");
         n.fire();
         if next < 1_500 {
             let (_, expected, _) = n.update();
             assert_eq!(expected, Version::new("1"));
-            assert!(n.e.is_leader(n.now));
+            assert!(n.elector.is_leader(n.now));
         } else {
-            assert!(!n.e.is_leader(n.now), "the deadline comes first");
+            assert!(!n.elector.is_leader(n.now), "the deadline comes first");
             assert!(n.events().contains(&Event::StoppedLeading {
                 term: term(0, "1"),
                 reason: StopReason::DeadlineExceeded
@@ -379,7 +393,7 @@ fn a8_invalid_on_renew_is_reported_and_backed_off() {
     );
     n.no_action();
     assert_eq!(n.timeout(), Some(t(500)), "one retry period later");
-    assert_eq!(n.e.stats().lock_errors, 1);
+    assert_eq!(n.elector.stats().lock_errors, 1);
 }
 
 /// Answers carrying an id the elector no longer waits for (timed out, never
@@ -405,12 +419,12 @@ fn answers_with_stale_op_ids_are_ignored() {
         n.answer(stale, Ok(obs("7", held("b", 2, 1))));
         n.no_events();
         n.no_action();
-        assert_eq!(n.e.observed(), None, "{stale:?} ignored");
+        assert_eq!(n.elector.observed(), None, "{stale:?} ignored");
     }
     n.answer(second, Ok(obs("1", held("", 1, 0))));
     let (op, _, record) = n.update();
     n.answer(op, Ok(obs("2", stamped(record.clone(), 2))));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     // A duplicate of the acquisition's answer changes nothing.
     n.events();
     n.answer(op, Ok(obs("2", stamped(record, 2))));
@@ -440,7 +454,7 @@ fn n1_identity_collision_on_a_leader_is_detected() {
         term: term(0, "1"),
         reason: StopReason::IdentityCollision
     }));
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
 }
 
 /// N1 from a follower: two versions it did not write that both name it prove a
@@ -463,7 +477,7 @@ fn n1_identity_collision_seen_by_a_follower() {
         n.events()
             .contains(&Event::Warning(Warning::IdentityCollision("a".into())))
     );
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
 }
 
 /// N4/N5: the process (or machine) was frozen longer than a lease: on resume the
@@ -482,7 +496,7 @@ fn n5_pause_longer_than_a_lease_checks_the_deadline_before_acting() {
         }),
         "{evs:?}"
     );
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     // Whatever comes next is not a renew of term 0: a read, or a compare-and-swap
     // acquisition of a new term.
     // The node campaigns again at once, so there is a next call.
@@ -502,7 +516,7 @@ fn n5_pause_longer_than_a_lease_checks_the_deadline_before_acting() {
     let (op, _, record) = n.update();
     n.set_clock(t(5_000));
     n.answer(op, Ok(obs("2", stamped(record, 2))));
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     assert_eq!(
         n.events().first(),
         Some(&Event::StoppedLeading {
@@ -630,7 +644,7 @@ fn r12_foreign_metadata_edit_while_leading_keeps_leadership() {
         for path in [Seen::RenewConflict, Seen::Watch] {
             let cfg = fast("a");
             let mut n = Node::leader(cfg.clone(), "1");
-            let stored = n.e.observed().expect("our write").record.clone();
+            let stored = n.elector.observed().expect("our write").record.clone();
             let mut foreign = stored.clone();
             edit(&mut foreign);
             let read = match path {
@@ -648,7 +662,7 @@ fn r12_foreign_metadata_edit_while_leading_keeps_leadership() {
                     n.get()
                 }
             };
-            let before = n.e.deadline();
+            let before = n.elector.deadline();
             assert_eq!(before, Some(t(1_500)), "{name} / {path:?}");
             n.answer(read, Ok(obs("7", foreign.clone())));
             let evs = n.events();
@@ -661,8 +675,8 @@ fn r12_foreign_metadata_edit_while_leading_keeps_leadership() {
                             .any(|e| matches!(e, Event::StoppedLeading { .. })),
                         "{name} / {path:?}: {evs:?}"
                     );
-                    assert!(n.e.is_leader(n.now), "{name} / {path:?}");
-                    assert_eq!(n.e.deadline(), before, "no extension without a write");
+                    assert!(n.elector.is_leader(n.now), "{name} / {path:?}");
+                    assert_eq!(n.elector.deadline(), before, "no extension without a write");
                     // At once, by compare-and-swap on the adopted version, with
                     // what we own written back and the rest kept (after a
                     // conflict too: the read showed the lock moved on).
@@ -677,9 +691,9 @@ fn r12_foreign_metadata_edit_while_leading_keeps_leadership() {
                     assert_eq!(record.priority, cfg.priority);
                     assert_eq!(record.strategy, foreign.strategy, "kept");
                     n.answer(op, Ok(obs("8", stamped(record, 3))));
-                    assert!(n.e.is_leader(n.now));
-                    assert_eq!(n.e.deadline(), Some(sent + cfg.renew_deadline));
-                    assert_eq!(n.e.term(), Some(&term(0, "1")), "the same term");
+                    assert!(n.elector.is_leader(n.now));
+                    assert_eq!(n.elector.deadline(), Some(sent + cfg.renew_deadline));
+                    assert_eq!(n.elector.term(), Some(&term(0, "1")), "the same term");
                 }
                 Verdict::Collision => {
                     assert!(collided, "{name} / {path:?}: {evs:?}");
@@ -687,7 +701,7 @@ fn r12_foreign_metadata_edit_while_leading_keeps_leadership() {
                         term: term(0, "1"),
                         reason: StopReason::IdentityCollision
                     }));
-                    assert!(!n.e.is_leader(n.now), "{name} / {path:?}");
+                    assert!(!n.elector.is_leader(n.now), "{name} / {path:?}");
                 }
             }
         }
@@ -701,7 +715,7 @@ fn r12_foreign_metadata_edit_while_leading_keeps_leadership() {
 fn r12_foreign_metadata_edit_during_release_still_releases() {
     let cfg = fast("a");
     let mut n = Node::leader(cfg, "1");
-    let stored = n.e.observed().expect("our write").record.clone();
+    let stored = n.elector.observed().expect("our write").record.clone();
     n.set_clock(t(100));
     n.step_down();
     n.work_stopped();
@@ -721,5 +735,5 @@ fn r12_foreign_metadata_edit_during_release_still_releases() {
     assert_eq!(expected, Version::new("7"));
     assert_eq!(&*record.holder, "", "the release, on the new version");
     n.answer(op, Ok(obs("8", stamped(record, 3))));
-    assert_eq!(n.e.role(), Role::Follower);
+    assert_eq!(n.elector.role(), Role::Follower);
 }

@@ -15,8 +15,8 @@ fn a_follower_on_standby_never_writes_and_takes_an_expired_lease_at_once_after()
     let cfg = fast("a");
     let mut n = Node::follower(cfg.clone(), obs("1", held("b", 2, 0)));
     n.watch_active(true);
-    n.e.set_standby(true, n.now);
-    assert!(n.e.is_standby());
+    n.elector.set_standby(true, n.now);
+    assert!(n.elector.is_standby());
     // Well past the lease: no write, not even a read.
     n.advance_to(t(10_000));
     n.no_action();
@@ -30,7 +30,7 @@ fn a_follower_on_standby_never_writes_and_takes_an_expired_lease_at_once_after()
     n.no_action();
     // Back from standby: the lease timed from 12 s expired at 14 s; a read at or
     // past the expiry confirms it, then the takeover.
-    n.e.set_standby(false, n.now);
+    n.elector.set_standby(false, n.now);
     n.advance_to(n.now);
     let op = n.get();
     n.answer(op, Ok(obs("3", held("c", 2, 1))));
@@ -38,7 +38,7 @@ fn a_follower_on_standby_never_writes_and_takes_an_expired_lease_at_once_after()
     assert_eq!(expected, Version::new("3"));
     assert_eq!(record, acquiring(&cfg, 2));
     n.answer(op, Ok(obs("4", stamped(record, 15))));
-    assert!(n.e.is_leader(n.now));
+    assert!(n.elector.is_leader(n.now));
     assert_eq!(n.now, t(15_000), "no second lease waited");
 }
 
@@ -48,7 +48,7 @@ fn a_follower_on_standby_never_writes_and_takes_an_expired_lease_at_once_after()
 fn a_polling_follower_on_standby_reads_on_schedule_and_never_writes() {
     let cfg = fast("a");
     let mut n = Node::new(cfg.clone());
-    n.e.set_standby(true, n.now);
+    n.elector.set_standby(true, n.now);
     let op = n.get();
     n.answer(op, Ok(obs("1", LockRecord::default())));
     n.no_action();
@@ -71,7 +71,7 @@ fn a_polling_follower_on_standby_reads_on_schedule_and_never_writes() {
     assert!(reads >= 5, "{reads} reads in 5 s");
     // Back from standby over the absent lock: a create at once, counting one
     // transition more than the record it saw before the lock went.
-    n.e.set_standby(false, n.now);
+    n.elector.set_standby(false, n.now);
     n.advance_to(n.now);
     let (_, record) = n.create();
     assert_eq!(record, acquiring(&cfg, 1));
@@ -83,15 +83,15 @@ fn a_polling_follower_on_standby_reads_on_schedule_and_never_writes() {
 fn a_leader_on_standby_leads_until_it_steps_down_then_stays_out() {
     let cfg = fast("a");
     let mut n = Node::leader(cfg, "1");
-    n.e.set_standby(true, n.now);
+    n.elector.set_standby(true, n.now);
     let v = n.renew_ok("2");
-    assert!(n.e.is_leader(v), "still leading on standby");
+    assert!(n.elector.is_leader(v), "still leading on standby");
     n.step_down();
     n.work_stopped();
     let (op, _, record) = n.update();
     assert!(record.holder.is_empty(), "released");
     n.answer(op, Ok(obs("3", stamped(record, 2))));
-    assert!(!n.e.is_leader(n.now));
+    assert!(!n.elector.is_leader(n.now));
     n.events();
     n.advance_to(t(30_000));
     while n.has_action() {
@@ -112,7 +112,7 @@ fn back_from_standby_after_a_step_down_the_pause_is_lifted() {
     let cfg = fast("a");
     let mut n = Node::leader(cfg.clone(), "1");
     n.watch_active(true);
-    n.e.set_standby(true, n.now);
+    n.elector.set_standby(true, n.now);
     n.step_down();
     n.work_stopped();
     let (op, _, record) = n.update();
@@ -122,14 +122,14 @@ fn back_from_standby_after_a_step_down_the_pause_is_lifted() {
     n.events();
     n.advance_to(t(300));
     n.no_action();
-    n.e.set_standby(false, n.now);
+    n.elector.set_standby(false, n.now);
     n.advance_to(n.now);
     let (op, expected, record) = n.update();
     assert_eq!(expected, Version::new("2"));
     assert_eq!(record.holder, cfg.identity);
     n.answer(op, Ok(obs("3", stamped(record, 3))));
     assert!(
-        n.e.is_leader(n.now),
+        n.elector.is_leader(n.now),
         "taken back at once, not a lease later"
     );
 }

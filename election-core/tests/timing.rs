@@ -149,8 +149,8 @@ fn now_going_backwards_is_clamped() {
     n.no_events();
     n.set_clock(t(50)); // the answer comes "before" it was sent
     n.answer(op, Ok(obs("2", stamped(record, 2))));
-    assert_eq!(n.e.deadline(), Some(t(2_100)), "600 ms + 1.5 s");
-    assert_eq!(n.e.last_renew(), Some(t(600)));
+    assert_eq!(n.elector.deadline(), Some(t(2_100)), "600 ms + 1.5 s");
+    assert_eq!(n.elector.last_renew(), Some(t(600)));
     // The next renew is one retry period after 600 ms, not after 50 ms.
     assert_eq!(n.timeout(), Some(t(850)));
     n.advance_to(t(0));
@@ -162,7 +162,7 @@ fn now_going_backwards_is_clamped() {
     m.answer(op, Err(LockError::NotFound));
     let (op, record) = m.create();
     m.answer(op, Ok(obs("1", stamped(record, 1))));
-    assert_eq!(m.e.deadline(), Some(t(11_500)));
+    assert_eq!(m.elector.deadline(), Some(t(11_500)));
 }
 
 /// H8: configurations at the edge are rejected with the rule named, or accepted
@@ -205,10 +205,10 @@ fn h8_edge_configurations_are_rejected_or_safe() {
     c.renew_deadline = Duration::from_millis(10_999);
     assert!(c.tolerated_clock_ratio() < 1.001);
     let mut n = Node::leader(c, "1");
-    assert_eq!(n.e.deadline(), Some(t(10_999)));
+    assert_eq!(n.elector.deadline(), Some(t(10_999)));
     n.advance_to(t(10_999));
     assert!(
-        !n.e.is_leader(n.now),
+        !n.elector.is_leader(n.now),
         "stops before others may take over at 11 s"
     );
 }

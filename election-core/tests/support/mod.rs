@@ -1,21 +1,20 @@
-//! A small harness for scenario tests: one [`Elector`] (a [`Node`]) against a
-//! scripted lock. The test answers every [`Action`] explicitly, moves a virtual
-//! clock, pushes watch events, and checks the exact actions, events and timeouts.
+//! The scenario tests' layers on the core's test drivers (`election_core::testing`).
 //!
-//! Every event that passes through a [`Node`] is also checked against the pairing
-//! rule of DESIGN §4 (no `StoppedLeading` without the `StartedLeading` of the same
-//! term, no second start before a stop), so each scenario checks it for free.
+//! A [`Node`] is one [`Driven`] elector: the test answers every [`Action`]
+//! explicitly, moves the virtual clock, pushes watch events, and checks the exact
+//! actions, events and timeouts. Every event is checked against the pairing rule
+//! of DESIGN §4 by [`Driven`], so each scenario checks it for free.
 //!
-//! [`Cluster`] runs several electors over one [`Register`] (the core's
-//! compare-and-swap store for tests) on one real clock.
+//! [`Cluster`] runs several [`Node`]s over one [`Register`] (the core's
+//! compare-and-swap store for tests) on one real clock, each node reaching it
+//! through a [`Link`] that comes down to a [`Reply`] per call.
 
 #![allow(dead_code)] // each test file uses a part of the harness
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 #[allow(unused_imports)] // each test file uses a part of the names
-pub use election_core::testing::Register;
+pub use election_core::testing::{Driven, Register, Reply};
 #[allow(unused_imports)]
 pub use election_core::{
     Action, BrokenAnswer, Config, Elector, Event, Handover, Input, Instant, LockDelay, LockError,
@@ -115,39 +114,67 @@ pub fn read_failures() -> [(&'static str, Option<Result<Observation, LockError>>
     ]
 }
 
-/// One elector and everything it produced that the test has not looked at yet.
-pub struct Node {
-    /// The elector under test.
-    pub e: Elector,
-    /// The virtual clock (what the node was last given).
-    pub now: Instant,
-    actions: VecDeque<Action>,
-    events: VecDeque<Event>,
-    /// The term of the leadership started and not yet stopped, per the events.
-    started: Option<Term>,
-    /// Every event ever emitted, with the time it was drained.
-    pub log: Vec<(Instant, Event)>,
+/// One elector driven by the test: the core's [`Driven`] (the elector, the
+/// virtual clock, the event log, the pairing check), with the steps of the
+/// scenarios ([`Scenario`]).
+pub type Node = Driven;
+
+/// The steps of the scenarios on a [`Node`]: they panic (the test fails) when
+/// the elector did not do what the scenario expects.
+pub trait Scenario: Sized {
+    /// An elector created at time zero.
+    fn new(config: Config) -> Self;
+    /// An elector created at `now`.
+    fn new_at(config: Config, now: Instant) -> Self;
+    /// A node that started at time zero, found the lock absent, created it and
+    /// leads with term `(0, version)`. Its events so far are consumed.
+    fn leader(config: Config, version: &str) -> Self;
+    /// A node that started at time zero and read `observation`. Its events so
+    /// far are consumed.
+    fn follower(config: Config, observation: Observation) -> Self;
+    /// Ends the read `op` as the case of [`read_failures`] says.
+    fn end_read(&mut self, op: ReadId, case: &str, answer: Option<Result<Observation, LockError>>);
+    /// Moves the clock to the elector's next timeout and handles it.
+    fn fire(&mut self) -> Instant;
+    /// Fires timeouts until an action appears (at most `limit` timeouts).
+    fn fire_until_action(&mut self, limit: usize) -> Action;
+    /// The next timeout the elector asks for.
+    fn timeout(&self) -> Option<Instant>;
+    /// The next action; panics if there is none.
+    fn action(&mut self) -> Action;
+    /// The next action, which must be a read.
+    fn get(&mut self) -> ReadId;
+    /// The next action, which must be a create.
+    fn create(&mut self) -> (WriteId, LockRecord);
+    /// The next action, which must be an update.
+    fn update(&mut self) -> (WriteId, Version, LockRecord);
+    /// Asserts that no action is waiting.
+    fn no_action(&mut self);
+    /// Takes every event not yet looked at.
+    fn events(&mut self) -> Vec<Event>;
+    /// Asserts that no event is waiting.
+    fn no_events(&mut self);
+    /// Takes the events and drops warnings.
+    fn events_no_warnings(&mut self) -> Vec<Event>;
+    /// Renews once the renew timer fires, answering with `version`.
+    fn renew_ok(&mut self, version: &str) -> Instant;
+    /// Campaigns against a lock whose every read is answered by `lock(now)`.
+    fn campaign(
+        &mut self,
+        lock: impl FnMut(Instant) -> Result<Observation, LockError>,
+        limit: usize,
+    ) -> (Instant, Action);
 }
 
-impl Node {
+impl Scenario for Node {
     /// An elector created at time zero.
-    pub fn new(config: Config) -> Node {
+    fn new(config: Config) -> Node {
         Node::new_at(config, Instant::ZERO)
     }
 
     /// An elector created at `now`.
-    pub fn new_at(config: Config, now: Instant) -> Node {
-        let e = Elector::new(config, now).expect("valid configuration");
-        let mut n = Node {
-            e,
-            now,
-            actions: VecDeque::new(),
-            events: VecDeque::new(),
-            started: None,
-            log: Vec::new(),
-        };
-        n.drain();
-        n
+    fn new_at(config: Config, now: Instant) -> Node {
+        Driven::start(config, now).expect("valid configuration")
     }
 
     /// A node that started at time zero, found the lock absent, created it and
@@ -156,24 +183,21 @@ impl Node {
     /// The fixture uses `LockDelay::Immediate` so that it leads at once whatever
     /// the strict delay's scope (it only matters for creates, which
     /// `lock_delay.rs` and `acquire.rs` test with the default).
-    pub fn leader(mut config: Config, version: &str) -> Node {
+    fn leader(mut config: Config, version: &str) -> Node {
         config.lock_delay = LockDelay::Immediate;
         let mut n = Node::new(config);
         let op = n.get();
         n.answer(op, Err(LockError::NotFound));
         let (op, record) = n.create();
         n.answer(op, Ok(obs(version, stamped(record, 1))));
-        assert!(
-            n.e.is_leader(n.now),
-            "the node leads after creating the lock"
-        );
+        assert!(n.is_leader(), "the node leads after creating the lock");
         n.events();
         n
     }
 
     /// A node that started at time zero and read `observation`. Its events so far
     /// are consumed.
-    pub fn follower(config: Config, observation: Observation) -> Node {
+    fn follower(config: Config, observation: Observation) -> Node {
         let mut n = Node::new(config);
         let op = n.get();
         n.answer(op, Ok(observation));
@@ -181,96 +205,20 @@ impl Node {
         n
     }
 
-    /// Moves what the elector produced into the node's queues, checking the pairing
-    /// of start and stop events.
-    fn drain(&mut self) {
-        while let Some(a) = self.e.poll_action() {
-            self.actions.push_back(a);
-        }
-        while let Some(ev) = self.e.poll_event() {
-            match &ev {
-                Event::StartedLeading { term } => {
-                    assert!(
-                        self.started.is_none(),
-                        "StartedLeading({term}) while {:?} has not stopped",
-                        self.started
-                    );
-                    self.started = Some(term.clone());
-                }
-                Event::StoppedLeading { term, reason } => {
-                    let started = self.started.take();
-                    assert_eq!(
-                        started.as_ref(),
-                        Some(term),
-                        "StoppedLeading({term}, {reason}) without a matching StartedLeading"
-                    );
-                }
-                _ => {}
-            }
-            self.log.push((self.now, ev.clone()));
-            self.events.push_back(ev);
-        }
-        assert!(
-            self.actions.len() <= 1,
-            "more than one call outstanding: {:?}",
-            self.actions
-        );
-    }
-
-    /// Hands the answer to call `op` to the elector.
-    pub fn answer(&mut self, op: impl Into<OpId>, result: Result<Observation, LockError>) {
-        self.e.handle(op.into().answer(result), self.now);
-        self.drain();
-    }
-
     /// Ends the read `op` as the case of [`read_failures`] says: its answer, the
     /// request timeout passing ("timeout"), or nothing at all ("never").
-    pub fn end_read(
-        &mut self,
-        op: ReadId,
-        case: &str,
-        answer: Option<Result<Observation, LockError>>,
-    ) {
+    fn end_read(&mut self, op: ReadId, case: &str, answer: Option<Result<Observation, LockError>>) {
         match (case, answer) {
             (_, Some(result)) => self.answer(op, result),
-            ("timeout", None) => self.advance(self.e.config().request_timeout),
+            ("timeout", None) => self.advance(self.elector.config().request_timeout),
             _ => {} // never answered
         }
     }
 
-    /// Pushes a watch event.
-    pub fn watch(&mut self, event: WatchEvent) {
-        self.e.handle(Input::Watch(event), self.now);
-        self.drain();
-    }
-
-    /// Says whether a watch is delivering changes.
-    pub fn watch_active(&mut self, active: bool) {
-        self.e.handle(Input::WatchActive(active), self.now);
-        self.drain();
-    }
-
-    /// Moves the clock to `at` (no timer handled).
-    pub fn set_clock(&mut self, at: Instant) {
-        self.now = at;
-    }
-
-    /// Moves the clock forward by `d` and handles the timeout.
-    pub fn advance(&mut self, d: Duration) {
-        self.advance_to(self.now + d);
-    }
-
-    /// Moves the clock to `at` and handles the timeout.
-    pub fn advance_to(&mut self, at: Instant) {
-        self.now = at;
-        self.e.handle_timeout(at);
-        self.drain();
-    }
-
     /// Moves the clock to the elector's next timeout and handles it; returns that
     /// instant. Panics if there is no timeout.
-    pub fn fire(&mut self) -> Instant {
-        let at = self.e.poll_timeout().expect("a timeout is set");
+    fn fire(&mut self) -> Instant {
+        let at = self.elector.poll_timeout().expect("a timeout is set");
         assert!(
             at >= self.now,
             "timeout {at:?} in the past (now {:?})",
@@ -281,37 +229,30 @@ impl Node {
     }
 
     /// Fires timeouts until an action appears (at most `limit` timeouts).
-    pub fn fire_until_action(&mut self, limit: usize) -> Action {
+    fn fire_until_action(&mut self, limit: usize) -> Action {
         for _ in 0..limit {
-            if let Some(a) = self.actions.pop_front() {
+            if let Some(a) = self.next_action() {
                 return a;
             }
             self.fire();
         }
-        self.actions
-            .pop_front()
+        self.next_action()
             .unwrap_or_else(|| panic!("no action after {limit} timeouts (now {:?})", self.now))
     }
 
     /// The next timeout the elector asks for.
-    pub fn timeout(&self) -> Option<Instant> {
-        self.e.poll_timeout()
+    fn timeout(&self) -> Option<Instant> {
+        self.elector.poll_timeout()
     }
 
     /// The next action; panics if there is none.
-    pub fn action(&mut self) -> Action {
-        self.actions
-            .pop_front()
+    fn action(&mut self) -> Action {
+        self.next_action()
             .unwrap_or_else(|| panic!("expected an action at {:?}, got none", self.now))
     }
 
-    /// Whether an action is waiting, without taking it.
-    pub fn has_action(&self) -> bool {
-        !self.actions.is_empty()
-    }
-
     /// The next action, which must be a read.
-    pub fn get(&mut self) -> ReadId {
+    fn get(&mut self) -> ReadId {
         match self.action() {
             Action::Get { op } => op,
             other => panic!("expected a read at {:?}, got {other:?}", self.now),
@@ -319,7 +260,7 @@ impl Node {
     }
 
     /// The next action, which must be a create.
-    pub fn create(&mut self) -> (WriteId, LockRecord) {
+    fn create(&mut self) -> (WriteId, LockRecord) {
         match self.action() {
             Action::Create { op, record } => (op, record),
             other => panic!("expected a create at {:?}, got {other:?}", self.now),
@@ -327,7 +268,7 @@ impl Node {
     }
 
     /// The next action, which must be an update.
-    pub fn update(&mut self) -> (WriteId, Version, LockRecord) {
+    fn update(&mut self) -> (WriteId, Version, LockRecord) {
         match self.action() {
             Action::Update {
                 op,
@@ -339,22 +280,22 @@ impl Node {
     }
 
     /// Asserts that no action is waiting.
-    pub fn no_action(&mut self) {
+    fn no_action(&mut self) {
+        let waiting: Vec<&Action> = self.actions().collect();
         assert!(
-            self.actions.is_empty(),
-            "expected no action at {:?}, got {:?}",
+            waiting.is_empty(),
+            "expected no action at {:?}, got {waiting:?}",
             self.now,
-            self.actions
         );
     }
 
     /// Takes every event not yet looked at.
-    pub fn events(&mut self) -> Vec<Event> {
-        self.events.drain(..).collect()
+    fn events(&mut self) -> Vec<Event> {
+        self.take_events().into_iter().map(|(_, e)| e).collect()
     }
 
     /// Asserts that no event is waiting.
-    pub fn no_events(&mut self) {
+    fn no_events(&mut self) {
         let evs = self.events();
         assert!(
             evs.is_empty(),
@@ -364,7 +305,7 @@ impl Node {
     }
 
     /// Takes the events and drops warnings (for scenarios about something else).
-    pub fn events_no_warnings(&mut self) -> Vec<Event> {
+    fn events_no_warnings(&mut self) -> Vec<Event> {
         self.events()
             .into_iter()
             .filter(|e| !matches!(e, Event::Warning(_)))
@@ -373,7 +314,7 @@ impl Node {
 
     /// Renews once the renew timer fires, answering with `version`; returns the
     /// send time of the renew.
-    pub fn renew_ok(&mut self, version: &str) -> Instant {
+    fn renew_ok(&mut self, version: &str) -> Instant {
         let (op, _, record) = match self.fire_until_action(4) {
             Action::Update {
                 op,
@@ -387,28 +328,10 @@ impl Node {
         sent
     }
 
-    /// Asks the elector to step down at the current time.
-    pub fn step_down(&mut self) {
-        self.e.step_down(self.now);
-        self.drain();
-    }
-
-    /// Asks the elector to shut down at the current time.
-    pub fn shutdown(&mut self) {
-        self.e.shutdown(self.now);
-        self.drain();
-    }
-
-    /// Tells the elector that the leader work ended.
-    pub fn work_stopped(&mut self) {
-        self.e.work_stopped(self.now);
-        self.drain();
-    }
-
     /// Campaigns against a lock whose every read is answered by `lock(now)`, firing
     /// timeouts as they come, until the elector writes. Returns the instant of the
     /// write and the write (unanswered).
-    pub fn campaign(
+    fn campaign(
         &mut self,
         mut lock: impl FnMut(Instant) -> Result<Observation, LockError>,
         limit: usize,
@@ -423,11 +346,6 @@ impl Node {
             }
         }
         panic!("no write after {limit} reads");
-    }
-
-    /// Whether the term is currently started per the events.
-    pub fn started(&self) -> Option<&Term> {
-        self.started.as_ref()
     }
 }
 
@@ -475,6 +393,25 @@ pub enum Link {
     ReadOnly,
     /// The process is frozen: no timer fires, no call is made.
     Paused,
+}
+
+impl Link {
+    /// How the lock answers `action` over this link (never called while
+    /// [`Link::Paused`]: a paused node makes no call).
+    pub fn reply(self, action: &Action) -> Reply {
+        match self {
+            Link::Up | Link::Paused => Reply::Serve,
+            Link::Refused => Reply::Fail(LockError::transient("connection refused")),
+            Link::ReadOnly if !matches!(action, Action::Get { .. }) => {
+                Reply::Fail(LockError::Forbidden {
+                    message: "update leases is forbidden".into(),
+                })
+            }
+            Link::ReadOnly => Reply::Serve,
+            Link::Hang => Reply::Hang,
+            Link::AnswerLost => Reply::AnswerLost,
+        }
+    }
 }
 
 /// Several electors over one [`Register`], on one real clock, each node seeing it
@@ -550,7 +487,7 @@ impl Cluster {
     /// The nodes that report leadership now.
     pub fn leaders(&self) -> Vec<usize> {
         (0..self.nodes.len())
-            .filter(|&i| self.nodes[i].e.is_leader(self.local(i)))
+            .filter(|&i| self.nodes[i].elector.is_leader(self.local(i)))
             .collect()
     }
 
@@ -567,36 +504,13 @@ impl Cluster {
                 let wall = self.wall();
                 let node = &mut self.nodes[i];
                 node.now = node.now.max(now);
-                if node.has_action() {
+                if let Some(a) = node.next_action() {
                     busy = true;
-                    let a = node.action();
-                    let is_write = !matches!(a, Action::Get { .. });
-                    match link {
-                        Link::Up => {
-                            let r = self.store.apply(&a, wall);
-                            node.answer(a.op(), r);
-                        }
-                        Link::Refused => {
-                            node.answer(a.op(), Err(LockError::transient("connection refused")))
-                        }
-                        Link::ReadOnly if is_write => node.answer(
-                            a.op(),
-                            Err(LockError::Forbidden {
-                                message: "update leases is forbidden".into(),
-                            }),
-                        ),
-                        Link::ReadOnly => {
-                            let r = self.store.apply(&a, wall);
-                            node.answer(a.op(), r);
-                        }
-                        Link::Hang => {}
-                        Link::AnswerLost => {
-                            let _ = self.store.apply(&a, wall);
-                        }
-                        Link::Paused => unreachable!(),
+                    if let Some(input) = link.reply(&a).answer(&mut self.store, &a, wall) {
+                        node.handle(input);
                     }
                 }
-                if self.auto_drain && matches!(node.e.role(), Role::Draining) {
+                if self.auto_drain && matches!(node.elector.role(), Role::Draining) {
                     node.work_stopped();
                 }
             }
@@ -612,7 +526,7 @@ impl Cluster {
         let ms = self.real_ms();
         for i in 0..self.nodes.len() {
             let leading =
-                self.nodes[i].started().is_some() && self.nodes[i].e.is_leader(self.local(i));
+                self.nodes[i].started().is_some() && self.nodes[i].elector.is_leader(self.local(i));
             let spans = &mut self.spans[i];
             let open = spans.last().is_some_and(|s| s.1.is_none());
             if leading && !open {
@@ -643,7 +557,7 @@ impl Cluster {
                     continue;
                 }
                 let n = &self.nodes[i];
-                for at in [n.e.poll_timeout(), n.e.deadline()].into_iter().flatten() {
+                for at in n.wakes() {
                     let real = (at.as_nanos() as f64 / self.rates[i]).ceil() as u64;
                     next = next.min(real.max(self.real + 1));
                 }
@@ -660,7 +574,7 @@ impl Cluster {
                 }
                 let now = self.local(i);
                 let node = &mut self.nodes[i];
-                if node.e.poll_timeout().is_some_and(|t| t <= now) {
+                if node.elector.poll_timeout().is_some_and(|t| t <= now) {
                     node.advance_to(now.max(node.now));
                 }
             }
