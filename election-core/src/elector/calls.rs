@@ -4,6 +4,7 @@
 
 use alloc::sync::Arc;
 
+use super::holder::News;
 use super::{Elector, Phase};
 use crate::action::{Action, OpId, OpKind, ReadId, WriteId};
 use crate::event::Event;
@@ -344,17 +345,19 @@ impl Elector {
         }
     }
 
-    /// The next call, by role: renew while holding, else campaign.
+    /// The next call, by role: as the holder decides while holding
+    /// ([`decide`](super::holder::decide)), else campaign.
     pub(super) fn attempt(&mut self, now: Instant) {
-        if self.phase == Phase::Terminated || self.in_flight.is_some() {
+        if self.phase == Phase::Terminated {
             return;
         }
-        if self.holding.is_some() && self.write_held_back() {
-            return; // the deadline timer ends leadership meanwhile if it must
-        }
         if self.holding.is_some() {
-            self.renew(now);
-        } else if self.phase != Phase::ShuttingDown {
+            return self.as_holder(News::AttemptDue, None, now);
+        }
+        if self.in_flight.is_some() {
+            return; // every answer plans the next attempt
+        }
+        if self.phase != Phase::ShuttingDown {
             self.campaign(now);
         } else if self.own.unknown_sent.is_some() {
             self.send_read(now); // did our last write take the lock?

@@ -4,6 +4,7 @@ mod acquire;
 mod backoff;
 mod calls;
 mod coordinated;
+mod holder;
 mod lock_delay;
 mod observe;
 mod own_writes;
@@ -28,6 +29,7 @@ use crate::timer::{Timer, TimerTable};
 use backoff::WriteHold;
 use calls::{InFlight, Purpose, ReadDue};
 use coordinated::OthersUntil;
+use holder::News;
 use own_writes::OwnWrites;
 
 /// One candidate in a leader election, as a sans-IO state machine.
@@ -327,8 +329,7 @@ impl Elector {
 
     /// Feeds an answer to a lock call or a change seen by a watch.
     pub fn handle(&mut self, input: Input, now: Instant) {
-        let now = self.clock(now);
-        self.check_deadline(now);
+        let now = self.enter(now);
         if self.phase == Phase::Terminated {
             return;
         }
@@ -358,13 +359,14 @@ impl Elector {
 
     /// Fires the timers that expired at `now`. Idempotent; safe to call early.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let now = self.clock(now);
+        let now = self.enter(now);
         for timer in Timer::ALL {
             if !self.timers.take_if_expired(timer, now) {
                 continue;
             }
             match timer {
-                Timer::Deadline => self.check_deadline(now),
+                // It only wakes the host: `enter` ended leadership if it passed.
+                Timer::Deadline => {}
                 Timer::Request => self.on_request_timeout(now),
                 Timer::LockDelay => self.on_lock_delay_end(now),
                 Timer::ReleaseBudget => self.on_release_budget_spent(now),
@@ -385,8 +387,7 @@ impl Elector {
     /// that another can take over. Does nothing unless this node holds the lock;
     /// a holder still in the strict lock delay releases once the delay is over.
     pub fn step_down(&mut self, now: Instant) {
-        let now = self.clock(now);
-        self.check_deadline(now);
+        let now = self.enter(now);
         if self.phase == Phase::Running
             && let Some(h) = &self.holding
         {
@@ -410,8 +411,7 @@ impl Elector {
     /// host asked for is a shutdown. A loss meanwhile still stops at once and is
     /// reported as that loss.
     pub fn shutdown(&mut self, now: Instant) {
-        let now = self.clock(now);
-        self.check_deadline(now);
+        let now = self.enter(now);
         if matches!(self.phase, Phase::ShuttingDown | Phase::Terminated) {
             return;
         }
@@ -435,8 +435,7 @@ impl Elector {
     /// leader stays leader: standby governs what it does once its leadership
     /// ends ([`step_down`](Self::step_down) ends it).
     pub fn set_standby(&mut self, standby: bool, now: Instant) {
-        let now = self.clock(now);
-        self.check_deadline(now);
+        let now = self.enter(now);
         if self.is_standby() != standby {
             self.campaign = if standby {
                 Campaign::Standby
@@ -458,8 +457,7 @@ impl Elector {
     /// Tells the elector that the leader work has ended after [`Event::Draining`]:
     /// it reports [`Event::StoppedLeading`] and releases the lock.
     pub fn work_stopped(&mut self, now: Instant) {
-        let now = self.clock(now);
-        self.check_deadline(now);
+        let now = self.enter(now);
         self.on_work_stopped(now);
         self.drive(now);
     }
@@ -566,9 +564,14 @@ impl Elector {
 
     // ---- internals shared by the rule files ----
 
-    fn clock(&mut self, now: Instant) -> Instant {
+    /// Where every handler and command begins: `now`, clamped to the latest
+    /// instant seen (returned), and leadership ended if its deadline passed
+    /// (the holder's decision on time alone, [`holder::decide`]).
+    fn enter(&mut self, now: Instant) -> Instant {
         self.now = self.now.max(now);
-        self.now
+        let now = self.now;
+        self.as_holder(News::Time, None, now);
+        now
     }
 
     fn emit(&mut self, event: Event) {

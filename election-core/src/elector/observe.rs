@@ -8,6 +8,7 @@
 use core::time::Duration;
 
 use super::calls::ReadDue;
+use super::holder::{News, ReadShowed};
 use super::{Elector, Lead, LockView, Seen};
 use crate::config::Mode;
 use crate::event::{Event, StopReason, Warning};
@@ -369,8 +370,8 @@ impl Elector {
                     // Keep trying within the deadline: the next renew (a
                     // compare-and-swap on the cached version) is the next probe,
                     // one retry period on, never a tight loop of reads.
-                    let next = now + retry.min(self.config.retry_period);
-                    self.timers.set(crate::timer::Timer::Attempt, next);
+                    let showed = ReadShowed::Failed { backoff: retry };
+                    self.as_holder(News::Read(showed), None, now);
                 } else {
                     // A watching coordinated follower acts only on what it
                     // sees, and the coordinator may change nothing until it

@@ -97,13 +97,6 @@ impl OwnWrites {
                     .is_some_and(|(lo, hi)| (lo..=hi).contains(&record.transitions)))
     }
 
-    /// [`OwnWrites::settle_unknown`], returning the earliest send it forgets.
-    pub(super) fn take_unknown(&mut self) -> Option<Instant> {
-        let sent = self.unknown_sent;
-        self.settle_unknown();
-        sent
-    }
-
     /// A follower saw `v`, a version that does not name it. If `v` is ordered
     /// after the base of every write of unknown outcome, none of them can land
     /// any more (each was a compare-and-swap on an older version, and no create
