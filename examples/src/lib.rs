@@ -14,13 +14,14 @@
 //! - `cargo run --example shards`: sixteen shard Leases over replicas that join,
 //!   leave and crash (`election-shards`);
 //! - `cargo run --release --example bench_coordinated [-- --quick]`: coordinated
-//!   against classic election on the API emulator as coordinator;
-//! - `cargo run --release --example chaos -- --minutes N [--seed S]`: a chaos
-//!   soak, real sidecar processes against the API emulator under seeded faults,
-//!   with overlap, leaderless time and failover figures (`--quick`: 60 s).
+//!   against classic election on the API emulator as coordinator.
+//!
+//! The chaos soak, real sidecar processes against the API emulator under seeded
+//! faults, is a test tool of its own: `cargo run -p chaos` (`testing/chaos`).
 //!
 //! The helpers below format durations the way the examples print them, and
-//! measure the process for the benchmarks.
+//! measure the process for the benchmarks; the percentile and the CPU model
+//! they print are `test_kit::figures`'.
 //!
 //! ```
 //! assert_eq!(examples::millis(std::time::Duration::from_micros(1_500)), "1.500 ms");
@@ -31,6 +32,12 @@
 #![cfg_attr(not(test), deny(unused_crate_dependencies))]
 
 use std::time::Duration;
+
+use test_kit::figures::percentile;
+
+/// The CPU's model name: [`test_kit::figures::cpu_model`], under the name the
+/// benchmarks call it by.
+pub use test_kit::figures::cpu_model;
 
 /// A duration as milliseconds with three decimals.
 pub fn millis(d: Duration) -> String {
@@ -81,16 +88,6 @@ pub fn clock_ticks_per_second() -> u64 {
         .unwrap_or(100)
 }
 
-/// The `p` quantile (0 to 1) of `sorted`, by the nearest rank.
-///
-/// # Panics
-///
-/// If `sorted` is empty.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
 /// Prints one line of a latency benchmark: `what`, the number of runs, the
 /// median, p90, min and max of `xs` (milliseconds), and how many runs failed.
 pub fn report_ms(what: &str, mut xs: Vec<f64>, failed: usize) {
@@ -112,19 +109,6 @@ pub fn report_ms(what: &str, mut xs: Vec<f64>, failed: usize) {
         xs[0],
         xs[xs.len() - 1],
     );
-}
-
-/// The CPU's model name, from `/proc/cpuinfo` (`"unknown"` elsewhere).
-pub fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 #[cfg(test)]

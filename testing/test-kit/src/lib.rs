@@ -23,7 +23,9 @@
 //!   partitions and a slow API on the real kube-apiserver;
 //! - [`stall`]: a watch that tells a real-time test whether the machine
 //!   withheld its whole process (then a leader rightly loses at its deadline)
-//!   or only an executor was blocked.
+//!   or only an executor was blocked;
+//! - [`figures`]: the nearest-rank percentile and the CPU model that the
+//!   benchmarks (`examples`) and the chaos soak (`testing/chaos`) print.
 //!
 //! Add it as a dev-dependency:
 //!
@@ -39,6 +41,7 @@
 pub mod admission;
 pub mod apiserver;
 pub mod driver_suite;
+pub mod figures;
 pub mod kube_lock;
 pub mod proxy;
 pub mod rbac;

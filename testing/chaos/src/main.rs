@@ -3,9 +3,12 @@
 //! overlap, leaderless time and hand-over and failover latencies.
 //!
 //! ```text
-//! cargo run --release --example chaos -- --minutes 10 --seed 42
-//! cargo run --example chaos -- --quick --seed 1          # 60 s, for CI
+//! cargo run --release -p chaos -- --minutes 10 --seed 42
+//! cargo run -p chaos -- --quick --seed 1          # 60 s, for CI
 //! ```
+//!
+//! `testing/chaos/README.md` says how to run it and how to read its report;
+//! what follows is how it works.
 //!
 //! Flags: `--minutes N` or `--seconds N` (default 60 s), `--quick` (60 s),
 //! `--seed S` (default: drawn and printed), `--candidates K` (default 4),
@@ -56,13 +59,13 @@
 //! intervals come from each candidate's `started leading` / `stopped leading`
 //! lines, stamped on receipt by one thread that reads every pipe (so stamps
 //! keep the order in which the processes wrote); the rules that end an
-//! interval are in `chaos/measure.rs` and printed with the figures. The
+//! interval are in `src/measure.rs` and printed with the figures. The
 //! emulator's committed Lease writes (holder, time) back every start (a write
 //! by that candidate naming it, since its previous start) and appear in the
 //! trace of any overlap. An overlap, or a start without such a write, prints
 //! the seed and a replay command, and the run exits 1. The CPU each candidate
 //! got is sampled every 100 ms from the kernel's scheduler statistics of its
-//! threads (`chaos/sched.rs`): the trace of an overlap gives what each term's
+//! threads (`src/sched.rs`): the trace of an overlap gives what each term's
 //! process ran and waited for a CPU after its last committed write, and the
 //! `late stops` line counts terms whose stop for the renew deadline came over
 //! 250 ms after it was due, with what the latest one ran and waited (a starved
@@ -71,7 +74,7 @@
 //! driver's lock calls and their answers (`election_driver=debug`), so a
 //! process that kept sending shows apart from a silent one. One canary thread
 //! pinned to each CPU naps 5 ms at a time and notes every wakeup over 100 ms
-//! late (`chaos/canary.rs`), with how long it waited for its CPU while
+//! late (`src/canary.rs`), with how long it waited for its CPU while
 //! runnable and how much of it the host took (steal): the `stalls` line, and
 //! the same for the window of an overlap or of a late stop, tell a stalled
 //! machine from a candidate alone. A late stop is the machine's when one
@@ -90,31 +93,21 @@
 //! SIGKILL), and killed and reaped when its handle is dropped (every exit path,
 //! a panic included); the temporary directory (kubeconfigs) is removed.
 
-#[path = "chaos/args.rs"]
+// A dependency the harness does not use is an error (in CI's clippy too).
+#![cfg_attr(not(test), deny(unused_crate_dependencies))]
+
 mod args;
-#[path = "chaos/canary.rs"]
 mod canary;
-#[path = "chaos/history.rs"]
 mod history;
-#[path = "chaos/inject.rs"]
 mod inject;
-#[path = "chaos/kubectl.rs"]
 mod kubectl;
-#[path = "chaos/logs.rs"]
 mod logs;
-#[path = "chaos/measure.rs"]
 mod measure;
-#[path = "chaos/plan.rs"]
 mod plan;
-#[path = "chaos/procs.rs"]
 mod procs;
-#[path = "chaos/report.rs"]
 mod report;
-#[path = "chaos/run.rs"]
 mod run;
-#[path = "chaos/sched.rs"]
 mod sched;
-#[path = "chaos/skew.rs"]
 mod skew;
 
 use std::process::ExitCode;
@@ -166,7 +159,7 @@ fn replay(args: &args::Args) -> String {
         format!("{secs:.3}")
     };
     format!(
-        "cargo run{} --example chaos -- --seconds {secs} --seed {} --candidates {}{}{}",
+        "cargo run{} -p chaos -- --seconds {secs} --seed {} --candidates {}{}{}",
         if procs::release() { " --release" } else { "" },
         args.seed,
         args.candidates,

@@ -73,10 +73,11 @@ pub fn which(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// The workspace's root (this example's manifest is `examples/Cargo.toml`).
+/// The workspace's root (this crate's manifest is `testing/chaos/Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+        .ancestors()
+        .nth(2)
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
@@ -113,10 +114,9 @@ pub fn build(mix: bool) -> Result<Bins, String> {
         }
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
-    // <target>/<profile>/examples/chaos
+    // <target>/<profile>/chaos
     let profile_dir = exe
         .parent()
-        .and_then(Path::parent)
         .ok_or("cannot locate the target directory")?
         .to_path_buf();
     let found = |path: PathBuf| {

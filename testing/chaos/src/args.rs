@@ -23,8 +23,8 @@ pub struct Args {
 
 /// The usage text.
 pub const USAGE: &str = "\
-usage: cargo run --release --example chaos -- [--minutes N | --seconds N | --quick]
-                                             [--seed S] [--candidates K] [--no-faketime] [--mix] [--verbose]
+usage: cargo run --release -p chaos -- [--minutes N | --seconds N | --quick]
+                                       [--seed S] [--candidates K] [--no-faketime] [--mix] [--verbose]
 
   --minutes N      run N minutes (fractions allowed); default 1
   --seconds N      run N seconds

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use examples::percentile;
 use kube_emulator::{RequestCounts, Verb};
+use test_kit::figures::{cpu_model, percentile};
 
 use crate::canary::{Canaries, Stall};
 use crate::kubectl::is_kubectl;
@@ -452,7 +452,7 @@ pub fn print(run: &Run, cx: &Context) -> bool {
         }
     }
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    println!("machine      {}, {cpus} CPUs", examples::cpu_model());
+    println!("machine      {}, {cpus} CPUs", cpu_model());
 
     for o in overlaps.iter().take(5) {
         trace(run, &ivs, o);
