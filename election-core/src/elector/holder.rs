@@ -20,7 +20,12 @@
 //!   of ours is read again; a third party's edit that keeps our stamps is
 //!   adopted; a write of ours of unknown outcome that landed counts from its
 //!   send time; a failed read waits at most a retry period (the next renew is
-//!   the next probe).
+//!   the next probe);
+//! - a watch event: a newer version naming another ends leadership at once;
+//!   our own write's echo is nothing new; any other version, and an absence
+//!   that cannot be placed against our writes, is read before anything is
+//!   decided, or, while a write of ours is in flight (it may be its echo),
+//!   judged once that write is answered.
 
 use core::time::Duration;
 
@@ -69,6 +74,8 @@ pub(super) enum News {
     },
     /// What a read answered.
     Read(ReadShowed),
+    /// What the watch pushed.
+    Watch(WatchShowed),
 }
 
 /// What a renew's answer said.
@@ -122,6 +129,26 @@ pub(super) enum ReadShowed {
     },
 }
 
+/// What a holder's watch pushed, against what it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WatchShowed {
+    /// A version ordered after the one held that does not name this node:
+    /// another holder, or a holder emptied by hand (never our write: ours name
+    /// us, and our release comes only once we stopped).
+    NewerForeignRecord,
+    /// A version this node wrote (a write's echo).
+    OwnWrite,
+    /// A version this node did not write that names it, or one that cannot
+    /// be ordered against the one held (an edit, a handover request, a twin).
+    Unconfirmed {
+        /// A write of ours is in flight: the version may be its echo.
+        echo_possible: bool,
+    },
+    /// The lock absent, with no version to place the absence before or after
+    /// our writes (a watch that found no lock when it started).
+    AbsentUnplaced,
+}
+
 /// Why a holder stops leading at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Loss {
@@ -129,7 +156,7 @@ pub(super) enum Loss {
     DeadlineExceeded,
     /// A renew found the lock gone.
     LockDeleted,
-    /// A read showed another holder.
+    /// A read or the watch showed another holder.
     OtherHolder {
         /// The read followed a lost compare-and-swap.
         after_conflict: bool,
@@ -188,6 +215,9 @@ pub(super) enum Decision {
     Keep,
     /// Adopt a third party's edit of our record, and renew on it now.
     Adopt,
+    /// Put the watch's version aside until the write in flight is answered
+    /// (unless the answer is that version, it came from someone else).
+    Defer,
 }
 
 /// The holder's decision (see the module's rules).
@@ -260,6 +290,22 @@ pub(super) fn decide(k: &Knows) -> Decision {
             ReadShowed::Twin => Decision::StopLeading(Loss::IdentityCollision),
             ReadShowed::Failed { backoff } => Decision::Hold {
                 until: k.now + backoff.min(k.retry_period),
+            },
+        },
+        News::Watch(showed) => match showed {
+            WatchShowed::NewerForeignRecord => Decision::StopLeading(Loss::OtherHolder {
+                after_conflict: false,
+            }),
+            WatchShowed::OwnWrite => Decision::Idle,
+            WatchShowed::Unconfirmed {
+                echo_possible: true,
+            } => Decision::Defer,
+            WatchShowed::Unconfirmed {
+                echo_possible: false,
+            }
+            | WatchShowed::AbsentUnplaced => Decision::Confirm {
+                after_conflict: false,
+                slow_path: false,
             },
         },
     }

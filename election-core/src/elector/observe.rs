@@ -8,7 +8,7 @@
 use core::time::Duration;
 
 use super::calls::ReadDue;
-use super::holder::{News, ReadShowed};
+use super::holder::{News, ReadShowed, WatchShowed};
 use super::{Elector, Lead, LockView, Seen};
 use crate::config::Mode;
 use crate::event::{Event, StopReason, Warning};
@@ -190,51 +190,50 @@ impl Elector {
             return;
         }
         if self.holding.is_some() {
-            if self.is_newer_foreign_record(&obs) {
-                // A newer version that does not name us cannot be a write of ours
-                // (our writes name us; our release comes only once we stopped):
-                // another holder, or a holder emptied by hand. Nothing to
-                // confirm: stop at once, with no read first and no release.
-                let holder = obs.record.holder.clone();
-                self.lose(StopReason::ObservedOtherHolder { holder }, now);
-                self.observe(obs, false, now);
-                self.timers.set(crate::timer::Timer::Attempt, now);
-                return;
-            }
-            // Otherwise the cache is our own last write: a watch event that is
-            // not ours (an edit that keeps our name, a handover request, a twin,
-            // or a version that cannot be ordered against ours) is confirmed by a
-            // read before anything is decided. While a write of ours is in
-            // flight, the event may be its echo; the write's answer tells (a
-            // conflict leads to the same read).
-            let write_in_flight = self
-                .in_flight
-                .as_ref()
-                .is_some_and(|c| c.purpose.is_write());
-            if !self.own.wrote(&obs.version) {
+            let showed = self.watch_showed(&obs);
+            if matches!(showed, WatchShowed::Unconfirmed { .. }) {
                 // Not taken in here: the trail of versions seen breaks.
                 self.contiguous = false;
-                // A held record is never the echo of our release (which empties
-                // the holder): after a release nothing else would read it (a
-                // coordinator's assignment, made over the release, included).
-                let releasing = self
-                    .holding
-                    .as_ref()
-                    .is_some_and(|h| h.state == Lead::Releasing);
-                let coordinated = self.config.mode == Mode::Coordinated;
-                if !write_in_flight || (coordinated && releasing && obs.record.is_held()) {
-                    self.want_read(false);
-                } else {
-                    // Judged once the write is answered: if the answer is not
-                    // this version, the version came from someone else.
-                    self.watch_ahead = Some(obs);
-                }
             }
-            return;
+            return self.as_holder(News::Watch(showed), Some(obs), now);
         }
         if self.observe(obs, false, now) == Novelty::New {
             self.note_foreign_self_record();
             self.timers.set(crate::timer::Timer::Attempt, now);
+        }
+    }
+
+    /// What a holder's watch event shows, against what it holds. A newer
+    /// version that does not name us cannot be a write of ours (our writes
+    /// name us; our release comes only once we stopped): nothing to confirm,
+    /// it ends the term with no read first and no release. Otherwise the cache
+    /// is our own last write: a watch event that is not ours (an edit that
+    /// keeps our name, a handover request, a twin, or a version that cannot be
+    /// ordered against ours) is confirmed by a read before anything is
+    /// decided. While a write of ours is in flight, the event may be its echo;
+    /// the write's answer tells (a conflict leads to the same read).
+    fn watch_showed(&self, obs: &Observation) -> WatchShowed {
+        if self.is_newer_foreign_record(obs) {
+            return WatchShowed::NewerForeignRecord;
+        }
+        if self.own.wrote(&obs.version) {
+            return WatchShowed::OwnWrite;
+        }
+        let write_in_flight = self
+            .in_flight
+            .as_ref()
+            .is_some_and(|c| c.purpose.is_write());
+        // A held record is never the echo of our release (which empties the
+        // holder): after a release nothing else would read it (a
+        // coordinator's assignment, made over the release, included).
+        let releasing = self
+            .holding
+            .as_ref()
+            .is_some_and(|h| h.state == Lead::Releasing);
+        let coordinated = self.config.mode == Mode::Coordinated;
+        let never_an_echo = coordinated && releasing && obs.record.is_held();
+        WatchShowed::Unconfirmed {
+            echo_possible: write_in_flight && !never_an_echo,
         }
     }
 
@@ -291,7 +290,8 @@ impl Elector {
             Some(v) if self.is_older_news(v) => return,
             None if self.holding.is_some() => {
                 self.contiguous = false;
-                return self.want_read(false);
+                let showed = WatchShowed::AbsentUnplaced;
+                return self.as_holder(News::Watch(showed), None, now);
             }
             _ => {}
         }

@@ -49,13 +49,21 @@ impl Elector {
             return;
         };
         let decision = holder::decide(&knows);
-        self.carry_out(decision, obs, now);
+        let from_read = !matches!(news, News::Watch(_));
+        self.carry_out(decision, obs, from_read, now);
     }
 
-    /// Carries a holder's decision out.
-    fn carry_out(&mut self, decision: Decision, obs: Option<Observation>, now: Instant) {
+    /// Carries a holder's decision out; `obs` came from a read or a write's
+    /// answer (`from_read`), or from the watch.
+    fn carry_out(
+        &mut self,
+        decision: Decision,
+        obs: Option<Observation>,
+        from_read: bool,
+        now: Instant,
+    ) {
         match decision {
-            Decision::StopLeading(loss) => self.stop_leading(loss, obs, now),
+            Decision::StopLeading(loss) => self.stop_leading(loss, obs, from_read, now),
             Decision::Idle => {}
             Decision::Renew => self.send_renew(now),
             Decision::Release => self.send_release(now),
@@ -108,11 +116,18 @@ impl Elector {
                 }
                 self.timers.set(Timer::Attempt, now);
             }
+            Decision::Defer => self.watch_ahead = obs,
         }
     }
 
     /// Stops leading at once for `loss`, taking in the record that showed it.
-    fn stop_leading(&mut self, loss: Loss, obs: Option<Observation>, now: Instant) {
+    fn stop_leading(
+        &mut self,
+        loss: Loss,
+        obs: Option<Observation>,
+        from_read: bool,
+        now: Instant,
+    ) {
         let holder = || {
             obs.as_ref()
                 .map(|o| o.record.holder.clone())
@@ -146,7 +161,7 @@ impl Elector {
             }
         }
         if let Some(obs) = obs {
-            self.observe(obs, true, now);
+            self.observe(obs, from_read, now);
         }
         if loss == Loss::IdentityCollision {
             self.own.foreign_self_versions = self.own.foreign_self_versions.saturating_add(1);

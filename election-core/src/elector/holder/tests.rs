@@ -4,7 +4,7 @@
 use alloc::collections::BTreeSet;
 use core::time::Duration;
 
-use super::{Decision, Knows, Loss, News, ReadShowed, RenewAnswer, decide};
+use super::{Decision, Knows, Loss, News, ReadShowed, RenewAnswer, WatchShowed, decide};
 use crate::time::Instant;
 
 const fn secs(s: u64) -> Instant {
@@ -41,10 +41,11 @@ struct Row {
     decides: Decision,
 }
 
-fn table() -> [Row; 32] {
+fn table() -> [Row; 37] {
     use Decision as D;
     use ReadShowed as R;
     use RenewAnswer as A;
+    use WatchShowed as W;
     [
         // ---- the deadline, first whatever came ----
         Row {
@@ -289,6 +290,47 @@ fn table() -> [Row; 32] {
             })),
             decides: D::Hold { until: secs(102) },
         },
+        // ---- a watch event ----
+        Row {
+            name: "watch shows a newer version naming another: stop leading, no read first",
+            knows: knows(News::Watch(W::NewerForeignRecord)),
+            decides: D::StopLeading(Loss::OtherHolder {
+                after_conflict: false,
+            }),
+        },
+        Row {
+            name: "watch shows our own write's echo: nothing new",
+            knows: knows(News::Watch(W::OwnWrite)),
+            decides: D::Idle,
+        },
+        Row {
+            name: "watch shows a version we did not write: read before deciding",
+            knows: knows(News::Watch(W::Unconfirmed {
+                echo_possible: false,
+            })),
+            decides: D::Confirm {
+                after_conflict: false,
+                slow_path: false,
+            },
+        },
+        Row {
+            name: "watch shows a version that may be the echo of our write in flight: judged after its answer",
+            knows: Knows {
+                in_flight: true,
+                ..knows(News::Watch(W::Unconfirmed {
+                    echo_possible: true,
+                }))
+            },
+            decides: D::Defer,
+        },
+        Row {
+            name: "watch finds no lock, with no version to place it: read before deciding",
+            knows: knows(News::Watch(W::AbsentUnplaced)),
+            decides: D::Confirm {
+                after_conflict: false,
+                slow_path: false,
+            },
+        },
     ]
 }
 
@@ -311,6 +353,7 @@ fn arm(d: &Decision) -> &'static str {
         Decision::Landed { .. } => "landed",
         Decision::Keep => "keep",
         Decision::Adopt => "adopt",
+        Decision::Defer => "defer",
     }
 }
 
@@ -337,6 +380,17 @@ fn news(n: &News) -> &'static str {
             ReadShowed::Twin => "read: twin",
             ReadShowed::Failed { .. } => "read: failed",
         },
+        News::Watch(showed) => match showed {
+            WatchShowed::NewerForeignRecord => "watch: newer foreign record",
+            WatchShowed::OwnWrite => "watch: own write",
+            WatchShowed::Unconfirmed {
+                echo_possible: false,
+            } => "watch: unconfirmed",
+            WatchShowed::Unconfirmed {
+                echo_possible: true,
+            } => "watch: unconfirmed, maybe an echo",
+            WatchShowed::AbsentUnplaced => "watch: absent, unplaced",
+        },
     }
 }
 
@@ -351,7 +405,7 @@ fn every_branch_of_the_holders_decision() {
 fn the_table_reaches_every_decision_and_every_news() {
     let rows = table();
     let arms: BTreeSet<_> = rows.iter().map(|r| arm(&r.decides)).collect();
-    assert_eq!(arms.len(), 15, "decisions reached: {arms:?}");
+    assert_eq!(arms.len(), 16, "decisions reached: {arms:?}");
     let seen: BTreeSet<_> = rows.iter().map(|r| news(&r.knows.news)).collect();
-    assert_eq!(seen.len(), 16, "news decided on: {seen:?}");
+    assert_eq!(seen.len(), 21, "news decided on: {seen:?}");
 }
