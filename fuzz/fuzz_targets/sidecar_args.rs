@@ -1,49 +1,23 @@
 //! The leader-elector sidecar's command line: arbitrary argument lists made of
-//! its flags, subcommands and values (durations, numbers, names, anything),
-//! parsed and checked as far as `main` goes before it needs a cluster; and
-//! its Go-style duration parser on every value.
+//! its flags and subcommands (`fuzzing::words`, taken from its parser) and
+//! values (durations, numbers, names, anything), parsed and checked as far as
+//! `main` goes before it needs a cluster; and its Go-style duration parser on
+//! every value.
 //!
 //! Invariants: no panic; a duration that parses is written back by
 //! `format_duration` as text that parses to the same duration; a refused
 //! command line gives a reason.
 #![no_main]
 
+use std::sync::LazyLock;
+
 use arbitrary::Arbitrary;
 use leader_elector::duration::{format_duration, parse_duration};
-use leader_elector::fuzzing::command_line;
+use leader_elector::fuzzing::{command_line, words};
 use libfuzzer_sys::fuzz_target;
 
-const FLAGS: &[&str] = &[
-    "serve",
-    "run",
-    "fence-policy",
-    "__exec-child",
-    "--lease",
-    "--addr",
-    "--namespace",
-    "--kubeconfig",
-    "--identity",
-    "--lease-duration",
-    "--renew-deadline",
-    "--retry-period",
-    "--request-timeout",
-    "--renew-interval",
-    "--lease-duration-ms",
-    "--renew-deadline-ms",
-    "--retry-period-ms",
-    "--coordinated",
-    "--binary-version",
-    "--emulation-version",
-    "--log-format",
-    "--kill-after",
-    "--kill-after-ms",
-    "--parent",
-    "--protect",
-    "--writer",
-    "--warn",
-    "--help",
-    "--",
-];
+/// The sidecar's subcommands and flags, as its parser has them.
+static WORDS: LazyLock<Vec<String>> = LazyLock::new(words);
 
 const UNITS: &[&str] = &["ns", "us", "µs", "μs", "ms", "s", "m", "h", "", "x", "sec"];
 
@@ -80,9 +54,9 @@ enum Arg {
 impl Arg {
     fn text(&self) -> String {
         match self {
-            Arg::Flag(i) => FLAGS[usize::from(*i) % FLAGS.len()].to_owned(),
+            Arg::Flag(i) => WORDS[usize::from(*i) % WORDS.len()].clone(),
             Arg::FlagValue(i, value) => {
-                format!("{}={}", FLAGS[usize::from(*i) % FLAGS.len()], value.text())
+                format!("{}={}", WORDS[usize::from(*i) % WORDS.len()], value.text())
             }
             Arg::Duration(parts) => parts
                 .iter()

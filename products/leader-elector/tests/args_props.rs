@@ -1,7 +1,8 @@
 //! Property tests of the sidecar's command line, the stable counterpart of
 //! the fuzz target `sidecar_args` (fuzz/README.md): any argument list made of
-//! its flags and arbitrary values is parsed and checked as far as `main` goes
-//! before it needs a cluster, never a panic, a refusal with a reason; the
+//! its flags (`fuzzing::words`, taken from its parser) and arbitrary values is
+//! parsed and checked as far as `main` goes before it needs a cluster, never a
+//! panic, a refusal with a reason; the
 //! Go-style duration parser reads any text as a duration or a typed
 //! `DurationError` (an overflow for values beyond `Duration::MAX`, fractions
 //! included), and every duration it reads is written back as text it reads as
@@ -10,44 +11,8 @@
 use std::time::Duration;
 
 use leader_elector::duration::{DurationError, format_duration, parse_duration};
-use leader_elector::fuzzing::command_line;
+use leader_elector::fuzzing::{command_line, words};
 use proptest::prelude::*;
-
-const FLAGS: &[&str] = &[
-    "serve",
-    "run",
-    "fence-policy",
-    "__exec-child",
-    "--lease",
-    "--addr",
-    "--namespace",
-    "--identity",
-    "--lease-duration",
-    "--renew-deadline",
-    "--retry-period",
-    "--request-timeout",
-    "--renew-interval",
-    "--lease-duration-ms",
-    "--renew-deadline-ms",
-    "--retry-period-ms",
-    "--coordinated",
-    "--binary-version",
-    "--emulation-version",
-    "--log-format",
-    "--kill-after",
-    "--kill-after-ms",
-    "--parent",
-    "--protect",
-    "--writer",
-    "--warn",
-    "--fence-namespace",
-    "--exempt-user",
-    "--exempt-group",
-    "--no-default-exemptions",
-    "--kubeconfig",
-    "--version",
-    "--",
-];
 
 const UNITS: &[&str] = &["ns", "us", "µs", "ms", "s", "m", "h", "", "x"];
 
@@ -74,7 +39,7 @@ fn duration_text() -> impl Strategy<Value = String> {
 
 fn arg() -> impl Strategy<Value = String> {
     prop_oneof![
-        3 => prop::sample::select(FLAGS).prop_map(str::to_owned),
+        3 => prop::sample::select(words()),
         2 => duration_text(),
         1 => any::<u64>().prop_map(|n| n.to_string()),
         1 => prop::sample::select(&["lock", "127.0.0.1:0", "v1/configmaps", "apps/v1/deployments", "pod-name", "any", "json", "1.34.0"][..]).prop_map(str::to_owned),
