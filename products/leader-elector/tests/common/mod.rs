@@ -265,6 +265,27 @@ pub fn without_verb(rbac: &str, resource: &str, verb: &str) -> String {
 /// exists (a manifest's text, or none).
 pub type MissingVerb<'a> = (&'a str, &'a str, Option<&'a str>);
 
+/// Reads `lines` into `seen` until one contains `wanted` (`true`), or the
+/// stream ends or `within` passes first (`false`).
+pub async fn read_until<R: tokio::io::AsyncBufRead + Unpin>(
+    lines: &mut tokio::io::Lines<R>,
+    wanted: &str,
+    seen: &mut Vec<String>,
+    within: Duration,
+) -> bool {
+    let read = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let hit = line.contains(wanted);
+            seen.push(line);
+            if hit {
+                return true;
+            }
+        }
+        false
+    };
+    tokio::time::timeout(within, read).await.unwrap_or(false)
+}
+
 /// Each of `verbs` of the Role in `deploy/<rbac>` is needed by a `serve`
 /// sidecar `verbs-a` (with the global flags `flags`): for each, in a new
 /// namespace of `server`, kubectl applies the manifest less that verb
@@ -327,36 +348,12 @@ pub async fn each_missing_verb_is_named(
         let mut lines = BufReader::new(sidecar.stderr.take().expect("piped")).lines();
         let wanted = format!("cannot {verb} resource \"{resource}\"");
         let mut seen = Vec::new();
-        let mut found = false;
-        let read = async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                let hit = line.contains(&wanted);
-                seen.push(line);
-                if hit {
-                    return true;
-                }
-            }
-            false
-        };
-        if let Ok(hit) = tokio::time::timeout(Duration::from_secs(10), read).await {
-            found = hit;
-        }
+        let within = Duration::from_secs(10);
+        let mut found = read_until(&mut lines, &wanted, &mut seen, within).await;
         if !found {
             // A verb of the way out: SIGTERM, then the rest of the log.
             sigterm(&sidecar);
-            let rest = async {
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let hit = line.contains(&wanted);
-                    seen.push(line);
-                    if hit {
-                        return true;
-                    }
-                }
-                false
-            };
-            found = tokio::time::timeout(Duration::from_secs(10), rest)
-                .await
-                .unwrap_or(false);
+            found = read_until(&mut lines, &wanted, &mut seen, within).await;
         }
         let _ = sidecar.start_kill();
         let _ = sidecar.wait().await;
