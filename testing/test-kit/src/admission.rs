@@ -40,32 +40,25 @@ pub async fn until_enforced(what: &str, mut seen: impl AsyncFnMut() -> bool) {
 pub async fn object_selector_takes_only_the_labelled_objects(server: &dyn Server) {
     let ns = server.namespace();
     let name = format!("refuse-labelled-{ns}");
-    let policy = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": { "name": name },
-        "spec": {
+    let policy = admission_object(
+        "ValidatingAdmissionPolicy",
+        &name,
+        json!({
             "failurePolicy": "Fail",
             "matchConstraints": { "resourceRules": [{
                 "apiGroups": [""], "apiVersions": ["v1"],
                 "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["configmaps"],
             }]},
             "validations": [{ "expression": "false", "message": "labelled: refused" }],
-        },
-    });
-    let binding = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": { "name": name },
-        "spec": {
-            "policyName": name,
-            "validationActions": ["Deny"],
-            "matchResources": {
-                "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns } },
-                "objectSelector": { "matchLabels": { "fenced": "yes" } },
-            },
-        },
-    });
+        }),
+    );
+    let binding = deny_binding(
+        &name,
+        json!({ "matchResources": {
+            "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns } },
+            "objectSelector": { "matchLabels": { "fenced": "yes" } },
+        }}),
+    );
     let admin = compat(async { server.client(ADMIN) }).await;
     let api: Api<ConfigMap> = Api::namespaced(admin.clone(), &ns);
     let configmap = |name: &str, labelled: bool| {
@@ -184,6 +177,28 @@ pub async fn object_selector_takes_only_the_labelled_objects(server: &dyn Server
     .await;
 }
 
+/// The ValidatingAdmissionPolicyBinding `name` of the policy `name`, with the
+/// action `Deny` and the fields of `more` (its `matchResources`, its `paramRef`)
+/// in its spec.
+fn deny_binding(name: &str, more: serde_json::Value) -> serde_json::Value {
+    let mut spec = json!({ "policyName": name, "validationActions": ["Deny"] });
+    if let (Some(spec), serde_json::Value::Object(more)) = (spec.as_object_mut(), more) {
+        spec.extend(more);
+    }
+    admission_object("ValidatingAdmissionPolicyBinding", name, spec)
+}
+
+/// An `admissionregistration.k8s.io/v1` object of `kind`, named `name`, with
+/// `spec`.
+fn admission_object(kind: &str, name: &str, spec: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": { "name": name },
+        "spec": spec,
+    })
+}
+
 /// Creates `objects` (policies, bindings: JSON with `apiVersion` and `kind`)
 /// as the admin; the first refusal, if any.
 async fn create_all(
@@ -219,33 +234,26 @@ pub async fn exclude_rules_and_resource_names_narrow_a_policy(server: &dyn Serve
             "resources": ["configmaps"], "resourceNames": names,
         })
     };
-    let policy = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": { "name": name },
-        "spec": {
+    let policy = admission_object(
+        "ValidatingAdmissionPolicy",
+        &name,
+        json!({
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "resourceRules": [rule(&[])],
                 "excludeResourceRules": [rule(&["exempt-by-policy"])],
             },
             "validations": [{ "expression": "false", "message": "not excluded: refused" }],
-        },
-    });
-    let binding = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": { "name": name },
-        "spec": {
-            "policyName": name,
-            "validationActions": ["Deny"],
-            "matchResources": {
-                "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns } },
-                "resourceRules": [rule(&[])],
-                "excludeResourceRules": [rule(&["exempt-by-binding"])],
-            },
-        },
-    });
+        }),
+    );
+    let binding = deny_binding(
+        &name,
+        json!({ "matchResources": {
+            "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns } },
+            "resourceRules": [rule(&[])],
+            "excludeResourceRules": [rule(&["exempt-by-binding"])],
+        }}),
+    );
     let admin = compat(async { server.client(ADMIN) }).await;
     compat(async {
         create_all(&admin, &[&policy, &binding])
@@ -292,33 +300,26 @@ pub async fn exclude_rules_and_resource_names_narrow_a_policy(server: &dyn Serve
 pub async fn a_parameter_selector_is_taken_or_refused_saying_so(server: &dyn Server) {
     let ns = server.namespace();
     let name = format!("param-selector-{ns}");
-    let policy = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": { "name": name },
-        "spec": {
+    let policy = admission_object(
+        "ValidatingAdmissionPolicy",
+        &name,
+        json!({
             "paramKind": { "apiVersion": "v1", "kind": "ConfigMap" },
             "matchConstraints": { "resourceRules": [{
                 "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
                 "resources": ["secrets"],
             }]},
             "validations": [{ "expression": "true" }],
-        },
-    });
-    let binding = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": { "name": name },
-        "spec": {
-            "policyName": name,
-            "validationActions": ["Deny"],
-            "paramRef": {
-                "namespace": ns,
-                "selector": { "matchLabels": { "role": "limits" } },
-                "parameterNotFoundAction": "Allow",
-            },
-        },
-    });
+        }),
+    );
+    let binding = deny_binding(
+        &name,
+        json!({ "paramRef": {
+            "namespace": ns,
+            "selector": { "matchLabels": { "role": "limits" } },
+            "parameterNotFoundAction": "Allow",
+        }}),
+    );
     let admin = compat(async { server.client(ADMIN) }).await;
     let taken = compat(create_all(&admin, &[&policy, &binding])).await;
     if server.name() == "emulator" {
