@@ -19,6 +19,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use election_core::Event;
+use election_core::testing::Pairing;
 use election_core::{
     Config, Layer, Layered, Lock, LockError, LockRecord, OpKind, Role, StopReason, Term, Version,
     WatchStream,
@@ -131,19 +132,15 @@ impl Recorder {
             .collect()
     }
 
-    /// Starts and stops pair up, in order.
+    /// Starts and stops pair up, in order (the core's pairing rule,
+    /// [`Pairing`], over every state published).
     fn assert_paired(&self, who: &str) {
-        let mut open: Option<Term> = None;
+        let mut pairing = Pairing::new();
         for c in self.changes() {
-            match c {
-                Change::Elector(Event::StartedLeading { term }) => {
-                    assert!(open.is_none(), "{who}: two starts without a stop");
-                    open = Some(term);
-                }
-                Change::Elector(Event::StoppedLeading { term, .. }) => {
-                    assert_eq!(open.take(), Some(term), "{who}: a stop without its start");
-                }
-                _ => {}
+            if let Change::Elector(event) = c
+                && let Err(broken) = pairing.check(&event)
+            {
+                panic!("{who}: {broken}");
             }
         }
     }
