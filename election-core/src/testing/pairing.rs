@@ -7,8 +7,23 @@ use crate::event::{Event, StopReason, Term};
 /// The pairing rule of DESIGN §4, checked one event at a time: no
 /// `StoppedLeading` without the `StartedLeading` of the same term, no second
 /// `StartedLeading` before the `StoppedLeading` of the first. Every harness
-/// checks it on every event it reads ([`Driven`](super::Driven) does; the
-/// simulator's checker and the driver suite hold one per node).
+/// checks it on every event it reads: [`Driven`](super::Driven) (and so every
+/// layer on it) on each event it collects, a driver's test on the states it
+/// published.
+///
+/// ```
+/// use election_core::testing::{Pairing, PairingError};
+/// use election_core::{Event, StopReason, Term, Version};
+///
+/// let term = Term { transitions: 0, version: Version::new("1") };
+/// let mut pairing = Pairing::new();
+/// pairing.check(&Event::StartedLeading { term: term.clone() }).unwrap();
+/// assert_eq!(pairing.started(), Some(&term));
+/// let stop = Event::StoppedLeading { term, reason: StopReason::SteppedDown };
+/// pairing.check(&stop).unwrap();
+/// // A second stop has no start to pair with.
+/// assert!(matches!(pairing.check(&stop), Err(PairingError::StopWithoutStart { .. })));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pairing {
     started: Option<Term>,
