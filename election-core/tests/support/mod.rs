@@ -128,13 +128,19 @@ pub trait Scenario: Sized {
     fn new_at(config: Config, now: Instant) -> Self;
     /// A node that started at time zero, found the lock absent, created it and
     /// leads with term `(0, version)`. Its events so far are consumed.
+    ///
+    /// The fixture uses `LockDelay::Immediate` so that it leads at once whatever
+    /// the strict delay's scope (it only matters for creates, which
+    /// `lock_delay.rs` and `acquire.rs` test with the default).
     fn leader(config: Config, version: &str) -> Self;
-    /// A node that started at time zero and read `observation`. Its events so
-    /// far are consumed.
+    /// A node that started at time zero and read `observation`. Its events so far
+    /// are consumed.
     fn follower(config: Config, observation: Observation) -> Self;
-    /// Ends the read `op` as the case of [`read_failures`] says.
+    /// Ends the read `op` as the case of [`read_failures`] says: its answer, the
+    /// request timeout passing ("timeout"), or nothing at all ("never").
     fn end_read(&mut self, op: ReadId, case: &str, answer: Option<Result<Observation, LockError>>);
-    /// Moves the clock to the elector's next timeout and handles it.
+    /// Moves the clock to the elector's next timeout and handles it; returns that
+    /// instant. Panics if there is no timeout.
     fn fire(&mut self) -> Instant;
     /// Fires timeouts until an action appears (at most `limit` timeouts).
     fn fire_until_action(&mut self, limit: usize) -> Action;
@@ -154,11 +160,14 @@ pub trait Scenario: Sized {
     fn events(&mut self) -> Vec<Event>;
     /// Asserts that no event is waiting.
     fn no_events(&mut self);
-    /// Takes the events and drops warnings.
+    /// Takes the events and drops warnings (for scenarios about something else).
     fn events_no_warnings(&mut self) -> Vec<Event>;
-    /// Renews once the renew timer fires, answering with `version`.
+    /// Renews once the renew timer fires, answering with `version`; returns the
+    /// send time of the renew.
     fn renew_ok(&mut self, version: &str) -> Instant;
-    /// Campaigns against a lock whose every read is answered by `lock(now)`.
+    /// Campaigns against a lock whose every read is answered by `lock(now)`, firing
+    /// timeouts as they come, until the elector writes. Returns the instant of the
+    /// write and the write (unanswered).
     fn campaign(
         &mut self,
         lock: impl FnMut(Instant) -> Result<Observation, LockError>,
@@ -167,22 +176,14 @@ pub trait Scenario: Sized {
 }
 
 impl Scenario for Node {
-    /// An elector created at time zero.
     fn new(config: Config) -> Node {
         Node::new_at(config, Instant::ZERO)
     }
 
-    /// An elector created at `now`.
     fn new_at(config: Config, now: Instant) -> Node {
         Driven::start(config, now).expect("valid configuration")
     }
 
-    /// A node that started at time zero, found the lock absent, created it and
-    /// leads with term `(0, version)`. Its events so far are consumed.
-    ///
-    /// The fixture uses `LockDelay::Immediate` so that it leads at once whatever
-    /// the strict delay's scope (it only matters for creates, which
-    /// `lock_delay.rs` and `acquire.rs` test with the default).
     fn leader(mut config: Config, version: &str) -> Node {
         config.lock_delay = LockDelay::Immediate;
         let mut n = Node::new(config);
@@ -195,8 +196,6 @@ impl Scenario for Node {
         n
     }
 
-    /// A node that started at time zero and read `observation`. Its events so far
-    /// are consumed.
     fn follower(config: Config, observation: Observation) -> Node {
         let mut n = Node::new(config);
         let op = n.get();
@@ -205,8 +204,6 @@ impl Scenario for Node {
         n
     }
 
-    /// Ends the read `op` as the case of [`read_failures`] says: its answer, the
-    /// request timeout passing ("timeout"), or nothing at all ("never").
     fn end_read(&mut self, op: ReadId, case: &str, answer: Option<Result<Observation, LockError>>) {
         match (case, answer) {
             (_, Some(result)) => self.answer(op, result),
@@ -215,8 +212,6 @@ impl Scenario for Node {
         }
     }
 
-    /// Moves the clock to the elector's next timeout and handles it; returns that
-    /// instant. Panics if there is no timeout.
     fn fire(&mut self) -> Instant {
         let at = self.elector.poll_timeout().expect("a timeout is set");
         assert!(
@@ -228,7 +223,6 @@ impl Scenario for Node {
         at
     }
 
-    /// Fires timeouts until an action appears (at most `limit` timeouts).
     fn fire_until_action(&mut self, limit: usize) -> Action {
         for _ in 0..limit {
             if let Some(a) = self.next_action() {
@@ -240,18 +234,15 @@ impl Scenario for Node {
             .unwrap_or_else(|| panic!("no action after {limit} timeouts (now {:?})", self.now))
     }
 
-    /// The next timeout the elector asks for.
     fn timeout(&self) -> Option<Instant> {
         self.elector.poll_timeout()
     }
 
-    /// The next action; panics if there is none.
     fn action(&mut self) -> Action {
         self.next_action()
             .unwrap_or_else(|| panic!("expected an action at {:?}, got none", self.now))
     }
 
-    /// The next action, which must be a read.
     fn get(&mut self) -> ReadId {
         match self.action() {
             Action::Get { op } => op,
@@ -259,7 +250,6 @@ impl Scenario for Node {
         }
     }
 
-    /// The next action, which must be a create.
     fn create(&mut self) -> (WriteId, LockRecord) {
         match self.action() {
             Action::Create { op, record } => (op, record),
@@ -267,7 +257,6 @@ impl Scenario for Node {
         }
     }
 
-    /// The next action, which must be an update.
     fn update(&mut self) -> (WriteId, Version, LockRecord) {
         match self.action() {
             Action::Update {
@@ -279,7 +268,6 @@ impl Scenario for Node {
         }
     }
 
-    /// Asserts that no action is waiting.
     fn no_action(&mut self) {
         let waiting: Vec<&Action> = self.actions().collect();
         assert!(
@@ -289,12 +277,10 @@ impl Scenario for Node {
         );
     }
 
-    /// Takes every event not yet looked at.
     fn events(&mut self) -> Vec<Event> {
         self.take_events().into_iter().map(|(_, e)| e).collect()
     }
 
-    /// Asserts that no event is waiting.
     fn no_events(&mut self) {
         let evs = self.events();
         assert!(
@@ -304,7 +290,6 @@ impl Scenario for Node {
         );
     }
 
-    /// Takes the events and drops warnings (for scenarios about something else).
     fn events_no_warnings(&mut self) -> Vec<Event> {
         self.events()
             .into_iter()
@@ -312,8 +297,6 @@ impl Scenario for Node {
             .collect()
     }
 
-    /// Renews once the renew timer fires, answering with `version`; returns the
-    /// send time of the renew.
     fn renew_ok(&mut self, version: &str) -> Instant {
         let (op, _, record) = match self.fire_until_action(4) {
             Action::Update {
@@ -328,9 +311,6 @@ impl Scenario for Node {
         sent
     }
 
-    /// Campaigns against a lock whose every read is answered by `lock(now)`, firing
-    /// timeouts as they come, until the elector writes. Returns the instant of the
-    /// write and the write (unanswered).
     fn campaign(
         &mut self,
         mut lock: impl FnMut(Instant) -> Result<Observation, LockError>,
