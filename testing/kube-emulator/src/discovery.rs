@@ -32,11 +32,15 @@ pub(crate) fn api_versions(addr: &str) -> Value {
     })
 }
 
-const GROUPS: [&str; 6] = [
+/// The served API groups (the core group aside), in discovery's order.
+const GROUPS: &[&str] = &[
     "coordination.k8s.io",
     "events.k8s.io",
+    #[cfg(feature = "workloads")]
     "rbac.authorization.k8s.io",
+    #[cfg(feature = "workloads")]
     "apps",
+    #[cfg(feature = "workloads")]
     "policy",
     "admissionregistration.k8s.io",
 ];
@@ -47,7 +51,7 @@ const GROUPS: [&str; 6] = [
 /// (LeaseCandidates).
 fn versions(group: &str) -> Vec<&'static str> {
     let mut versions: Vec<&'static str> = Vec::new();
-    for r in Resource::ALL.into_iter().filter(|r| r.group() == group) {
+    for r in Resource::ALL.iter().filter(|r| r.group() == group) {
         if !versions.contains(&r.version()) {
             versions.push(r.version());
         }
@@ -81,7 +85,8 @@ pub(crate) fn api_group(group: &str) -> Option<Value> {
 
 pub(crate) fn resource_list(group: &str, version: &str) -> Value {
     let resources: Vec<Value> = Resource::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|r| r.group() == group && r.version() == version)
         .map(|r| {
             let mut doc = json!({
@@ -97,13 +102,16 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Value {
                 Resource::EventV1 => doc["shortNames"] = json!(["ev"]),
                 Resource::Namespace => doc["shortNames"] = json!(["ns"]),
                 Resource::Node => doc["shortNames"] = json!(["no"]),
+                #[cfg(feature = "workloads")]
                 Resource::ServiceAccount => doc["shortNames"] = json!(["sa"]),
+                #[cfg(feature = "workloads")]
                 Resource::Deployment => doc["shortNames"] = json!(["deploy"]),
+                #[cfg(feature = "workloads")]
                 Resource::PodDisruptionBudget => doc["shortNames"] = json!(["pdb"]),
+                #[cfg(feature = "workloads")]
+                Resource::Role | Resource::RoleBinding => {}
                 Resource::Lease
                 | Resource::LeaseCandidate
-                | Resource::Role
-                | Resource::RoleBinding
                 | Resource::ValidatingAdmissionPolicy
                 | Resource::ValidatingAdmissionPolicyBinding => {}
             }

@@ -10,15 +10,14 @@
 //! - **a binary** (`cargo run -p kube-emulator -- --port 6443`) that serves until
 //!   Ctrl-C and writes a kubeconfig for `kubectl` and other clients.
 //!
-//! It serves Leases and LeaseCandidates (`coordination.k8s.io/v1beta1`),
-//! ConfigMaps, Events (core and `events.k8s.io/v1`),
-//! Namespaces and Nodes, and the kinds a deployment of a controller is made
-//! of (Deployments, PodDisruptionBudgets, ServiceAccounts, Roles and
-//! RoleBindings: stored, schema-checked and validated, so that `kubectl apply
-//! --dry-run=server -f <manifests>` refuses what a real API server refuses;
-//! nothing runs them and RBAC is not enforced), and ValidatingAdmissionPolicies
-//! with their bindings (evaluated on every write they match, with a real CEL
-//! interpreter), with the API server's rules: get, list, create, update (PUT), patch
+//! It serves what election tests need: Leases and LeaseCandidates
+//! (`coordination.k8s.io/v1beta1`), ConfigMaps, Events (core and
+//! `events.k8s.io/v1`), Namespaces and Nodes (with owner garbage collection),
+//! and ValidatingAdmissionPolicies with their bindings (evaluated on every
+//! write they match, with a real CEL interpreter: server-side fencing); with
+//! the feature `workloads` (see [Features](#features)), also the kinds a
+//! deployment of a controller is made of. It serves them with the API
+//! server's rules: get, list, create, update (PUT), patch
 //! (merge and JSON patch), delete and watch; one global, growing resourceVersion;
 //! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
 //! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
@@ -108,12 +107,35 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(demo()).unwrap();
 //! ```
 //!
-//! The `client` feature adds [`Emulator::kube_config`] and [`Emulator::client`];
-//! it is off by default so the binary builds without choosing a k8s-openapi
-//! version (the test that enables it picks one, as above). The emulator serves
+//! The emulator serves
 //! on a tokio runtime: [`Emulator::start`] uses the caller's; under smol,
 //! async-std or in a plain `#[test]`, [`Emulator::start_blocking`] gives it a
 //! thread and runtime of its own. Dropping the [`Emulator`] closes its port.
+//!
+//! # Features
+//!
+//! Both are off by default.
+//!
+//! - `client` adds [`Emulator::kube_config`] and [`Emulator::client`]; off so
+//!   that the binary builds without choosing a k8s-openapi version (the test
+//!   that enables it picks one, as above).
+//! - `workloads` serves the kinds a deployment of a controller is made of
+//!   besides the election's own: ServiceAccounts, Roles and RoleBindings
+//!   (`rbac.authorization.k8s.io/v1`), Deployments (`apps/v1`) and
+//!   PodDisruptionBudgets (`policy/v1`), stored, schema-checked (the whole pod
+//!   template) and validated, so that `kubectl apply --dry-run=server -f
+//!   <manifests>` refuses what a real API server refuses; nothing runs them
+//!   and RBAC is not enforced. For the tests of a deployment's manifests, or
+//!   of fencing that writes the Pods' Role. (The real kube-apiserver checks
+//!   manifests better: `kubectl apply --dry-run=server` there is the
+//!   reference.)
+//!
+//! A request for a kind the build does not serve, or for its API group, gets
+//! a 404 `NotFound` `Status` that says so, e.g. `the server could not find the
+//! requested resource: deployments.apps is served by kube-emulator only with
+//! its cargo feature "workloads"`; discovery does not list it (kubectl then
+//! says `no matches for kind "Deployment" in version "apps/v1"`). A path no
+//! build serves gets the API server's bare 404.
 //!
 //! # API server rules worth knowing
 //!
@@ -226,7 +248,9 @@
 //! default validation: it finds `fieldValidation` in the emulator's OpenAPI v3
 //! documents and lets the server refuse a misspelled field.
 //! `--coordinated-leader-election` turns the [`Coordinator`] on, and
-//! `--coordinator-scale 0.1` runs it ten times faster.
+//! `--coordinator-scale 0.1` runs it ten times faster. Built with `--features
+//! workloads`, it also takes `kubectl apply --dry-run=server -f <manifests>`
+//! of Deployments and RBAC objects.
 //!
 //! # Differences from a real API server
 //!
@@ -238,8 +262,9 @@
 //!   `kubectl create namespace` and `kubectl create configmap` send them),
 //!   decoded to the same JSON; a protobuf body of any other kind gets 415
 //!   (`kubectl apply` sends JSON).
-//! - Deployments, PodDisruptionBudgets, ServiceAccounts, Roles and
-//!   RoleBindings are objects only: no controller creates Pods, no status is
+//! - With the feature `workloads`, Deployments, PodDisruptionBudgets,
+//!   ServiceAccounts, Roles and RoleBindings are objects only: no controller
+//!   creates Pods, no status is
 //!   filled, nothing is evicted, the Roles are not enforced (check a client's
 //!   requests against one with [`rbac`]). Their fields and JSON types are
 //!   checked against the Go types of Kubernetes 1.34, except inside a Pod's
@@ -315,6 +340,7 @@ mod status;
 mod store;
 mod table;
 mod time;
+mod unserved;
 mod validation;
 mod watch;
 

@@ -8,8 +8,9 @@ use kube_emulator::{Coordinator, Emulator};
 /// A Kubernetes API emulator on 127.0.0.1, for kubectl and other clients.
 ///
 /// It serves Leases and LeaseCandidates, ConfigMaps, Events, Namespaces,
-/// Nodes, ServiceAccounts, Roles, RoleBindings, Deployments,
-/// PodDisruptionBudgets, and ValidatingAdmissionPolicies with their bindings.
+/// Nodes, and ValidatingAdmissionPolicies with their bindings; built with the
+/// feature `workloads`, also ServiceAccounts, Roles, RoleBindings, Deployments
+/// and PodDisruptionBudgets.
 /// With --coordinated-leader-election it also elects the holders of the Leases
 /// that LeaseCandidates name, as the API server's leader-election controller
 /// does.

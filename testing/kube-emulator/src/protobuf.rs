@@ -203,13 +203,14 @@ fn schema_of(resource: Resource) -> Option<&'static Schema> {
         | Resource::Node => Some(crate::schema::of(resource)),
         Resource::Event
         | Resource::EventV1
-        | Resource::ServiceAccount
+        | Resource::ValidatingAdmissionPolicy
+        | Resource::ValidatingAdmissionPolicyBinding => None,
+        #[cfg(feature = "workloads")]
+        Resource::ServiceAccount
         | Resource::Role
         | Resource::RoleBinding
         | Resource::Deployment
-        | Resource::PodDisruptionBudget
-        | Resource::ValidatingAdmissionPolicy
-        | Resource::ValidatingAdmissionPolicyBinding => None,
+        | Resource::PodDisruptionBudget => None,
     }
 }
 
@@ -275,7 +276,9 @@ fn decode_into(schema: &Schema, bytes: &[u8], out: &mut Map<String, Value>) -> D
             }
             // Known, and the server's to set: skipped as an unknown field is.
             // Opaque, and the shapes of JSON-only kinds (`schema_of` is `None`).
-            Shape::Opaque | Shape::IntOrStr | Shape::Quantity => continue,
+            Shape::Opaque => continue,
+            #[cfg(feature = "workloads")]
+            Shape::IntOrStr | Shape::Quantity => continue,
             Shape::Messages(inner) => {
                 let mut fields = Map::new();
                 decode_into(inner, wire.bytes(at)?, &mut fields)?;

@@ -103,7 +103,7 @@ pub fn not_granted(counts: &RequestCounts, client: &str, rules: &[Rule]) -> Vec<
 /// the requests counted needed (least privilege, for that session).
 pub fn unused(counts: &RequestCounts, client: &str, rules: &[Rule]) -> Vec<(Verb, Resource)> {
     let mut unused = Vec::new();
-    for resource in Resource::ALL {
+    for &resource in Resource::ALL {
         for verb in Verb::ALL {
             let granted = rules.iter().any(|rule| rule.allows(verb, resource));
             if granted && counts.get(client, verb, resource) == 0 {

@@ -22,15 +22,24 @@ pub enum Resource {
     /// Core `v1` Node (cluster-scoped): metadata and `spec` as written (cordon is
     /// `spec.unschedulable`); no kubelet fills its status.
     Node,
-    /// Core `v1` ServiceAccount.
+    /// Core `v1` ServiceAccount (feature `workloads`).
+    #[cfg(feature = "workloads")]
     ServiceAccount,
-    /// `rbac.authorization.k8s.io/v1` Role: stored and validated, not enforced.
+    /// `rbac.authorization.k8s.io/v1` Role: stored and validated, not enforced
+    /// (feature `workloads`).
+    #[cfg(feature = "workloads")]
     Role,
-    /// `rbac.authorization.k8s.io/v1` RoleBinding: stored and validated, not enforced.
+    /// `rbac.authorization.k8s.io/v1` RoleBinding: stored and validated, not
+    /// enforced (feature `workloads`).
+    #[cfg(feature = "workloads")]
     RoleBinding,
-    /// `apps/v1` Deployment: stored and validated; no controller runs it.
+    /// `apps/v1` Deployment: stored and validated; no controller runs it
+    /// (feature `workloads`).
+    #[cfg(feature = "workloads")]
     Deployment,
-    /// `policy/v1` PodDisruptionBudget: stored and validated; nothing evicts.
+    /// `policy/v1` PodDisruptionBudget: stored and validated; nothing evicts
+    /// (feature `workloads`).
+    #[cfg(feature = "workloads")]
     PodDisruptionBudget,
     /// `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy
     /// (cluster-scoped): stored and validated.
@@ -41,8 +50,9 @@ pub enum Resource {
 }
 
 impl Resource {
-    /// Every resource the emulator serves.
-    pub const ALL: [Resource; 14] = [
+    /// Every resource the emulator serves (the build's: with feature
+    /// `workloads`, its five kinds too).
+    pub const ALL: &'static [Resource] = &[
         Resource::Lease,
         Resource::LeaseCandidate,
         Resource::ConfigMap,
@@ -50,10 +60,15 @@ impl Resource {
         Resource::EventV1,
         Resource::Namespace,
         Resource::Node,
+        #[cfg(feature = "workloads")]
         Resource::ServiceAccount,
+        #[cfg(feature = "workloads")]
         Resource::Role,
+        #[cfg(feature = "workloads")]
         Resource::RoleBinding,
+        #[cfg(feature = "workloads")]
         Resource::Deployment,
+        #[cfg(feature = "workloads")]
         Resource::PodDisruptionBudget,
         Resource::ValidatingAdmissionPolicy,
         Resource::ValidatingAdmissionPolicyBinding,
@@ -64,17 +79,18 @@ impl Resource {
         match self {
             Resource::Lease | Resource::LeaseCandidate => "coordination.k8s.io",
             Resource::EventV1 => "events.k8s.io",
+            #[cfg(feature = "workloads")]
             Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io",
+            #[cfg(feature = "workloads")]
             Resource::Deployment => "apps",
+            #[cfg(feature = "workloads")]
             Resource::PodDisruptionBudget => "policy",
             Resource::ValidatingAdmissionPolicy | Resource::ValidatingAdmissionPolicyBinding => {
                 "admissionregistration.k8s.io"
             }
-            Resource::ConfigMap
-            | Resource::Event
-            | Resource::Namespace
-            | Resource::Node
-            | Resource::ServiceAccount => "",
+            Resource::ConfigMap | Resource::Event | Resource::Namespace | Resource::Node => "",
+            #[cfg(feature = "workloads")]
+            Resource::ServiceAccount => "",
         }
     }
 
@@ -92,17 +108,18 @@ impl Resource {
             Resource::Lease => "coordination.k8s.io/v1",
             Resource::LeaseCandidate => "coordination.k8s.io/v1beta1",
             Resource::EventV1 => "events.k8s.io/v1",
+            #[cfg(feature = "workloads")]
             Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io/v1",
+            #[cfg(feature = "workloads")]
             Resource::Deployment => "apps/v1",
+            #[cfg(feature = "workloads")]
             Resource::PodDisruptionBudget => "policy/v1",
             Resource::ValidatingAdmissionPolicy | Resource::ValidatingAdmissionPolicyBinding => {
                 "admissionregistration.k8s.io/v1"
             }
-            Resource::ConfigMap
-            | Resource::Event
-            | Resource::Namespace
-            | Resource::Node
-            | Resource::ServiceAccount => "v1",
+            Resource::ConfigMap | Resource::Event | Resource::Namespace | Resource::Node => "v1",
+            #[cfg(feature = "workloads")]
+            Resource::ServiceAccount => "v1",
         }
     }
 
@@ -115,10 +132,15 @@ impl Resource {
             Resource::Event | Resource::EventV1 => "events",
             Resource::Namespace => "namespaces",
             Resource::Node => "nodes",
+            #[cfg(feature = "workloads")]
             Resource::ServiceAccount => "serviceaccounts",
+            #[cfg(feature = "workloads")]
             Resource::Role => "roles",
+            #[cfg(feature = "workloads")]
             Resource::RoleBinding => "rolebindings",
+            #[cfg(feature = "workloads")]
             Resource::Deployment => "deployments",
+            #[cfg(feature = "workloads")]
             Resource::PodDisruptionBudget => "poddisruptionbudgets",
             Resource::ValidatingAdmissionPolicy => "validatingadmissionpolicies",
             Resource::ValidatingAdmissionPolicyBinding => "validatingadmissionpolicybindings",
@@ -134,10 +156,15 @@ impl Resource {
             Resource::Event | Resource::EventV1 => "Event",
             Resource::Namespace => "Namespace",
             Resource::Node => "Node",
+            #[cfg(feature = "workloads")]
             Resource::ServiceAccount => "ServiceAccount",
+            #[cfg(feature = "workloads")]
             Resource::Role => "Role",
+            #[cfg(feature = "workloads")]
             Resource::RoleBinding => "RoleBinding",
+            #[cfg(feature = "workloads")]
             Resource::Deployment => "Deployment",
+            #[cfg(feature = "workloads")]
             Resource::PodDisruptionBudget => "PodDisruptionBudget",
             Resource::ValidatingAdmissionPolicy => "ValidatingAdmissionPolicy",
             Resource::ValidatingAdmissionPolicyBinding => "ValidatingAdmissionPolicyBinding",
@@ -165,26 +192,19 @@ impl Resource {
         }
     }
 
-    /// The group-qualified kind as named in `Invalid` messages: `Lease.coordination.k8s.io`.
-    pub fn qualified_kind(self) -> String {
-        if self.group().is_empty() {
-            self.kind().to_owned()
-        } else {
-            format!("{}.{}", self.kind(), self.group())
-        }
-    }
-
     /// Finds the resource whose objects say `apiVersion` and `kind`.
     pub(crate) fn of_kind(api_version: &str, kind: &str) -> Option<Resource> {
         Resource::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|r| r.api_version() == api_version && r.kind() == kind)
     }
 
     /// Finds the resource served at `group/version` under `plural`.
     pub(crate) fn lookup(group: &str, version: &str, plural: &str) -> Option<Resource> {
         Resource::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|r| r.group() == group && r.version() == version && r.plural() == plural)
     }
 }

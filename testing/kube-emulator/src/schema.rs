@@ -5,13 +5,18 @@
 //! One table per message serves three readers:
 //!
 //! - [`crate::protobuf`] decodes a protobuf body with it (Lease,
-//!   LeaseCandidate, ConfigMap, Namespace and Node; Events are not decoded from protobuf, nor are the
-//!   workload and RBAC kinds, whose tables in [`pod`], `workloads` and `rbac`
-//!   carry no field numbers);
+//!   LeaseCandidate, ConfigMap, Namespace and Node; Events are not decoded
+//!   from protobuf, nor are the ValidatingAdmissionPolicies and, with the
+//!   feature `workloads`, the workload and RBAC kinds, whose tables in
+//!   `admission`, `pod`, `workloads` and `rbac` carry no field numbers);
 //! - [`crate::validation::drop_unknown_fields`] finds the fields of a JSON
 //!   body that the kind does not have, for `fieldValidation`;
-//! - `validation::types` checks the JSON type of each field of the workload
-//!   and RBAC kinds (the older kinds have checks of their own).
+//! - `validation::types` checks the JSON type of each field of the
+//!   admission kinds and of the workload and RBAC kinds (the older kinds
+//!   have checks of their own).
+//!
+//! The tables of the workload and RBAC kinds (`pod`, `workloads`, `rbac`) are
+//! compiled with the feature `workloads` only.
 //!
 //! Every field of these kinds is named, so that a body the real server takes
 //! is taken here. A field marked [`Shape::Opaque`] is known by name only: the
@@ -23,9 +28,15 @@
 use crate::resource::Resource;
 
 mod admission;
+mod label_selector;
 mod lease_candidate;
-pub(crate) mod pod;
+#[cfg(feature = "workloads")]
+mod pod;
+#[cfg(feature = "workloads")]
 mod rbac;
+#[cfg(test)]
+mod round_trip;
+#[cfg(feature = "workloads")]
 mod workloads;
 
 /// How one field becomes JSON. Go leaves out a zero value of a non-pointer
@@ -59,10 +70,14 @@ pub(crate) enum Shape {
     /// `repeated` messages.
     Messages(&'static Schema),
     /// `intstr.IntOrString`: a JSON integer or string (a port by number or
-    /// name, a percentage). Kinds with such fields are JSON only.
+    /// name, a percentage). Kinds with such fields are JSON only (the pod
+    /// template's, feature `workloads`).
+    #[cfg(feature = "workloads")]
     IntOrStr,
     /// `resource.Quantity`: a JSON string (`"500m"`, `"1Gi"`) or number.
-    /// Kinds with such fields are JSON only.
+    /// Kinds with such fields are JSON only (the pod template's, feature
+    /// `workloads`).
+    #[cfg(feature = "workloads")]
     Quantity,
     /// Known by name, taken as written: not decoded from protobuf, not looked
     /// into by the unknown-field check.
@@ -306,10 +321,15 @@ pub(crate) fn of(resource: Resource) -> &'static Schema {
         Resource::Node => &NODE,
         Resource::Event => &EVENT,
         Resource::EventV1 => &EVENT_V1,
+        #[cfg(feature = "workloads")]
         Resource::ServiceAccount => &rbac::SERVICE_ACCOUNT,
+        #[cfg(feature = "workloads")]
         Resource::Role => &rbac::ROLE,
+        #[cfg(feature = "workloads")]
         Resource::RoleBinding => &rbac::ROLE_BINDING,
+        #[cfg(feature = "workloads")]
         Resource::Deployment => &workloads::DEPLOYMENT,
+        #[cfg(feature = "workloads")]
         Resource::PodDisruptionBudget => &workloads::POD_DISRUPTION_BUDGET,
         Resource::ValidatingAdmissionPolicy => &admission::VALIDATING_ADMISSION_POLICY,
         Resource::ValidatingAdmissionPolicyBinding => {
@@ -342,7 +362,7 @@ mod tests {
             }
         }
         let mut seen = Vec::new();
-        for r in Resource::ALL {
+        for &r in Resource::ALL {
             check(of(r), &mut seen);
         }
     }

@@ -29,6 +29,7 @@ use crate::status::ApiError;
 use crate::store::{PatchKind, Reply, Store};
 use crate::table::TableRequest;
 use crate::time::Timestamp;
+use crate::unserved::{self, Unserved};
 use crate::validation::FieldValidation;
 use crate::watch::{self as watching, WatchRequest};
 
@@ -275,6 +276,10 @@ enum Route {
         namespace: String,
         name: String,
     },
+    /// A kind this build leaves out (a cargo feature serves it).
+    Unserved(Unserved),
+    /// The discovery of an API group whose kinds this build leaves out.
+    UnservedGroup(Unserved),
     Unknown,
 }
 
@@ -296,14 +301,17 @@ fn route(path: &str, shared: &Shared) -> Route {
         ["apis"] => return Route::Discovery(crate::discovery::api_group_list()),
         ["api", "v1"] => return Route::Discovery(crate::discovery::resource_list("", "v1")),
         ["apis", g] => {
-            return crate::discovery::api_group(g).map_or(Route::Unknown, Route::Discovery);
+            return crate::discovery::api_group(g).map_or_else(
+                || unserved::group(g, None).map_or(Route::Unknown, Route::UnservedGroup),
+                Route::Discovery,
+            );
         }
         ["apis", g, v] => {
             let list = crate::discovery::resource_list(g, v);
             return if list["resources"].as_array().is_some_and(|r| !r.is_empty()) {
                 Route::Discovery(list)
             } else {
-                Route::Unknown
+                unserved::group(g, Some(v)).map_or(Route::Unknown, Route::UnservedGroup)
             };
         }
         ["api", "v1", rest @ ..] => ("", "v1", rest),
@@ -311,7 +319,7 @@ fn route(path: &str, shared: &Shared) -> Route {
         _ => return Route::Unknown,
     };
     let lookup = |plural: &str| Resource::lookup(group, version, plural);
-    match rest {
+    let routed = match rest {
         ["namespaces", ns, plural] => match lookup(plural) {
             Some(r) if r.namespaced() => Route::Collection {
                 resource: r,
@@ -343,7 +351,25 @@ fn route(path: &str, shared: &Shared) -> Route {
             _ => Route::Unknown,
         },
         _ => Route::Unknown,
+    };
+    if routed != Route::Unknown {
+        return routed;
     }
+    let plural = match rest {
+        ["namespaces", _, plural] | ["namespaces", _, plural, _] | [plural] | [plural, _] => plural,
+        _ => return routed,
+    };
+    unserved::kind(group, version, plural).map_or(routed, Route::Unserved)
+}
+
+/// The refusal of `GET /openapi/v3/<key>` for a group-version not served: a
+/// bare 404, or one naming the feature that serves it.
+fn openapi_not_served(key: &str) -> ApiError {
+    let (group, version) = match key.split('/').collect::<Vec<_>>().as_slice() {
+        ["apis", g, v] => ((*g).to_owned(), (*v).to_owned()),
+        _ => return ApiError::no_route(),
+    };
+    unserved::group(&group, Some(&version)).map_or_else(ApiError::no_route, Unserved::group_refusal)
 }
 
 /// The content type (without parameters) and the body as JSON: parsed, or
@@ -423,12 +449,14 @@ pub(crate) fn plain_request(
         Route::Discovery(doc) => return (200, doc),
         Route::OpenApi(key) => {
             return match crate::openapi::group_version(&key, param(&pairs, "hash"), accept) {
-                None => failed(ApiError::no_route()),
+                None => failed(openapi_not_served(&key)),
                 Some(Answer::Document(doc)) => (200, doc),
                 Some(Answer::NotAcceptable) => failed(ApiError::not_acceptable("application/json")),
                 Some(Answer::Moved(url)) => (301, Value::String(url)),
             };
         }
+        Route::Unserved(u) => return failed(u.refusal()),
+        Route::UnservedGroup(u) => return failed(u.group_refusal()),
         Route::Unknown => return failed(ApiError::no_route()),
         Route::Collection {
             resource,
@@ -525,7 +553,7 @@ fn open_api<B>(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok());
     match crate::openapi::group_version(key, param(pairs, "hash"), accept) {
-        None => error_response(&ApiError::no_route()),
+        None => error_response(&openapi_not_served(key)),
         Some(Answer::Document(doc)) => full(200, &doc),
         Some(Answer::NotAcceptable) => {
             error_response(&ApiError::not_acceptable("application/json"))
@@ -564,6 +592,8 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
             };
         }
         Route::OpenApi(key) => return open_api(&req, &method, &key, &pairs),
+        Route::Unserved(u) => return error_response(&u.refusal()),
+        Route::UnservedGroup(u) => return error_response(&u.group_refusal()),
         Route::Unknown => return error_response(&ApiError::no_route()),
         Route::Collection {
             resource,
@@ -1054,6 +1084,7 @@ mod tests {
             route("/apis/coordination.k8s.io/v1/namespaces", &shared),
             Route::Unknown
         );
+        #[cfg(feature = "workloads")]
         assert_eq!(
             route("/apis/apps/v1/namespaces/default/deployments", &shared),
             Route::Collection {
@@ -1061,6 +1092,29 @@ mod tests {
                 namespace: Some("default".to_owned())
             }
         );
+        #[cfg(not(feature = "workloads"))]
+        {
+            let deployments = unserved::kind("apps", "v1", "deployments").expect("left out");
+            for path in [
+                "/apis/apps/v1/namespaces/default/deployments",
+                "/apis/apps/v1/namespaces/default/deployments/d",
+                "/apis/apps/v1/deployments",
+            ] {
+                assert_eq!(route(path, &shared), Route::Unserved(deployments), "{path}");
+            }
+            assert_eq!(
+                route("/apis/apps/v1", &shared),
+                Route::UnservedGroup(deployments)
+            );
+            assert_eq!(
+                route("/apis/apps", &shared),
+                Route::UnservedGroup(deployments)
+            );
+            assert!(matches!(
+                route("/api/v1/namespaces/default/serviceaccounts/sa", &shared),
+                Route::Unserved(u) if u.plural == "serviceaccounts"
+            ));
+        }
         assert_eq!(
             route("/apis/batch/v1/namespaces/default/jobs", &shared),
             Route::Unknown

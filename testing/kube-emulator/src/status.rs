@@ -52,7 +52,9 @@ impl FieldError {
         }
     }
 
-    /// `Duplicate value: "c"`; `value` as the message shows it.
+    /// `Duplicate value: "c"`; `value` as the message shows it (a pod's
+    /// container names, feature `workloads`).
+    #[cfg(feature = "workloads")]
     pub(crate) fn duplicate(field: &str, value: &str) -> Self {
         FieldError {
             reason: "FieldValueDuplicate",
@@ -205,6 +207,27 @@ impl ApiError {
             "NotFound",
             "the server could not find the requested resource".to_owned(),
             json!({}),
+        )
+    }
+
+    /// 404 for a path of a kind (`what`: `deployments.apps`) or API group the
+    /// emulator serves only with the cargo feature `feature`, which this build
+    /// lacks: the server's words for a path it does not know, then why.
+    pub(crate) fn not_compiled_in(what: &str, group: &str, plural: &str, feature: &str) -> Self {
+        let mut details = serde_json::Map::new();
+        if !group.is_empty() {
+            details.insert("group".into(), json!(group));
+        }
+        if !plural.is_empty() {
+            details.insert("kind".into(), json!(plural));
+        }
+        Self::with_details(
+            404,
+            "NotFound",
+            format!(
+                "the server could not find the requested resource: {what} is served by kube-emulator only with its cargo feature {feature:?}"
+            ),
+            Value::Object(details),
         )
     }
 

@@ -16,8 +16,8 @@ use crate::time::{Timestamp, format_time};
 use crate::validation::{
     FieldValidation, cannot_handle, check_config_map, check_lease_candidate, check_lease_spec,
     check_metadata_types, check_node, check_types, lease_candidate_update_errors,
-    strict_decoding_error, strict_decoding_message, validate_name, validate_owner_references,
-    validate_workload,
+    strict_decoding_error, strict_decoding_message, validate_admission, validate_name,
+    validate_owner_references,
 };
 
 /// Storage key: resource, namespace (`""` for cluster-scoped), name.
@@ -354,15 +354,18 @@ impl Store {
             Resource::ConfigMap => check_config_map(obj)?,
             Resource::Node => check_node(obj)?,
             Resource::Event | Resource::EventV1 | Resource::Namespace => {}
+            Resource::ValidatingAdmissionPolicy | Resource::ValidatingAdmissionPolicyBinding => {
+                check_types(resource, obj)?;
+                errs.extend(validate_admission(resource, obj));
+            }
+            #[cfg(feature = "workloads")]
             Resource::ServiceAccount
             | Resource::Role
             | Resource::RoleBinding
             | Resource::Deployment
-            | Resource::PodDisruptionBudget
-            | Resource::ValidatingAdmissionPolicy
-            | Resource::ValidatingAdmissionPolicyBinding => {
+            | Resource::PodDisruptionBudget => {
                 check_types(resource, obj)?;
-                errs.extend(validate_workload(resource, obj));
+                errs.extend(crate::validation::validate_workload(resource, obj));
             }
         }
         errs.extend(validate_owner_references(obj));

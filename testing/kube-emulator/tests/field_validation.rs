@@ -285,19 +285,20 @@ async fn openapi_v3_documents_declare_field_validation() {
     let root = send(&client, get("/openapi/v3", "application/json")).await;
     assert_eq!(root.code, 200);
     let paths = root.body["paths"].as_object().expect("paths");
-    assert_eq!(
-        paths.keys().collect::<Vec<_>>(),
-        [
-            "api/v1",
-            "apis/admissionregistration.k8s.io/v1",
-            "apis/apps/v1",
-            "apis/coordination.k8s.io/v1",
-            "apis/coordination.k8s.io/v1beta1",
-            "apis/events.k8s.io/v1",
-            "apis/policy/v1",
-            "apis/rbac.authorization.k8s.io/v1",
-        ]
-    );
+    let expected: &[&str] = &[
+        "api/v1",
+        "apis/admissionregistration.k8s.io/v1",
+        #[cfg(feature = "workloads")]
+        "apis/apps/v1",
+        "apis/coordination.k8s.io/v1",
+        "apis/coordination.k8s.io/v1beta1",
+        "apis/events.k8s.io/v1",
+        #[cfg(feature = "workloads")]
+        "apis/policy/v1",
+        #[cfg(feature = "workloads")]
+        "apis/rbac.authorization.k8s.io/v1",
+    ];
+    assert_eq!(paths.keys().collect::<Vec<_>>(), expected);
     let mut kinds = Vec::new();
     for (key, entry) in paths {
         let url = entry["serverRelativeURL"].as_str().expect("url");
@@ -329,25 +330,28 @@ async fn openapi_v3_documents_declare_field_validation() {
         }
     }
     kinds.sort();
-    assert_eq!(
-        kinds,
-        [
-            "/ConfigMap",
-            "/Event",
-            "/Namespace",
-            "/Node",
-            "/ServiceAccount",
-            "admissionregistration.k8s.io/ValidatingAdmissionPolicy",
-            "admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding",
-            "apps/Deployment",
-            "coordination.k8s.io/Lease",
-            "coordination.k8s.io/LeaseCandidate",
-            "events.k8s.io/Event",
-            "policy/PodDisruptionBudget",
-            "rbac.authorization.k8s.io/Role",
-            "rbac.authorization.k8s.io/RoleBinding",
-        ]
-    );
+    let expected: &[&str] = &[
+        "/ConfigMap",
+        "/Event",
+        "/Namespace",
+        "/Node",
+        #[cfg(feature = "workloads")]
+        "/ServiceAccount",
+        "admissionregistration.k8s.io/ValidatingAdmissionPolicy",
+        "admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding",
+        #[cfg(feature = "workloads")]
+        "apps/Deployment",
+        "coordination.k8s.io/Lease",
+        "coordination.k8s.io/LeaseCandidate",
+        "events.k8s.io/Event",
+        #[cfg(feature = "workloads")]
+        "policy/PodDisruptionBudget",
+        #[cfg(feature = "workloads")]
+        "rbac.authorization.k8s.io/Role",
+        #[cfg(feature = "workloads")]
+        "rbac.authorization.k8s.io/RoleBinding",
+    ];
+    assert_eq!(kinds, expected);
 
     let stale = send(
         &client,

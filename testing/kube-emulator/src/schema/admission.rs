@@ -3,7 +3,7 @@
 //! declare them. The policy's `status` is the API server's type checker's and is
 //! opaque. Both kinds are taken as JSON only: the field numbers are 0.
 
-use super::pod::LABEL_SELECTOR;
+use super::label_selector::LABEL_SELECTOR;
 use super::{OBJECT_META, Schema, Shape};
 
 /// `ParamKind`.
@@ -149,7 +149,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::schema::pod::tests::assert_round_trips;
+    use crate::schema::round_trip::assert_round_trips;
 
     /// Every field named here is a field of the Go type: a JSON document with
     /// all of them set survives k8s-openapi's decoder unchanged.

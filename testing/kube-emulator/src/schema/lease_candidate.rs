@@ -33,7 +33,7 @@ mod tests {
     use k8s_openapi::api::coordination::v1beta1::LeaseCandidate;
 
     use super::*;
-    use crate::schema::pod::tests::assert_round_trips;
+    use crate::schema::round_trip::assert_round_trips;
 
     /// Every field named here is a field of the Go type (k8s-openapi's
     /// `LeaseCandidateSpec`: leaseName, pingTime, renewTime, binaryVersion,

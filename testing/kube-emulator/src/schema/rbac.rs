@@ -79,7 +79,7 @@ mod tests {
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 
     use super::*;
-    use crate::schema::pod::tests::assert_round_trips;
+    use crate::schema::round_trip::assert_round_trips;
 
     /// Every field named here is a field of the Go type: a JSON document with
     /// all of them set survives k8s-openapi's decoder unchanged.

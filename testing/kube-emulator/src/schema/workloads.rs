@@ -3,7 +3,8 @@
 //! module spells). Their `status` is the controllers' and is opaque. Both
 //! kinds are taken as JSON only: the field numbers are 0.
 
-use super::pod::{LABEL_SELECTOR, POD_TEMPLATE_SPEC};
+use super::label_selector::LABEL_SELECTOR;
+use super::pod::POD_TEMPLATE_SPEC;
 use super::{OBJECT_META, Schema, Shape};
 
 /// apps/v1 `RollingUpdateDeployment`.
@@ -80,7 +81,7 @@ mod tests {
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
     use super::*;
-    use crate::schema::pod::tests::assert_round_trips;
+    use crate::schema::round_trip::assert_round_trips;
 
     /// Every field named here is a field of the Go type: a JSON document with
     /// all of them set survives k8s-openapi's decoder unchanged.

@@ -1,7 +1,7 @@
 //! The JSON type of every field a kind's schema describes, checked as the API
-//! server's JSON decoder checks it: a string where the Go type has an `int32`
-//! is a 400 `json: cannot unmarshal string into Go struct field
-//! DeploymentSpec.spec.replicas of type int32`. A `null` is taken anywhere (Go
+//! server's JSON decoder checks it: a number where the Go type has a `string`
+//! is a 400 `json: cannot unmarshal number into Go struct field
+//! ValidatingAdmissionPolicySpec.spec.failurePolicy of type string`. A `null` is taken anywhere (Go
 //! leaves the field at its zero value); below an opaque field nothing is
 //! checked; fields the kind does not have were dropped or refused before, by
 //! `fieldValidation`. The top-level `metadata` is left to
@@ -47,8 +47,11 @@ fn check(
         }
         (Shape::Int64, Value::Number(n)) => n.as_i64().is_some(),
         (Shape::Bool | Shape::BoolKept, Value::Bool(_)) => true,
+        #[cfg(feature = "workloads")]
         (Shape::IntOrStr, Value::Number(n)) => n.as_i64().is_some(),
+        #[cfg(feature = "workloads")]
         (Shape::IntOrStr | Shape::Quantity, Value::String(_)) => true,
+        #[cfg(feature = "workloads")]
         (Shape::Quantity, Value::Number(_)) => true,
         (Shape::Strings, Value::Array(items)) => items
             .iter()
@@ -114,7 +117,9 @@ fn go_type(shape: Shape) -> String {
         Shape::MicroTime => "v1.MicroTime".into(),
         Shape::Message(inner) => format!("v1.{}", inner.name),
         Shape::Messages(inner) => format!("[]v1.{}", inner.name),
+        #[cfg(feature = "workloads")]
         Shape::IntOrStr => "intstr.IntOrString".into(),
+        #[cfg(feature = "workloads")]
         Shape::Quantity => "resource.Quantity".into(),
         Shape::Opaque => "interface {}".into(),
     }
@@ -126,10 +131,64 @@ mod tests {
 
     use super::*;
 
+    fn policy(spec: Value) -> Value {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"}, "spec": spec})
+    }
+
+    #[test]
+    fn a_policy_of_the_right_types_and_nulls_passes() {
+        let p = policy(json!({
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"},
+            "matchConstraints": {
+                "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"]}],
+                "namespaceSelector": {"matchLabels": {"team": "a"}},
+            },
+            "validations": [{"expression": "true", "message": null}],
+            "variables": null,
+        }));
+        check_types(Resource::ValidatingAdmissionPolicy, &p).expect("well typed");
+    }
+
+    #[test]
+    fn a_wrong_type_in_a_policy_is_named_by_its_path_as_the_decoder_names_it() {
+        let cases = [
+            (
+                json!({"failurePolicy": 1}),
+                "json: cannot unmarshal number into Go struct field ValidatingAdmissionPolicySpec.spec.failurePolicy of type string",
+            ),
+            (
+                json!({"validations": {"expression": "true"}}),
+                "json: cannot unmarshal object into Go struct field ValidatingAdmissionPolicySpec.spec.validations of type []v1.Validation",
+            ),
+            (
+                json!({"validations": ["true"]}),
+                "json: cannot unmarshal string into Go struct field ValidatingAdmissionPolicySpec.spec.validations[0] of type v1.Validation",
+            ),
+            (
+                json!({"matchConstraints": {"resourceRules": [{"resources": "configmaps"}]}}),
+                "json: cannot unmarshal string into Go struct field NamedRuleWithOperations.spec.matchConstraints.resourceRules[0].resources of type []string",
+            ),
+        ];
+        for (spec, message) in cases {
+            let err = check_types(Resource::ValidatingAdmissionPolicy, &policy(spec.clone()))
+                .expect_err("a wrong type");
+            assert!(
+                err.message.ends_with(message),
+                "{spec}: {:?}\nwanted the end: {message}",
+                err.message
+            );
+        }
+    }
+
+    #[cfg(feature = "workloads")]
     fn deployment(spec: Value) -> Value {
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": spec})
     }
 
+    #[cfg(feature = "workloads")]
     #[test]
     fn right_types_and_nulls_pass() {
         let d = deployment(json!({
@@ -150,6 +209,7 @@ mod tests {
         check_types(Resource::Deployment, &d).expect("well typed");
     }
 
+    #[cfg(feature = "workloads")]
     #[test]
     fn a_wrong_type_is_named_by_its_path_as_the_decoder_names_it() {
         let cases = [
