@@ -133,9 +133,12 @@
 //! A request for a kind the build does not serve, or for its API group, gets
 //! a 404 `NotFound` `Status` that says so, e.g. `the server could not find the
 //! requested resource: deployments.apps is served by kube-emulator only with
-//! its cargo feature "workloads"`; discovery does not list it (kubectl then
-//! says `no matches for kind "Deployment" in version "apps/v1"`). A path no
-//! build serves gets the API server's bare 404.
+//! its cargo feature "workloads"`. Discovery does not list it, so kubectl
+//! refuses before it asks (`kubectl get deployments`: `the server doesn't have
+//! a resource type "deployments"`; `kubectl apply -f` of a Deployment: `error
+//! validating data: the server could not find the requested resource`, or
+//! with `--validate=false` `no matches for kind "Deployment" in version
+//! "apps/v1"`). A path no build serves gets the API server's bare 404.
 //!
 //! # API server rules worth knowing
 //!

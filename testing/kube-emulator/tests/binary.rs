@@ -359,3 +359,62 @@ async fn kubectl_server_side_apply_is_refused_naming_it() {
         "{err}"
     );
 }
+
+/// kubectl and the kinds of the feature `workloads` (Deployments here): built
+/// without it, as by default, the binary lists none of them in discovery, so
+/// kubectl says it knows no such resource type or kind, and a raw request
+/// gets the emulator's 404 naming the feature; built with it, kubectl applies
+/// and lists them. Fails (does not skip) when kubectl is not installed.
+#[tokio::test]
+#[ignore = "needs kubectl on PATH; CI runs it: cargo test -p kube-emulator --test binary -- --ignored"]
+async fn kubectl_finds_the_workload_kinds_only_with_their_feature() {
+    const DEPLOYMENT: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+";
+    let binary = Binary::start("kubectl-workloads").await;
+    let kc = binary.kubeconfig.clone();
+    tokio::task::spawn_blocking(move || {
+        if cfg!(feature = "workloads") {
+            let out = kubectl(&kc, &["apply", "-f", "-"], Some(DEPLOYMENT));
+            assert!(out.contains("deployment.apps/web created"), "{out}");
+            let names = kubectl(&kc, &["get", "deployments", "-o", "name"], None);
+            assert_eq!(names.trim(), "deployment.apps/web");
+            return;
+        }
+        let err = kubectl_fails(&kc, &["get", "deployments"], None);
+        assert!(
+            err.contains("the server doesn't have a resource type \"deployments\""),
+            "{err}"
+        );
+        let err = kubectl_fails(
+            &kc,
+            &["apply", "--validate=false", "-f", "-"],
+            Some(DEPLOYMENT),
+        );
+        assert!(
+            err.contains("no matches for kind \"Deployment\" in version \"apps/v1\""),
+            "{err}"
+        );
+        let err = kubectl_fails(
+            &kc,
+            &["get", "--raw", "/apis/apps/v1/namespaces/default/deployments"],
+            None,
+        );
+        assert!(
+            err.contains(
+                "Error from server (NotFound): the server could not find the requested resource: deployments.apps is served by kube-emulator only with its cargo feature \"workloads\""
+            ),
+            "{err}"
+        );
+    })
+    .await
+    .expect("joined");
+}
