@@ -3,7 +3,11 @@
 use std::fmt;
 
 /// A resource type served by the emulator.
+///
+/// Non-exhaustive: the feature `workloads` adds five variants, and features
+/// must stay additive (a match elsewhere needs a wildcard arm).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Resource {
     /// `coordination.k8s.io/v1` Lease.
     Lease,
