@@ -18,9 +18,8 @@
 //! (no overlap, a sound Lease history).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use fleet::audit;
 use fleet::harness::{Fleet, TIMINGS_MS, median_max};
 use fleet::line::mono_now;
 use fleet::peer::{Library, Signal};
@@ -67,9 +66,9 @@ async fn run(rounds: u64, window: Duration) {
         .iter()
         .map(|f| f.log.leader().expect("a leader"))
         .collect();
-    let from = jiff::Timestamp::now();
+    let from = SystemTime::now();
     tokio::time::sleep(window).await;
-    let to = jiff::Timestamp::now();
+    let to = SystemTime::now();
     let per_minute = 60.0 / window.as_secs_f64();
     println!(
         "requests per minute, {:.0} s window (lease {} ms, renew deadline {} ms, retry {} ms):",
@@ -84,7 +83,7 @@ async fn run(rounds: u64, window: Duration) {
             Some(leader),
             "{name}: the leader changed in the window"
         );
-        let counts = audit::requests(&fleet.server.audit_log(), &fleet.ns, from, to);
+        let counts = fleet.server.audit_requests("leases", &fleet.ns, from, to);
         for n in 0..2 {
             let id = format!("{prefix}-{n}");
             let user = Fleet::user(&id);

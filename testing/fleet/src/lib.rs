@@ -8,9 +8,9 @@
 //! - [`judge`]: overlap judged from the peers' lines and from the Lease's
 //!   history as the API server stored it;
 //! - [`harness`]: a fleet of both on the real kube-apiserver, judged at the
-//!   end; [`audit`]: its requests as the API server's audit log counts them.
+//!   end (its requests, as the API server's audit log counts them, are
+//!   `test_kit::apiserver::ApiServer::audit_requests`).
 
-pub mod audit;
 pub mod harness;
 pub mod judge;
 pub mod line;
