@@ -318,18 +318,7 @@ impl<'a> Run<'a> {
             match self.slots[i].phase {
                 Phase::Down { restart_at } if restart_at <= now => self.spawn(i),
                 Phase::Paused { cont_at, fault } if cont_at <= now => {
-                    if let Some(p) = &self.slots[i].proc {
-                        p.signal(Signal::CONT);
-                    }
-                    let life = self.slots[i].life;
-                    if let Some(p) = self
-                        .pauses
-                        .iter_mut()
-                        .rev()
-                        .find(|p| (p.slot, p.life) == (i, life))
-                    {
-                        p.cont = Some(now);
-                    }
+                    self.resume(i, now);
                     self.faults[fault].healed = Some(now);
                     self.slots[i].phase = Phase::Up;
                 }
@@ -397,6 +386,24 @@ impl<'a> Run<'a> {
         Some(at)
     }
 
+    /// Continues the SIGSTOPped candidate of slot `i` and ends its open pause
+    /// at `now`.
+    fn resume(&mut self, i: usize, now: Instant) {
+        let Some(proc) = &self.slots[i].proc else {
+            return;
+        };
+        proc.signal(Signal::CONT);
+        let life = self.slots[i].life;
+        if let Some(p) = self
+            .pauses
+            .iter_mut()
+            .rev()
+            .find(|p| (p.slot, p.life) == (i, life) && p.cont.is_none())
+        {
+            p.cont = Some(now);
+        }
+    }
+
     /// Ends the run: heals every fault, continues stopped processes, SIGTERMs
     /// every candidate, waits a while, then SIGKILLs what is left.
     pub async fn shut_down(&mut self) {
@@ -405,19 +412,8 @@ impl<'a> Run<'a> {
             if self.slots[i].net.take().is_some() {
                 self.emu.faults(&self.slots[i].spec.identity).clear();
             }
-            if let Phase::Paused { .. } = self.slots[i].phase
-                && let Some(p) = &self.slots[i].proc
-            {
-                p.signal(Signal::CONT);
-                let life = self.slots[i].life;
-                if let Some(p) = self
-                    .pauses
-                    .iter_mut()
-                    .rev()
-                    .find(|p| (p.slot, p.life) == (i, life) && p.cont.is_none())
-                {
-                    p.cont = Some(now);
-                }
+            if let Phase::Paused { .. } = self.slots[i].phase {
+                self.resume(i, now);
             }
             if let Some(p) = &self.slots[i].proc {
                 p.signal(Signal::TERM);
