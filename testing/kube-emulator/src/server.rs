@@ -533,9 +533,15 @@ fn name_in_body(body: &Value) -> String {
         .to_owned()
 }
 
-async fn hang_forever(shared: &Shared) {
+/// An injected hang: no answer until the emulator shuts down (`reset`: the
+/// connection is closed first, so the client sees it broken), then a 503.
+async fn hang(shared: &Shared, reset: Option<&Notify>) -> Response<Body> {
+    if let Some(kill) = reset {
+        kill.notify_one();
+    }
     let mut shutdown = shared.shutdown.subscribe();
     stopped(&mut shutdown).await;
+    error_response(&ApiError::injected(503, None))
 }
 
 /// `GET /openapi/v3/<key>`: the document, a 301 to its current hash, or 406.
@@ -667,15 +673,8 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
                 &target,
             ));
         }
-        Some(Fault::Hang) => {
-            hang_forever(&shared).await;
-            return error_response(&ApiError::injected(503, None));
-        }
-        Some(Fault::Reset) => {
-            kill.notify_one();
-            hang_forever(&shared).await;
-            return error_response(&ApiError::injected(503, None));
-        }
+        Some(Fault::Hang) => return hang(&shared, None).await,
+        Some(Fault::Reset) => return hang(&shared, Some(&kill)).await,
         _ => {}
     }
 
@@ -710,15 +709,8 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
             return error_response(&ApiError::injected(*code, None));
         }
         Some(Fault::DelayAfterCommit(d)) => tokio::time::sleep(*d).await,
-        Some(Fault::HangAfterCommit) => {
-            hang_forever(&shared).await;
-            return error_response(&ApiError::injected(503, None));
-        }
-        Some(Fault::AnswerLost) => {
-            kill.notify_one();
-            hang_forever(&shared).await;
-            return error_response(&ApiError::injected(503, None));
-        }
+        Some(Fault::HangAfterCommit) => return hang(&shared, None).await,
+        Some(Fault::AnswerLost) => return hang(&shared, Some(&kill)).await,
         _ => {}
     }
     match outcome {

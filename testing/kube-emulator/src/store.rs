@@ -873,17 +873,33 @@ mod tests {
         json!({"metadata": {"name": name}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})
     }
 
+    /// Creates `body` as a `resource` in `default`, now, with strict field validation.
+    fn create(s: &mut Store, resource: Resource, body: Value) -> Result<Reply, ApiError> {
+        s.create(resource, "default", body, now(), FieldValidation::Strict)
+    }
+
+    /// Updates `name`, a `resource` in `default`, to `body`, now, with strict
+    /// field validation.
+    fn update(
+        s: &mut Store,
+        resource: Resource,
+        name: &str,
+        body: Value,
+    ) -> Result<Reply, ApiError> {
+        s.update(
+            resource,
+            "default",
+            name,
+            body,
+            now(),
+            FieldValidation::Strict,
+        )
+    }
+
     #[test]
     fn versions_grow_and_stale_updates_conflict() {
         let mut s = Store::new(100, now());
-        let created = s
-            .create(
-                Resource::Lease,
-                "default",
-                lease("l"),
-                now(),
-                FieldValidation::Strict,
-            )
+        let created = create(&mut s, Resource::Lease, lease("l"))
             .expect("created")
             .body;
         let rv1 = created["metadata"]["resourceVersion"]
@@ -892,29 +908,12 @@ mod tests {
             .to_owned();
         let mut next = created.clone();
         next["spec"]["holderIdentity"] = json!("b");
-        let updated = s
-            .update(
-                Resource::Lease,
-                "default",
-                "l",
-                next.clone(),
-                now(),
-                FieldValidation::Strict,
-            )
+        let updated = update(&mut s, Resource::Lease, "l", next.clone())
             .expect("updated")
             .body;
         let rv2 = updated["metadata"]["resourceVersion"].as_str().expect("rv");
         assert!(rv2.parse::<u64>().expect("num") > rv1.parse::<u64>().expect("num"));
-        let err = s
-            .update(
-                Resource::Lease,
-                "default",
-                "l",
-                next,
-                now(),
-                FieldValidation::Strict,
-            )
-            .expect_err("stale");
+        let err = update(&mut s, Resource::Lease, "l", next).expect_err("stale");
         assert_eq!((err.code, err.reason), (409, "Conflict"));
         assert!(
             err.message.ends_with(OPTIMISTIC_LOCK_MSG),
@@ -926,55 +925,24 @@ mod tests {
     #[test]
     fn version_zero_or_absent_is_unconditional() {
         let mut s = Store::new(100, now());
-        s.create(
-            Resource::Lease,
-            "default",
-            lease("l"),
-            now(),
-            FieldValidation::Strict,
-        )
-        .expect("created");
+        create(&mut s, Resource::Lease, lease("l")).expect("created");
         let mut body = lease("l");
         body["spec"]["holderIdentity"] = json!("b");
         body["metadata"]["resourceVersion"] = json!("0");
-        s.update(
-            Resource::Lease,
-            "default",
-            "l",
-            body.clone(),
-            now(),
-            FieldValidation::Strict,
-        )
-        .expect("rv 0 is unconditional");
+        update(&mut s, Resource::Lease, "l", body.clone()).expect("rv 0 is unconditional");
         body["spec"]["holderIdentity"] = json!("c");
         body["metadata"]
             .as_object_mut()
             .expect("meta")
             .remove("resourceVersion");
-        let r = s
-            .update(
-                Resource::Lease,
-                "default",
-                "l",
-                body,
-                now(),
-                FieldValidation::Strict,
-            )
-            .expect("absent rv is unconditional");
+        let r = update(&mut s, Resource::Lease, "l", body).expect("absent rv is unconditional");
         assert_eq!(r.body["spec"]["holderIdentity"], "c");
         let mut bad = lease("l");
         bad["metadata"]["resourceVersion"] = json!("abc");
         assert_eq!(
-            s.update(
-                Resource::Lease,
-                "default",
-                "l",
-                bad,
-                now(),
-                FieldValidation::Strict
-            )
-            .expect_err("not a number")
-            .code,
+            update(&mut s, Resource::Lease, "l", bad)
+                .expect_err("not a number")
+                .code,
             400
         );
     }
@@ -982,26 +950,11 @@ mod tests {
     #[test]
     fn identical_update_is_a_no_op_without_new_version() {
         let mut s = Store::new(100, now());
-        let created = s
-            .create(
-                Resource::Lease,
-                "default",
-                lease("l"),
-                now(),
-                FieldValidation::Strict,
-            )
+        let created = create(&mut s, Resource::Lease, lease("l"))
             .expect("created")
             .body;
         let rv = s.resource_version();
-        let again = s
-            .update(
-                Resource::Lease,
-                "default",
-                "l",
-                created.clone(),
-                now(),
-                FieldValidation::Strict,
-            )
+        let again = update(&mut s, Resource::Lease, "l", created.clone())
             .expect("ok")
             .body;
         assert_eq!(again, created);
@@ -1013,31 +966,13 @@ mod tests {
         let mut s = Store::new(100, now());
         let mut body = lease("l");
         body["metadata"]["resourceVersion"] = json!("999");
-        let r = s
-            .update(
-                Resource::Lease,
-                "default",
-                "l",
-                body,
-                now(),
-                FieldValidation::Strict,
-            )
-            .expect("create-on-update");
+        let r = update(&mut s, Resource::Lease, "l", body).expect("create-on-update");
         assert_eq!(r.code, 201);
         s.delete(Resource::Lease, "default", "l", None)
             .expect("deleted");
         let mut with_uid = r.body.clone();
         with_uid["metadata"]["resourceVersion"] = json!("1");
-        let err = s
-            .update(
-                Resource::Lease,
-                "default",
-                "l",
-                with_uid,
-                now(),
-                FieldValidation::Strict,
-            )
-            .expect_err("uid precondition");
+        let err = update(&mut s, Resource::Lease, "l", with_uid).expect_err("uid precondition");
         assert_eq!((err.code, err.reason), (409, "Conflict"));
         assert!(
             err.message
@@ -1045,16 +980,13 @@ mod tests {
             "{}",
             err.message
         );
-        let err = s
-            .update(
-                Resource::ConfigMap,
-                "default",
-                "c",
-                json!({"metadata": {"name": "c"}}),
-                now(),
-                FieldValidation::Strict,
-            )
-            .expect_err("no create");
+        let err = update(
+            &mut s,
+            Resource::ConfigMap,
+            "c",
+            json!({"metadata": {"name": "c"}}),
+        )
+        .expect_err("no create");
         assert_eq!(err.code, 404);
     }
 
@@ -1062,12 +994,10 @@ mod tests {
     fn history_is_bounded_and_compaction_is_reported() {
         let mut s = Store::new(3, now());
         for i in 0..5 {
-            s.create(
+            create(
+                &mut s,
                 Resource::ConfigMap,
-                "default",
                 json!({"metadata": {"name": format!("c{i}")}}),
-                now(),
-                FieldValidation::Strict,
             )
             .expect("created");
         }
