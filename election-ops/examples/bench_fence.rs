@@ -27,6 +27,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_emulator::Emulator;
 use lock_lease::LeaseLock;
+use test_kit::poll::Poll;
 
 const LEASE: &str = "bench-fence";
 
@@ -52,12 +53,13 @@ fn stamped_api(emu: &Emulator, handle: &Arc<Handle>, token: &str) -> Api<ConfigM
     Api::namespaced(client, "default")
 }
 
-async fn until(within: Duration, mut ok: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !ok() {
-        assert!(start.elapsed() < within, "timed out");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+/// Waits until `ok` (`what` says for what), for at most 10 s, looking every 2 ms.
+async fn until(what: &str, ok: impl FnMut() -> bool) {
+    let within = Duration::from_secs(10);
+    Poll::within(within)
+        .every(Duration::from_millis(2))
+        .until(what, ok)
+        .await;
 }
 
 async fn set_policy(emu: &Emulator, on: bool) {
@@ -143,7 +145,7 @@ async fn deletes(writer: &Api<ConfigMap>, api: &Api<ConfigMap>, n: usize) -> Dur
 async fn handover(emu: &Emulator, round: usize) -> Duration {
     let (ida, idb) = (format!("a{round}"), format!("b{round}"));
     let a = candidate(emu, &ida);
-    until(Duration::from_secs(10), || a.is_leader()).await;
+    until("a leads", || a.is_leader()).await;
     let b = candidate(emu, &idb);
     let api_b = stamped_api(emu, &b, &format!("app-{idb}"));
     tokio::time::sleep(Duration::from_millis(300)).await; // b follows
@@ -153,7 +155,7 @@ async fn handover(emu: &Emulator, round: usize) -> Duration {
     // The new leader's application writes once its handle says it leads (as a
     // guarded client would), retrying a refused write every millisecond.
     loop {
-        until(Duration::from_secs(10), || b.term().is_some()).await;
+        until("b leads", || b.term().is_some()).await;
         let mut cm = ConfigMap::default();
         cm.metadata.name = Some(name.clone());
         if api_b.create(&PostParams::default(), &cm).await.is_ok() {
@@ -182,7 +184,7 @@ async fn main() {
     let (rounds, per_round, handovers) = if quick { (2, 20, 1) } else { (6, 200, 5) };
     let emu = Emulator::start().await.expect("emulator");
     let leader = candidate(&emu, "writer");
-    until(Duration::from_secs(10), || leader.is_leader()).await;
+    until("a leader", || leader.is_leader()).await;
     let api = stamped_api(&emu, &leader, "app-writer");
 
     // The same writes unstamped (no layer), the policy off: what stamping costs.

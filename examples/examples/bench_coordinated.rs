@@ -29,6 +29,7 @@ use examples::report_ms;
 use kube_emulator::{Coordinator, Emulator, Resource};
 use lock_kube::candidate::LeaseCandidate;
 use lock_lease::LeaseLock;
+use test_kit::poll::Poll;
 
 const NS: &str = "default";
 
@@ -122,29 +123,21 @@ impl Pool {
         });
     }
 
+    /// Who leads now (polled every millisecond, for at most `limit`).
     async fn leader(&self, limit: Duration) -> Option<usize> {
-        let end = std::time::Instant::now() + limit;
-        while std::time::Instant::now() < end {
-            if let Some(i) = self.replicas.iter().position(|r| r.handle.is_leader()) {
-                return Some(i);
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        None
+        Poll::within(limit)
+            .leader(&self.replicas, |r| r.handle.is_leader())
+            .await
     }
 
+    /// Waits for a `StartedLeading` after the first `seen` ones.
     async fn next_start(&self, seen: usize, limit: Duration) -> Option<(String, SystemTime)> {
-        let end = std::time::Instant::now() + limit;
-        while std::time::Instant::now() < end {
-            if let Some(s) = self.started.lock().unwrap().get(seen) {
-                return Some(s.clone());
-            }
-            tokio::time::sleep(Duration::from_micros(200)).await;
-        }
-        None
+        Poll::within(limit)
+            .every(Duration::from_micros(200))
+            .entry(&self.started, seen)
+            .await
     }
 
-    /// The committed writes to this pool's Lease: (client, commit time, holder).
     fn writes(&self) -> Vec<(String, SystemTime, String)> {
         self.emu
             .committed_writes()

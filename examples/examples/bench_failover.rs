@@ -23,6 +23,7 @@ use election_core::{Config, WallTime};
 use election_driver::{Builder, Change, Handle};
 use examples::report_ms;
 use lock_memory::MemoryStore;
+use test_kit::poll::Poll;
 
 fn wall_ms(w: &WallTime) -> f64 {
     w.unix_secs as f64 * 1e3 + f64::from(w.nanos) / 1e6
@@ -80,27 +81,19 @@ impl Pool {
         self.nodes.push((name, handle));
     }
 
+    /// Who leads now (polled every millisecond, for at most `limit`).
     async fn leader(&self, limit: Duration) -> Option<usize> {
-        let end = std::time::Instant::now() + limit;
-        while std::time::Instant::now() < end {
-            if let Some(i) = self.nodes.iter().position(|(_, h)| h.is_leader()) {
-                return Some(i);
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        None
+        Poll::within(limit)
+            .leader(&self.nodes, |(_, h)| h.is_leader())
+            .await
     }
 
     /// Waits for a `StartedLeading` after the first `seen` ones.
     async fn next_start(&self, seen: usize, limit: Duration) -> Option<(String, WallTime)> {
-        let end = std::time::Instant::now() + limit;
-        while std::time::Instant::now() < end {
-            if let Some(s) = self.started.lock().unwrap().get(seen) {
-                return Some(s.clone());
-            }
-            tokio::time::sleep(Duration::from_micros(200)).await;
-        }
-        None
+        Poll::within(limit)
+            .every(Duration::from_micros(200))
+            .entry(&self.started, seen)
+            .await
     }
 
     /// One graceful hand-over: release write -> next StartedLeading, in ms.

@@ -27,6 +27,7 @@ use election_driver::{Builder, Change, Handle};
 use futures_lite::StreamExt;
 use kube_emulator::Emulator;
 use lock_etcd::testing::EtcdServer;
+use test_kit::poll::Poll;
 
 /// One backend: a lock per candidate name, and a count of a candidate's requests.
 trait Backend {
@@ -112,37 +113,27 @@ impl<'b, B: Backend> Pool<'b, B> {
         self.nodes.push((name, handle, lock));
     }
 
+    /// Who leads now (polled every 5 ms, for at most 30 s).
     async fn leader(&self) -> usize {
-        let start = Instant::now();
-        loop {
-            if let Some(i) = self.nodes.iter().position(|(_, h, _)| h.is_leader()) {
-                return i;
-            }
-            assert!(start.elapsed() < Duration::from_secs(30), "no leader");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        Poll::within(Duration::from_secs(30))
+            .every(Duration::from_millis(5))
+            .leader(&self.nodes, |(_, h, _)| h.is_leader())
+            .await
+            .expect("no leader")
     }
 
     /// The first `StartedLeading` by someone other than `leaver` after `since`.
     async fn next_start(&self, leaver: &str, since: Instant) -> Instant {
-        let start = Instant::now();
-        loop {
-            let found = self
-                .started
-                .lock()
-                .unwrap()
-                .iter()
-                .find(|(who, at)| who != leaver && *at >= since)
-                .map(|(_, at)| *at);
-            if let Some(at) = found {
-                return at;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "nobody took over"
-            );
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        Poll::within(Duration::from_secs(30))
+            .until_some(|| {
+                let started = self.started.lock().unwrap();
+                let found = started
+                    .iter()
+                    .find(|(who, at)| who != leaver && *at >= since);
+                found.map(|(_, at)| *at)
+            })
+            .await
+            .expect("nobody took over")
     }
 
     async fn shutdown_all(self) {

@@ -39,6 +39,7 @@ use futures::StreamExt;
 use kube_emulator::{Emulator, Resource, Verb};
 use lock_lease::LeaseLock;
 use test_kit::apiserver::{ApiServer, Server};
+use test_kit::poll::Poll;
 use tokio::sync::mpsc;
 
 /// This library's way (A) or client-go's (B).
@@ -123,14 +124,50 @@ fn candidate(emu: &Emulator, lease: &str, id: &str, mode: Mode, timings: Timings
 }
 
 async fn wait_leader(nodes: &[Handle]) -> usize {
-    let start = Instant::now();
-    loop {
-        if let Some(i) = nodes.iter().position(Handle::is_leader) {
-            return i;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "no leader");
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    Poll::within(Duration::from_secs(60))
+        .every(Duration::from_millis(5))
+        .leader(nodes, Handle::is_leader)
+        .await
+        .expect("no leader")
+}
+
+/// Who leads once the followers are in place (watches open) and the leader is
+/// past its first renews: the leader, looked for again after `settle`.
+async fn settled_leader(nodes: &[Handle], settle: Duration) -> usize {
+    let l = wait_leader(nodes).await;
+    tokio::time::sleep(settle).await;
+    if nodes[l].is_leader() {
+        l
+    } else {
+        wait_leader(nodes).await
     }
+}
+
+/// Ends the leader `nodes[l]` (a crash or a shutdown) and waits, 30 s at most,
+/// for another to lead: when it was ended, and when the next one led. `on`
+/// names the server, for the panic if none does.
+async fn end_leader(
+    nodes: &mut Vec<Handle>,
+    l: usize,
+    crash: bool,
+    on: &str,
+) -> (SystemTime, SystemTime) {
+    let (mut rx, tasks) = watch_for_leader(nodes, l);
+    let gone = nodes.remove(l);
+    let called = SystemTime::now();
+    if crash {
+        gone.abort();
+    } else {
+        gone.shutdown().await;
+    }
+    let led = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        .await
+        .unwrap_or_else(|_| panic!("a follower takes over on {on}"))
+        .expect("sender alive");
+    for t in tasks {
+        t.abort();
+    }
+    (called, led)
 }
 
 // ---------------------------------------------------------------- requests
@@ -320,30 +357,9 @@ async fn latencies(mode: Mode, timings: Timings, handovers: usize, crashes: usiz
     };
     for run in 0..handovers + crashes {
         let crash = run >= handovers;
-        let l = wait_leader(&nodes).await;
-        // Followers in place (watches open) and the leader past its first renews.
-        tokio::time::sleep(settle).await;
-        let l = if nodes[l].is_leader() {
-            l
-        } else {
-            wait_leader(&nodes).await
-        };
-        let (mut rx, tasks) = watch_for_leader(&nodes, l);
+        let l = settled_leader(&nodes, settle).await;
         let gone_id = ids.remove(l);
-        let gone = nodes.remove(l);
-        let called = SystemTime::now();
-        if crash {
-            gone.abort();
-        } else {
-            gone.shutdown().await;
-        }
-        let led = tokio::time::timeout(Duration::from_secs(30), rx.recv())
-            .await
-            .expect("a follower takes over")
-            .expect("sender alive");
-        for t in tasks {
-            t.abort();
-        }
+        let (called, led) = end_leader(&mut nodes, l, crash, "the emulator").await;
         let last = last_write(&emu, &gone_id, lease);
         if crash {
             let last = last.expect("the crashed leader wrote");
@@ -526,30 +542,10 @@ impl<'a> Election<'a> {
     /// Ends the leader (gracefully or by a crash), measures until another
     /// candidate leads, and puts a fresh candidate in its place.
     async fn transition(&mut self, crash: bool) -> f64 {
-        let l = wait_leader(&self.nodes).await;
-        // Followers in place (watches open) and the leader past its first renews.
-        tokio::time::sleep(Duration::from_millis(600)).await;
-        let l = if self.nodes[l].is_leader() {
-            l
-        } else {
-            wait_leader(&self.nodes).await
-        };
-        let (mut rx, tasks) = watch_for_leader(&self.nodes, l);
+        let l = settled_leader(&self.nodes, Duration::from_millis(600)).await;
         self.ids.remove(l);
-        let gone = self.nodes.remove(l);
-        let called = SystemTime::now();
-        if crash {
-            gone.abort();
-        } else {
-            gone.shutdown().await;
-        }
-        let led = tokio::time::timeout(Duration::from_secs(30), rx.recv())
-            .await
-            .unwrap_or_else(|_| panic!("a follower takes over on {}", self.target.name()))
-            .expect("sender alive");
-        for t in tasks {
-            t.abort();
-        }
+        let on = self.target.name();
+        let (called, led) = end_leader(&mut self.nodes, l, crash, &on).await;
         self.join();
         ms_between(called, led)
     }

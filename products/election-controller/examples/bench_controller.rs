@@ -26,17 +26,11 @@ use kube::api::Api;
 use kube_emulator::Emulator;
 
 use mirror::{Log, Options, Replica};
+use test_kit::poll::Poll;
 
 /// Waits until `ok`, for at most 30 s.
-async fn until(what: &str, mut ok: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !ok() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+async fn until(what: &str, ok: impl FnMut() -> bool) {
+    Poll::within(Duration::from_secs(30)).until(what, ok).await;
 }
 
 /// The server time of the last committed Lease write that made `id` the holder

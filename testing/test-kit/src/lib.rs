@@ -19,6 +19,8 @@
 //!   `testing/k8s-server/build.sh`, for the real-server tests; and
 //!   [`Server`](apiserver::Server), what a suite needs of an API server, so
 //!   that one suite runs on the emulator and on kube-apiserver;
+//! - [`poll`]: polling for who leads now and for the next one to start leading,
+//!   as the benchmarks wait;
 //! - [`proxy`]: a TCP proxy per client that holds or slows its traffic, for
 //!   partitions and a slow API on the real kube-apiserver;
 //! - [`stall`]: a watch that tells a real-time test whether the machine
@@ -43,6 +45,7 @@ pub mod apiserver;
 pub mod driver_suite;
 pub mod figures;
 pub mod kube_lock;
+pub mod poll;
 pub mod proxy;
 pub mod rbac;
 pub mod runtimes;
