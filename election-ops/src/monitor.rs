@@ -346,7 +346,10 @@ impl Monitor {
     }
 
     fn span(&self, op: &'static str) -> tracing::Span {
-        let term = relock(&self.snapshot).term.clone().filter(|_| self.leading());
+        let term = relock(&self.snapshot)
+            .term
+            .clone()
+            .filter(|_| self.leading());
         tracing::info_span!(
             "lock_call",
             lock = &*self.lock_name,
