@@ -7,9 +7,10 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use election_core::testing::Driven;
 use election_core::{
-    Action, Config, Elector, Event, Input, Instant, LockError, LockRecord, Observation, OpId,
-    Version, WallTime, WatchEvent,
+    Action, Config, Event, Input, Instant, LockError, LockRecord, Observation, OpId, Version,
+    WallTime, WatchEvent,
 };
 
 mod coordinator;
@@ -84,7 +85,9 @@ const MAX_STEPS: u64 = 2_000_000;
 /// One candidate process.
 struct Node {
     id: Arc<str>,
-    elector: Option<Elector>,
+    /// The running elector, fed on the node's local clock (the core's test
+    /// driver, which also checks the pairing of its events).
+    elector: Option<Driven>,
     /// Incarnation: messages for an earlier life are dropped.
     life: u32,
     /// Local nanoseconds per real nanosecond.
@@ -394,7 +397,7 @@ impl World {
                 let n = &self.nodes[i];
                 n.elector
                     .as_ref()
-                    .is_some_and(|e| e.is_leader(n.local(self.now)))
+                    .is_some_and(|d| d.elector.is_leader(n.local(self.now)))
             })
             .collect()
     }
@@ -428,8 +431,8 @@ impl World {
                 }
                 self.nodes[node].wake = None;
                 let local = self.nodes[node].local(self.now);
-                if let Some(e) = &mut self.nodes[node].elector {
-                    e.handle_timeout(local);
+                if let Some(d) = &mut self.nodes[node].elector {
+                    d.advance_to(local);
                 }
                 self.pump(node)
             }
@@ -443,11 +446,10 @@ impl World {
                 if life != self.nodes[node].life || self.nodes[node].partitioned.is_some() {
                     return Ok(());
                 }
-                let local = self.nodes[node].local(self.now);
                 let id = self.nodes[node].id.clone();
                 self.log(|| format!("{id} <- {op:?} {}", brief_result(&result)));
-                if let Some(e) = &mut self.nodes[node].elector {
-                    e.handle(op.answer(result), local);
+                if let Some(d) = self.at_now(node) {
+                    d.answer(op, result);
                 }
                 self.pump(node)
             }
@@ -455,11 +457,10 @@ impl World {
                 if life != self.nodes[node].life {
                     return Ok(());
                 }
-                let local = self.nodes[node].local(self.now);
                 let id = self.nodes[node].id.clone();
                 self.log(|| format!("{id} <- watch {}", brief_input(&input)));
-                if let Some(e) = &mut self.nodes[node].elector {
-                    e.handle(input, local);
+                if let Some(d) = self.at_now(node) {
+                    d.handle(input);
                 }
                 self.pump(node)
             }
@@ -467,9 +468,8 @@ impl World {
                 if life != self.nodes[node].life {
                     return Ok(());
                 }
-                let local = self.nodes[node].local(self.now);
-                if let Some(e) = &mut self.nodes[node].elector {
-                    e.work_stopped(local);
+                if let Some(d) = self.at_now(node) {
+                    d.work_stopped();
                 }
                 self.pump(node)
             }
@@ -482,19 +482,13 @@ impl World {
     fn pump(&mut self, node: usize) -> Result<(), Violation> {
         let local = self.nodes[node].local(self.now);
         let life = self.nodes[node].life;
-        let Some(e) = &mut self.nodes[node].elector else {
+        let Some(d) = &mut self.nodes[node].elector else {
             return Ok(());
         };
-        let mut actions = Vec::new();
-        while let Some(a) = e.poll_action() {
-            actions.push(a);
-        }
-        let mut events = Vec::new();
-        while let Some(ev) = e.poll_event() {
-            events.push(ev);
-        }
-        let leading = e.is_leader(local);
-        let timeout = e.poll_timeout();
+        let actions: Vec<Action> = std::iter::from_fn(|| d.next_action()).collect();
+        let events = d.take_events().into_iter().map(|(_, ev)| ev);
+        let leading = d.elector.is_leader(local);
+        let timeout = d.elector.poll_timeout();
         let id = self.nodes[node].id.clone();
         for ev in events {
             self.log(|| format!("{id} event {ev:?}"));
@@ -696,8 +690,8 @@ impl World {
                 }
             }
             Fault::Restart { node } => {
-                if let Some(e) = &self.nodes[node].elector {
-                    self.nodes[node].restart_when_down |= e.is_shutting_down();
+                if let Some(d) = &self.nodes[node].elector {
+                    self.nodes[node].restart_when_down |= d.elector.is_shutting_down();
                     return Ok(());
                 }
                 self.nodes[node].life += 1;
@@ -718,7 +712,7 @@ impl World {
                 config.priority = self.nodes[node].priority;
                 let local = self.nodes[node].local(self.now);
                 self.nodes[node].elector =
-                    Some(Elector::new(config, local).expect("simulated configs are valid"));
+                    Some(Driven::start(config, local).expect("simulated configs are valid"));
                 self.nodes[node].wake = None;
                 // A process started inside a partition cannot open its watch:
                 // the heal starts it (as it does for a node cut off while running).
@@ -728,27 +722,24 @@ impl World {
                 return self.pump(node);
             }
             Fault::Shutdown { node } => {
-                let local = self.nodes[node].local(self.now);
-                if let Some(e) = &mut self.nodes[node].elector {
-                    e.shutdown(local);
+                if let Some(d) = self.at_now(node) {
+                    d.shutdown();
                     return self.pump(node);
                 }
             }
             Fault::StepDown { node } => {
-                let local = self.nodes[node].local(self.now);
-                if let Some(e) = &mut self.nodes[node].elector {
-                    e.step_down(local);
+                if let Some(d) = self.at_now(node) {
+                    d.step_down();
                     return self.pump(node);
                 }
             }
             Fault::Partition { node, cut } => {
                 self.nodes[node].partitioned = Some(cut);
-                if self.nodes[node].watches {
-                    let local = self.nodes[node].local(self.now);
-                    if let Some(e) = &mut self.nodes[node].elector {
-                        e.handle(Input::WatchActive(false), local);
-                        return self.pump(node);
-                    }
+                if self.nodes[node].watches
+                    && let Some(d) = self.at_now(node)
+                {
+                    d.watch_active(false);
+                    return self.pump(node);
                 }
             }
             Fault::PartitionHolder { cut, until } => {
@@ -768,9 +759,8 @@ impl World {
                     && self.nodes[node].partitioned.is_none()
                     && self.nodes[node].elector.is_some()
                 {
-                    let local = self.nodes[node].local(self.now);
-                    if let Some(e) = &mut self.nodes[node].elector {
-                        e.handle(Input::WatchActive(false), local);
+                    if let Some(d) = self.at_now(node) {
+                        d.watch_active(false);
                     }
                     self.start_watch(node);
                     return self.pump(node);
@@ -825,6 +815,15 @@ impl World {
 }
 
 impl World {
+    /// The elector of `node`, if it runs, its clock set to the node's local
+    /// time now: what every input, timeout and command is handed to.
+    fn at_now(&mut self, node: usize) -> Option<&mut Driven> {
+        let local = self.nodes[node].local(self.now);
+        let d = self.nodes[node].elector.as_mut()?;
+        d.set_clock(local);
+        Some(d)
+    }
+
     /// The node whose identity is `id`.
     fn node_named(&self, id: &str) -> Option<usize> {
         self.nodes.iter().position(|n| &*n.id == id)
@@ -838,7 +837,7 @@ impl World {
         let believes = n
             .elector
             .as_ref()
-            .is_some_and(|e| e.is_leader(n.local(self.now)));
+            .is_some_and(|d| d.elector.is_leader(n.local(self.now)));
         let hidden = n.partitioned.is_some() || n.paused_until > self.now;
         let k = self.opts.lease_factor(h);
         let shorter = match than {

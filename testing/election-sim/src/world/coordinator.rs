@@ -123,7 +123,9 @@ impl World {
                 let n = &self.nodes[i];
                 n.partitioned.is_none()
                     && n.paused_until <= self.now
-                    && n.elector.as_ref().is_some_and(|e| !e.is_shutting_down())
+                    && n.elector
+                        .as_ref()
+                        .is_some_and(|d| !d.elector.is_shutting_down())
             })
             .min_by_key(|&i| (self.nodes[i].version, i))
     }
