@@ -14,6 +14,12 @@
 //! - [`Harness`]: a [`Driven`] elector whose calls a [`ScriptedLock`] answers at
 //!   once, with timers fired as they come due.
 //!
+//! The workspace's own drivers are layers on these: the core's scenario tests
+//! (a node is a [`Driven`] answered by the test; a cluster, several over one
+//! [`Register`] reached through a [`Reply`] per call), the simulator (a
+//! [`Driven`] per node on its own clock rate, over a [`Register`]) and the
+//! driver suite (the [`Pairing`] of every state a driver published).
+//!
 //! [`Harness`] runs one elector against a [`ScriptedLock`]: every call the elector
 //! makes is answered by the lock at once, as a compare-and-swap store would,
 //! unless the test scripted another [`Reply`] for it; timers fire on a virtual
