@@ -86,7 +86,8 @@ const MAX_STEPS: u64 = 2_000_000;
 struct Node {
     id: Arc<str>,
     /// The running elector, fed on the node's local clock (the core's test
-    /// driver, which also checks the pairing of its events).
+    /// driver; a broken pairing of its events is the checker's to report, with
+    /// the seed that replays it).
     elector: Option<Driven>,
     /// Incarnation: messages for an earlier life are dropped.
     life: u32,
@@ -711,8 +712,11 @@ impl World {
                 config.seed = Some(self.rng.next_u64());
                 config.priority = self.nodes[node].priority;
                 let local = self.nodes[node].local(self.now);
-                self.nodes[node].elector =
-                    Some(Driven::start(config, local).expect("simulated configs are valid"));
+                self.nodes[node].elector = Some(
+                    Driven::start(config, local)
+                        .expect("simulated configs are valid")
+                        .reporting_pairing(),
+                );
                 self.nodes[node].wake = None;
                 // A process started inside a partition cannot open its watch:
                 // the heal starts it (as it does for a node cut off while running).
