@@ -13,9 +13,10 @@
 
 use std::time::Duration;
 
+use election_core::testing::Pairing;
 use election_core::{
     Action, Config, Elector, Event, Handover, Input, Instant, LockDelay, LockError, LockRecord,
-    Observation, OpId, Preemption, ReadId, Role, Stamp, Term, WallTime, WatchEvent, WriteId,
+    Observation, OpId, Preemption, ReadId, Role, Stamp, WallTime, WatchEvent, WriteId,
 };
 use proptest::prelude::*;
 
@@ -221,7 +222,7 @@ struct Host {
     outstanding: Option<Action>,
     /// Versions handed out by `AnswerAsLock` writes (above the generators' 0..12).
     next_version: u64,
-    started: Option<Term>,
+    pairing: Pairing,
     terminated: bool,
     /// How many times leadership started (to check the fuzzing reaches it).
     starts: usize,
@@ -242,32 +243,21 @@ impl Host {
         }
         while let Some(ev) = self.e.poll_event() {
             prop_assert!(!self.terminated, "an event after Terminated: {ev:?}");
+            if let Err(e) = self.pairing.check(&ev) {
+                return Err(TestCaseError::fail(e.to_string()));
+            }
             match ev {
-                Event::StartedLeading { term } => {
-                    prop_assert!(
-                        self.started.is_none(),
-                        "started {term} while {:?} runs",
-                        self.started
-                    );
-                    self.started = Some(term);
-                    self.starts += 1;
-                }
-                Event::StoppedLeading { term, reason } => {
-                    let started = self.started.take();
-                    prop_assert_eq!(
-                        started.as_ref(),
-                        Some(&term),
-                        "stop ({}) without its start",
-                        reason
-                    );
-                }
+                Event::StartedLeading { .. } => self.starts += 1,
                 Event::Terminated => self.terminated = true,
                 _ => {}
             }
         }
         if self.e.is_leader(self.now) {
             prop_assert!(matches!(self.e.role(), Role::Leader | Role::Draining));
-            prop_assert!(self.started.is_some(), "leader without StartedLeading");
+            prop_assert!(
+                self.pairing.started().is_some(),
+                "leader without StartedLeading"
+            );
             let deadline = self.e.deadline();
             prop_assert!(
                 deadline.is_some_and(|d| self.now < d),
@@ -347,7 +337,7 @@ fn run(config: Config, start: u64, steps: Vec<Stimulus>) -> Result<usize, TestCa
         now,
         outstanding: None,
         next_version: 100,
-        started: None,
+        pairing: Pairing::new(),
         terminated: false,
         starts: 0,
     };
