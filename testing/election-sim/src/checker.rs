@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use election_core::testing::Pairing;
 use election_core::{Event, Term};
 
 use crate::store::AppliedWrite;
@@ -125,7 +126,8 @@ impl fmt::Display for Violation {
 /// Tracks what the invariants need.
 #[derive(Debug)]
 pub struct Checker {
-    started: Vec<Option<Term>>,
+    /// Each node's start/stop pairing (a crash starts it afresh).
+    pairing: Vec<Pairing>,
     /// The largest term started, per generation of the lock (a deletion starts a
     /// new one: its transition count starts over).
     max_term: Vec<Option<Term>>,
@@ -138,7 +140,7 @@ impl Checker {
     /// A checker for `nodes` candidates.
     pub fn new(nodes: usize) -> Self {
         Checker {
-            started: vec![None; nodes],
+            pairing: vec![Pairing::new(); nodes],
             max_term: vec![None],
             deletions: Vec::new(),
             starts: 0,
@@ -163,37 +165,24 @@ impl Checker {
 
     /// Start/stop pairing and growing terms.
     pub fn on_event(&mut self, node: usize, ev: &Event, _at: u64) -> Result<(), Violation> {
-        match ev {
-            Event::StartedLeading { term } => {
-                if let Some(t) = &self.started[node] {
-                    return Err(Violation::Pairing {
-                        node,
-                        what: format!("started {term} while leading {t}"),
-                    });
-                }
-                let generation = self.generation(term);
-                if let Some(prev) = &self.max_term[generation]
-                    && term <= prev
-                {
-                    let (term, previous) = (term.to_string(), prev.to_string());
-                    return Err(Violation::TermNotGrowing {
-                        node,
-                        term,
-                        previous,
-                    });
-                }
-                self.max_term[generation] = Some(term.clone());
-                self.started[node] = Some(term.clone());
-                self.starts += 1;
+        if let Err(e) = self.pairing[node].check(ev) {
+            let what = e.to_string();
+            return Err(Violation::Pairing { node, what });
+        }
+        if let Event::StartedLeading { term } = ev {
+            let generation = self.generation(term);
+            if let Some(prev) = &self.max_term[generation]
+                && term <= prev
+            {
+                let (term, previous) = (term.to_string(), prev.to_string());
+                return Err(Violation::TermNotGrowing {
+                    node,
+                    term,
+                    previous,
+                });
             }
-            Event::StoppedLeading { term, .. } => {
-                if self.started[node].as_ref() != Some(term) {
-                    let what = format!("stopped {term} while started {:?}", self.started[node]);
-                    return Err(Violation::Pairing { node, what });
-                }
-                self.started[node] = None;
-            }
-            _ => {}
+            self.max_term[generation] = Some(term.clone());
+            self.starts += 1;
         }
         Ok(())
     }
@@ -205,7 +194,7 @@ impl Checker {
         leading: bool,
         _at: u64,
     ) -> Result<(), Violation> {
-        if leading || self.started[node].is_some() {
+        if leading || self.pairing[node].started().is_some() {
             return Err(Violation::ReleaseWhileLeading { node });
         }
         Ok(())
@@ -240,14 +229,14 @@ impl Checker {
 
     /// The node leading now, if exactly one started and has not stopped.
     pub fn leading(&self) -> Option<usize> {
-        let mut it = (0..self.started.len()).filter(|&n| self.started[n].is_some());
+        let mut it = (0..self.pairing.len()).filter(|&n| self.pairing[n].started().is_some());
         let first = it.next();
         if it.next().is_some() { None } else { first }
     }
 
     /// A node's process died: whatever it led ended with it.
     pub fn on_crash(&mut self, node: usize) {
-        self.started[node] = None;
+        self.pairing[node] = Pairing::new();
     }
 
     /// The lock was deleted: its transition count starts over, so terms are
