@@ -80,7 +80,7 @@
 //! ```
 //!
 //! To build the client your code builds (its own timeouts, layers, retries), start
-//! from [`Emulator::kube_config`] instead of [`Emulator::client`]; a program that
+//! from `Emulator::kube_config` instead of `Emulator::client`; a program that
 //! reads `KUBECONFIG` gets [`Emulator::write_kubeconfig`]:
 //!
 //! ```
@@ -116,7 +116,7 @@
 //!
 //! Both are off by default.
 //!
-//! - `client` adds [`Emulator::kube_config`] and [`Emulator::client`]; off so
+//! - `client` adds `Emulator::kube_config` and `Emulator::client`; off so
 //!   that the binary builds without choosing a k8s-openapi version (the test
 //!   that enables it picks one, as above).
 //! - `workloads` serves the kinds a deployment of a controller is made of
