@@ -44,9 +44,13 @@ fn candidate(emu: &Emulator, id: &str) -> Arc<Handle> {
     )
 }
 
-/// The ConfigMap API as `handle`'s application writes it: stamped with its term.
-fn stamped_api(emu: &Emulator, handle: &Arc<Handle>, token: &str) -> Api<ConfigMap> {
-    let client = kube::client::ClientBuilder::try_from(emu.kube_config(token))
+/// The ConfigMap API as the application of `handle` (the candidate `id`)
+/// writes it: from its Pod, named as its identity (the default fence's writer
+/// check), stamped with its term.
+fn stamped_api(emu: &Emulator, handle: &Arc<Handle>, id: &str) -> Api<ConfigMap> {
+    let token = format!("app-{id}");
+    emu.set_user(&token, kube_emulator::UserInfo::pod("default", "app", id));
+    let client = kube::client::ClientBuilder::try_from(emu.kube_config(&token))
         .expect("config")
         .with_layer(&TermAnnotationLayer::new(Arc::clone(handle)))
         .build();
@@ -147,7 +151,7 @@ async fn handover(emu: &Emulator, round: usize) -> Duration {
     let a = candidate(emu, &ida);
     until("a leads", || a.is_leader()).await;
     let b = candidate(emu, &idb);
-    let api_b = stamped_api(emu, &b, &format!("app-{idb}"));
+    let api_b = stamped_api(emu, &b, &idb);
     tokio::time::sleep(Duration::from_millis(300)).await; // b follows
     let start = Instant::now();
     a.shutdown().await;
@@ -185,7 +189,7 @@ async fn main() {
     let emu = Emulator::start().await.expect("emulator");
     let leader = candidate(&emu, "writer");
     until("a leader", || leader.is_leader()).await;
-    let api = stamped_api(&emu, &leader, "app-writer");
+    let api = stamped_api(&emu, &leader, "writer");
 
     // The same writes unstamped (no layer), the policy off: what stamping costs.
     let plain: Api<ConfigMap> =

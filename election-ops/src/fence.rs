@@ -6,37 +6,48 @@
 //! server after another replica took over (a paused process, a slow network, a
 //! retry). The policy closes that window on the server: it takes the election's
 //! Lease as its parameter and admits a write to a protected resource only if it
-//! brings the stamp of the Lease's current term *of its own*, as
+//! brings the stamp of the Lease's current term, as
 //! [`TermAnnotationLayer`](crate::stamp::TermAnnotationLayer) writes it on every
-//! verb:
+//! verb, and (by default) only from the holder itself:
 //!
 //! - `kube-elector.dev/holder` equal to the Lease's `holderIdentity` (a Lease with no
 //!   holder refuses every protected write);
 //! - `kube-elector.dev/term`, `<transitions>@<version>`, whose transitions equal the
 //!   Lease's `leaseTransitions` (the version moves with every renewal, so the
 //!   policy does not compare it);
-//! - `kube-elector.dev/write`, a token unique to the write: on an update it must
-//!   differ from the stored object's. The policy judges the object as it will be
-//!   stored, so a write that leaves the annotations alone (a JSON patch of one
-//!   field, a merge patch without them) would otherwise inherit the last writer's
-//!   stamp; now it is refused, whoever sends it;
-//! - a delete carries no object: the object it removes must be marked for
-//!   deletion in the current term (a token starting with `delete-`), which the
-//!   stamp layer writes just before the delete;
-//! - optionally the writer itself ([`Writer`]): the Pod its service-account token
-//!   names, or its username, equal to the holder.
+//! - a delete carries no object: the object it removes must carry the current
+//!   term's stamp, which the stamp layer writes just before the delete;
+//! - the writer itself ([`Writer`]): by default the Pod its service-account
+//!   token names ([`Writer::PodName`]), equal to the holder.
 //!
-//! What each mode does not fence: with [`Writer::Any`] (the default) a writer
-//! that forges the stamp (reads the Lease and writes its holder and transitions
-//! with a token it made up) is admitted: the stamp is a fencing token, not an
-//! identity. The writer check closes that, and needs pod-bound service-account
-//! tokens (Kubernetes 1.30+) and the identity to be the Pod's name
-//! ([`Writer::PodName`]), or one user per replica ([`Writer::Username`]).
+//! The writer check is what lets the stamp be fixed for a term. The policy
+//! judges the object as it will be stored, so a write that leaves the
+//! annotations alone (a JSON patch of one field, a merge patch without them)
+//! inherits the last writer's stamp; a deposed replica's such write is refused
+//! because it does not come from the holder. A write that changes nothing else
+//! changes nothing at all, so a level-triggered controller that writes what is
+//! already stored settles: the API server stores no new version and sends no
+//! watch event.
 //!
-//! The trade-offs: every write through the stamp layer changes the object (a
-//! new token), so an idempotent update or a repeated server-side apply is a real
-//! write, with a new `resourceVersion` and a watch event; a delete is two
-//! requests. Writers that do not stamp (kubectl by hand, other controllers) are
+//! What a no-op write (one that changes nothing but what the stamp layer adds)
+//! costs, by mode:
+//!
+//! | [`Writer`] | the stamp | a no-op write | not fenced |
+//! |---|---|---|---|
+//! | [`PodName`](Writer::PodName) (default) | holder and term, fixed for the term | nothing within a term; the first write to an object in a new term is real | a process in the holder's Pod |
+//! | [`Username`](Writer::Username) | the same | the same | a process with the holder's credentials |
+//! | [`Any`](Writer::Any) | and a token of each write ([`TermAnnotationLayer::write_tokens`](crate::stamp::TermAnnotationLayer::write_tokens)) | a real write: a new version and a watch event, every time | a writer that forges the stamp (reads the Lease, writes its holder and transitions with a token it made up): the stamp is a fencing token, not an identity |
+//!
+//! With [`Writer::Any`] there is no identity to tell writers apart, so each write
+//! must bring a token of its own, unlike the stored one
+//! (`kube-elector.dev/write`); a delete needs the object marked with a token
+//! starting with `delete-` first. A controller under such a fence must compare
+//! before it writes. [`Writer::PodName`] needs pod-bound service-account
+//! tokens (Kubernetes 1.30+, which the policy needs anyway) and the identity to
+//! be the Pod's name; [`Writer::Username`] one user per replica.
+//!
+//! The other trade-offs: a delete is two requests (the stamp, then the delete).
+//! Writers that do not stamp (kubectl by hand, other controllers) are
 //! refused on protected resources unless exempt: the control plane's
 //! controllers are by default ([`DEFAULT_EXEMPT_USERS`], [`DEFAULT_EXEMPT_GROUPS`]),
 //! others with [`FencePolicy::exempt_user`] and [`FencePolicy::exempt_group`].
@@ -59,9 +70,9 @@
 //! Eviction) the stamp travels and the write is judged as any other. Where the
 //! API server puts the stored metadata back (the status of Pods and of custom
 //! resources) or the object has none (`scale`), no write can bring a stamp of its
-//! own: with a writer check ([`Writer::PodName`], [`Writer::Username`]) the
-//! holder's is admitted on the writer check alone, and without one every such
-//! write is refused, saying so. Naming a subresource (`deployments/status`)
+//! own: with a writer check ([`Writer::PodName`], the default, or
+//! [`Writer::Username`]) the holder's is admitted on the writer check alone, and
+//! without one every such write is refused, saying so. Naming a subresource (`deployments/status`)
 //! protects that subresource alone.
 //!
 //! What it cannot do: the API server reads the parameter from its cache, so the
@@ -163,13 +174,18 @@ fn is_version(s: &str) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Writer {
-    /// Anyone whose write brings the current term's stamp of its own (a delete:
-    /// whoever deletes an object marked for deletion in this term). A writer
-    /// that forges the stamp is not fenced.
+    /// Anyone whose write brings the current term's stamp of its own, with a
+    /// token of that write (a delete: whoever deletes an object marked for
+    /// deletion in this term). The stamp layer must make write tokens
+    /// ([`TermAnnotationLayer::write_tokens`](crate::stamp::TermAnnotationLayer::write_tokens)),
+    /// so every write is a real one, a no-op included. A writer that forges the
+    /// stamp is not fenced, and no status write of a custom resource passes.
     Any,
-    /// Only the holder's Pod: the writer's pod-bound service-account token names a
-    /// Pod ([`POD_NAME_EXTRA`]) whose name is the holder (the identity taken from
-    /// `metadata.name`, as `deploy/quickstart.yaml` does).
+    /// Only the holder's Pod (the default): the writer's pod-bound
+    /// service-account token names a Pod ([`POD_NAME_EXTRA`]) whose name is the
+    /// holder (the identity taken from `metadata.name`, as
+    /// `deploy/quickstart.yaml` does). The stamp is fixed for a term, so a write
+    /// that changes nothing else is a no-op.
     PodName,
     /// Only the user whose name is the holder's identity.
     Username,
@@ -259,7 +275,7 @@ impl FencePolicy {
             namespaces: Vec::new(),
             name: None,
             protected: Vec::new(),
-            writer: Writer::Any,
+            writer: Writer::PodName,
             enforcement: Enforcement::Deny,
             term_key: TERM_ANNOTATION.to_owned(),
             exempt_users: Vec::new(),
@@ -283,7 +299,7 @@ impl FencePolicy {
         self
     }
 
-    /// Whose writes are admitted ([`Writer::Any`] by default).
+    /// Whose writes are admitted ([`Writer::PodName`] by default).
     #[must_use]
     pub fn writer(mut self, writer: Writer) -> Self {
         self.writer = writer;
@@ -467,11 +483,14 @@ impl FencePolicy {
                 of("object")
             )
         };
-        let prior_token = format!(
-            "request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && \
-             '{WRITE_ANNOTATION}' in oldObject.metadata.annotations ? \
-             oldObject.metadata.annotations['{WRITE_ANNOTATION}'] : ''"
-        );
+        // The annotation `key` of the stored object on an update ('' otherwise).
+        let prior = |key: &str| {
+            format!(
+                "request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && \
+                 '{key}' in oldObject.metadata.annotations ? \
+                 oldObject.metadata.annotations['{key}'] : ''"
+            )
+        };
         let writer_check = match self.writer {
             Writer::Any => None,
             Writer::PodName => Some((
@@ -479,80 +498,126 @@ impl FencePolicy {
                     "has(request.userInfo.extra) && '{POD_NAME_EXTRA}' in request.userInfo.extra && \
                      request.userInfo.extra['{POD_NAME_EXTRA}'].exists(p, p == variables.holder)"
                 ),
-                "the writer is not the holder Pod",
+                "the writer is not the holder Pod (with --writer pod-name the identity must be the Pod name)",
             )),
             Writer::Username => Some((
                 "request.userInfo.username == variables.holder".to_owned(),
                 "the writer is not the holder",
             )),
         };
-        // A subresource write that cannot bring a stamp is judged by the writer
-        // check alone where there is one.
-        let or_unstampable = |rule: String| match writer_check {
-            Some(_) => format!("variables.unstampable || ({rule})"),
-            None => rule,
-        };
-        let mut validations = vec![
+        let subresource_update = "has(request.subResource) && request.subResource != '' && \
+                                  request.operation == 'UPDATE'";
+        let mut variables = vec![
             json!({
-                "expression": "variables.holder != ''",
-                "messageExpression": format!(
-                    "'fenced by {name}: the Lease {ns}/{lease} has no holder'"
-                ),
-                "reason": "Forbidden",
+                "name": "holder",
+                "expression": "has(params.spec.holderIdentity) ? params.spec.holderIdentity : ''",
             }),
             json!({
-                "expression": or_unstampable(
-                    "variables.writtenHolder == variables.holder && \
-                     variables.writtenTerm.startsWith(string(variables.transitions) + '@')"
-                        .to_owned()
-                ),
-                "messageExpression": format!(
-                    "'fenced by {name}: the ' + (request.operation == 'DELETE' ? 'deleted object' : 'write') + \
-                     ' is stamped for holder \"' + \
-                     variables.writtenHolder + '\" term \"' + variables.writtenTerm + \
-                     '\", the Lease {ns}/{lease} is held by \"' + variables.holder + \
-                     '\" at transitions ' + string(variables.transitions)"
-                ),
-                "reason": "Forbidden",
+                "name": "transitions",
+                "expression": "has(params.spec.leaseTransitions) ? params.spec.leaseTransitions : 0",
             }),
-            json!({
-                "expression": or_unstampable(format!(
-                    "request.operation == 'DELETE' ? variables.writeToken.startsWith('{DELETE_MARK}') : \
-                     (variables.writeToken != '' && variables.writeToken != variables.priorToken)"
-                )),
-                "messageExpression": format!(
-                    "'fenced by {name}: ' + (request.operation == 'DELETE' ? \
-                     'the object was not marked for deletion in this term (delete through the stamp layer)' : \
-                     variables.writeToken == '' ? 'the write carries no {WRITE_ANNOTATION} token' : \
-                     'the write brings no stamp of its own (its {WRITE_ANNOTATION} is the stored one)')"
-                ),
-                "reason": "Forbidden",
-            }),
+            json!({ "name": "writtenHolder", "expression": stamped(HOLDER_ANNOTATION) }),
+            json!({ "name": "writtenTerm", "expression": stamped(&self.term_key) }),
         ];
-        if writer_check.is_none() {
-            validations.insert(
-                1,
-                json!({
-                    "expression": "!variables.unstampable",
-                    "messageExpression": format!(
-                        "'fenced by {name}: the write to the ' + request.subResource + ' subresource \
-                         brings no stamp of its own (unstamped, or the API server keeps the stored \
-                         metadata there): only a fence with a writer check admits it, for the holder'"
-                    ),
-                    "reason": "Forbidden",
-                }),
-            );
-        }
-        if let Some((expression, why)) = writer_check {
-            validations.push(json!({
-                "expression": expression,
-                "messageExpression": format!(
-                    "'fenced by {name}: {why} (the Lease {ns}/{lease} is held by \"' + \
-                     variables.holder + '\")'"
-                ),
-                "reason": "Forbidden",
-            }));
-        }
+        let term_check = json!({
+            "expression": "variables.writtenHolder == variables.holder && \
+                 variables.writtenTerm.startsWith(string(variables.transitions) + '@')",
+            "messageExpression": format!(
+                "'fenced by {name}: the ' + (request.operation == 'DELETE' ? 'deleted object' : 'write') + \
+                 ' is stamped for holder \"' + \
+                 variables.writtenHolder + '\" term \"' + variables.writtenTerm + \
+                 '\", the Lease {ns}/{lease} is held by \"' + variables.holder + \
+                 '\" at transitions ' + string(variables.transitions)"
+            ),
+            "reason": "Forbidden",
+        });
+        let has_holder = json!({
+            "expression": "variables.holder != ''",
+            "messageExpression": format!(
+                "'fenced by {name}: the Lease {ns}/{lease} has no holder'"
+            ),
+            "reason": "Forbidden",
+        });
+        let validations = match writer_check {
+            // No writer check: the stamp must be the write's own (a token of
+            // each write), or a patch that leaves it alone would pass as the
+            // last writer's.
+            None => {
+                variables.extend([
+                    json!({ "name": "writeToken", "expression": stamped(WRITE_ANNOTATION) }),
+                    json!({ "name": "priorToken", "expression": prior(WRITE_ANNOTATION) }),
+                    json!({
+                        "name": "unstampable",
+                        "expression": format!(
+                            "{subresource_update} && \
+                             (variables.writeToken == '' || variables.writeToken == variables.priorToken)"
+                        ),
+                    }),
+                ]);
+                vec![
+                    has_holder,
+                    json!({
+                        "expression": "!variables.unstampable",
+                        "messageExpression": format!(
+                            "'fenced by {name}: the write to the ' + request.subResource + ' subresource \
+                             brings no stamp of its own (unstamped, or the API server keeps the stored \
+                             metadata there): only a fence with a writer check admits it, for the holder'"
+                        ),
+                        "reason": "Forbidden",
+                    }),
+                    term_check,
+                    json!({
+                        "expression": format!(
+                            "request.operation == 'DELETE' ? variables.writeToken.startsWith('{DELETE_MARK}') : \
+                             (variables.writeToken != '' && variables.writeToken != variables.priorToken)"
+                        ),
+                        "messageExpression": format!(
+                            "'fenced by {name}: ' + (request.operation == 'DELETE' ? \
+                             'the object was not marked for deletion in this term (delete through the stamp layer)' : \
+                             variables.writeToken == '' ? 'the write carries no {WRITE_ANNOTATION} token' : \
+                             'the write brings no stamp of its own (its {WRITE_ANNOTATION} is the stored one)') + \
+                             ' (with --writer any every write needs a token of its own: TermAnnotationLayer::write_tokens)'"
+                        ),
+                        "reason": "Forbidden",
+                    }),
+                ]
+            }
+            // A writer check tells writers apart: the stamp fixed for the term
+            // is enough, so a write that changes nothing else is a no-op. A
+            // subresource write whose object keeps the stored stamp (the API
+            // server put the stored metadata back, or there is none) is judged
+            // by the writer check alone.
+            Some((expression, why)) => {
+                variables.extend([
+                    json!({ "name": "priorHolder", "expression": prior(HOLDER_ANNOTATION) }),
+                    json!({ "name": "priorTerm", "expression": prior(&self.term_key) }),
+                    json!({
+                        "name": "unstampable",
+                        "expression": format!(
+                            "{subresource_update} && variables.writtenHolder == variables.priorHolder && \
+                             variables.writtenTerm == variables.priorTerm"
+                        ),
+                    }),
+                ]);
+                let mut term_check = term_check;
+                term_check["expression"] = Value::from(format!(
+                    "variables.unstampable || ({})",
+                    term_check["expression"].as_str().unwrap_or_default()
+                ));
+                vec![
+                    has_holder,
+                    term_check,
+                    json!({
+                        "expression": expression,
+                        "messageExpression": format!(
+                            "'fenced by {name}: {why} (the Lease {ns}/{lease} is held by \"' + \
+                             variables.holder + '\")'"
+                        ),
+                        "reason": "Forbidden",
+                    }),
+                ]
+            }
+        };
         Ok(json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingAdmissionPolicy",
@@ -562,26 +627,7 @@ impl FencePolicy {
                 "paramKind": { "apiVersion": "coordination.k8s.io/v1", "kind": "Lease" },
                 "matchConstraints": { "resourceRules": rules },
                 "matchConditions": self.match_conditions(),
-                "variables": [
-                    {
-                        "name": "holder",
-                        "expression": "has(params.spec.holderIdentity) ? params.spec.holderIdentity : ''",
-                    },
-                    {
-                        "name": "transitions",
-                        "expression": "has(params.spec.leaseTransitions) ? params.spec.leaseTransitions : 0",
-                    },
-                    { "name": "writtenHolder", "expression": stamped(HOLDER_ANNOTATION) },
-                    { "name": "writtenTerm", "expression": stamped(&self.term_key) },
-                    { "name": "writeToken", "expression": stamped(WRITE_ANNOTATION) },
-                    { "name": "priorToken", "expression": prior_token },
-                    {
-                        "name": "unstampable",
-                        "expression": "has(request.subResource) && request.subResource != '' && \
-                            request.operation == 'UPDATE' && \
-                            (variables.writeToken == '' || variables.writeToken == variables.priorToken)",
-                    },
-                ],
+                "variables": variables,
                 "validations": validations,
             },
         }))

@@ -2,13 +2,24 @@
 //! this client sends, for the server-side fence ([`crate::fence`]) and for
 //! downstream readers.
 //!
-//! Each stamped write carries three annotations:
+//! Each stamped write carries two annotations, fixed for the whole term:
 //!
 //! - [`HOLDER_ANNOTATION`]: this node's identity;
-//! - [`TERM_ANNOTATION`]: the term, `<transitions>@<version>`;
+//! - [`TERM_ANNOTATION`]: the term, `<transitions>@<version>`.
+//!
+//! A write that changes nothing else therefore changes nothing at all within a
+//! term: the API server stores no new version and sends no watch event, and a
+//! level-triggered controller that writes what is already stored settles. The
+//! first write to an object in a new term is a real one (its stamp changes).
+//!
+//! With [`TermAnnotationLayer::write_tokens`], for a fence with no writer check
+//! (`Writer::Any`), each write also carries
+//!
 //! - [`WRITE_ANNOTATION`]: a token of this write alone, so that the fence can tell
 //!   a write that brings its own stamp from one that leaves the last writer's in
-//!   place. A deletion mark's token starts with [`DELETE_MARK`].
+//!   place. A deletion mark's token starts with [`DELETE_MARK`]. The price: no
+//!   write is a no-op any more (each one stores a new version and sends a watch
+//!   event), so a controller must not write what is already stored.
 //!
 //! How each verb is stamped:
 //!
@@ -18,7 +29,7 @@
 //! | merge and strategic merge patches | the annotations merged into the patch |
 //! | server-side apply | the annotations merged into the patch; when the server answers `409 Conflict` on the stamp's annotations alone (an earlier term's field manager owns them), sent once more with `force=true` and a fresh stamp, which takes those fields only |
 //! | JSON patch | `add` operations appended; on an object with no annotations at all (the server answers 422), sent once more with the map created by a `test`-guarded `add` |
-//! | delete of one object | two requests: a merge patch that stamps the object as a deletion mark, then the delete |
+//! | delete of one object | two requests: a merge patch that stamps the object (as a deletion mark, with write tokens), then the delete |
 //! | delete of a collection, a dry-run delete (a mark would be a real write), a streamed body, a body that is not JSON | unchanged (the fence refuses it) |
 //!
 //! The extra requests (the JSON patch's second form, the deletion mark) go
@@ -47,8 +58,8 @@ pub const TERM_ANNOTATION: &str = "kube-elector.dev/term";
 /// The annotation [`TermAnnotationLayer`] writes this node's identity under.
 pub const HOLDER_ANNOTATION: &str = "kube-elector.dev/holder";
 
-/// The annotation [`TermAnnotationLayer`] writes a token of each write under: no
-/// two writes carry the same one.
+/// The annotation [`TermAnnotationLayer`] writes a token of each write under, with
+/// [`TermAnnotationLayer::write_tokens`]: no two writes carry the same one.
 pub const WRITE_ANNOTATION: &str = "kube-elector.dev/write";
 
 /// The start of the write token of a deletion mark: the stamp written just before
@@ -73,7 +84,7 @@ fn write_token(delete: bool) -> String {
 /// A tower layer that stamps every write with the current term (see the
 /// [module](self) docs): for the server-side fence of `election_ops::fence`
 /// (feature `fence`), which refuses a write that does not bring this term's
-/// stamp of its own, and for downstream readers. Use it together with the
+/// stamp, and for downstream readers. Use it together with the
 /// [`WriteGuardLayer`](crate::guard::WriteGuardLayer), outside it: it stamps
 /// only while the view leads (has a term), and the guard still refuses what it
 /// must. On its own it refuses nothing.
@@ -81,6 +92,7 @@ fn write_token(delete: bool) -> String {
 pub struct TermAnnotationLayer<V> {
     view: V,
     key: Arc<str>,
+    write_tokens: bool,
 }
 
 impl<V: LeadershipView + Clone> TermAnnotationLayer<V> {
@@ -90,7 +102,20 @@ impl<V: LeadershipView + Clone> TermAnnotationLayer<V> {
         TermAnnotationLayer {
             view,
             key: TERM_ANNOTATION.into(),
+            write_tokens: false,
         }
+    }
+
+    /// Whether each write also carries a token of its own ([`WRITE_ANNOTATION`];
+    /// default: off), as a fence with no writer check (`Writer::Any`) requires.
+    /// On, no write is a no-op: a write that changes nothing else stores a new
+    /// version and sends a watch event, so a level-triggered controller that
+    /// writes what is already stored would loop. Off, the stamp is fixed for a
+    /// term and such a write changes nothing.
+    #[must_use]
+    pub fn write_tokens(mut self, on: bool) -> Self {
+        self.write_tokens = on;
+        self
     }
 
     /// Writes the term under another annotation key (a valid Kubernetes
@@ -108,7 +133,10 @@ impl<S, V: LeadershipView + Clone> Layer<S> for TermAnnotationLayer<V> {
         TermAnnotation {
             inner: Shared::new(inner),
             view: self.view.clone(),
-            key: self.key.clone(),
+            stamp: Stamper {
+                key: self.key.clone(),
+                write_tokens: self.write_tokens,
+            },
         }
     }
 }
@@ -119,7 +147,7 @@ impl<S, V: LeadershipView + Clone> Layer<S> for TermAnnotationLayer<V> {
 pub struct TermAnnotation<S, V> {
     inner: Shared<S>,
     view: V,
-    key: Arc<str>,
+    stamp: Stamper,
 }
 
 impl<S, V: Clone> Clone for TermAnnotation<S, V> {
@@ -127,9 +155,16 @@ impl<S, V: Clone> Clone for TermAnnotation<S, V> {
         TermAnnotation {
             inner: self.inner.clone(),
             view: self.view.clone(),
-            key: self.key.clone(),
+            stamp: self.stamp.clone(),
         }
     }
+}
+
+/// How stamps are made: the term's key, and whether each write carries a token.
+#[derive(Clone, Debug)]
+struct Stamper {
+    key: Arc<str>,
+    write_tokens: bool,
 }
 
 /// The response body: the one below, or a response this layer kept in memory
@@ -159,8 +194,8 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let (inner, view, key) = (self.inner.clone(), self.view.clone(), self.key.clone());
-        Box::pin(async move { stamp_and_send(&inner, &view, &key, req).await })
+        let (inner, view, stamp) = (self.inner.clone(), self.view.clone(), self.stamp.clone());
+        Box::pin(async move { stamp_and_send(&inner, &view, &stamp, req).await })
     }
 }
 
@@ -227,27 +262,32 @@ fn names_one_object(path: &str) -> bool {
     }
 }
 
-/// One write's stamp: the three annotations.
+/// One write's stamp: the holder and the term, and with write tokens a token of
+/// this write.
 struct Stamp {
-    pairs: [(String, String); 3],
+    pairs: Vec<(String, String)>,
+}
+
+impl Stamper {
+    /// The stamp of `view`'s term, or `None` when it does not lead; `delete`:
+    /// for a deletion mark.
+    fn now<V: LeadershipView>(&self, view: &V, delete: bool) -> Option<Stamp> {
+        let term = view.term()?;
+        let mut pairs = vec![
+            (self.key.to_string(), term.to_string()),
+            (
+                HOLDER_ANNOTATION.to_owned(),
+                view.state().identity.to_string(),
+            ),
+        ];
+        if self.write_tokens {
+            pairs.push((WRITE_ANNOTATION.to_owned(), write_token(delete)));
+        }
+        Some(Stamp { pairs })
+    }
 }
 
 impl Stamp {
-    /// The stamp of `view`'s term, or `None` when it does not lead.
-    fn now<V: LeadershipView>(view: &V, key: &str, delete: bool) -> Option<Self> {
-        let term = view.term()?;
-        Some(Stamp {
-            pairs: [
-                (key.to_owned(), term.to_string()),
-                (
-                    HOLDER_ANNOTATION.to_owned(),
-                    view.state().identity.to_string(),
-                ),
-                (WRITE_ANNOTATION.to_owned(), write_token(delete)),
-            ],
-        })
-    }
-
     fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
         self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
@@ -305,7 +345,7 @@ fn request<B: From<Bytes>>(parts: &hyper::http::request::Parts, body: Vec<u8>) -
 async fn stamp_and_send<S, V, B, RB>(
     inner: &Shared<S>,
     view: &V,
-    key: &str,
+    stamper: &Stamper,
     req: Request<B>,
 ) -> Answer<RB>
 where
@@ -321,7 +361,7 @@ where
     let write = Write::of(&req);
     let stamp = match write {
         Write::Unstamped => None,
-        _ => Stamp::now(view, key, write == Write::Delete),
+        _ => stamper.now(view, write == Write::Delete),
     };
     let Some(stamp) = stamp else {
         return inner.send(req).await.map(left);
@@ -353,11 +393,9 @@ where
             let answer = answer.collect().await.map_err(Into::into)?.to_bytes();
             let stamp_only = conflicts_only_on(&answer, stamp.pairs().map(|(k, _)| k));
             let kept = Response::from_parts(head, EitherBody::Right(Full::new(answer)));
-            let (true, Some(stamp), Some(uri)) = (
-                stamp_only,
-                Stamp::now(view, key, false),
-                with_force(&parts.uri),
-            ) else {
+            let (true, Some(stamp), Some(uri)) =
+                (stamp_only, stamper.now(view, false), with_force(&parts.uri))
+            else {
                 return Ok(kept);
             };
             let stamped = with_annotations_iter(&body, stamp.pairs()).unwrap_or(body);
@@ -380,7 +418,7 @@ where
             let (head, answer) = first.into_parts();
             let answer = answer.collect().await.map_err(Into::into)?.to_bytes();
             let kept = Response::from_parts(head, EitherBody::Right(Full::new(answer)));
-            let Some(stamp) = Stamp::now(view, key, false) else {
+            let Some(stamp) = stamper.now(view, false) else {
                 return Ok(kept);
             };
             let second = inner

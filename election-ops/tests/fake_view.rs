@@ -245,20 +245,35 @@ impl Service<Request<Full>> for BodySink {
 }
 
 /// `TermAnnotationLayer` stamps every write, whatever its verb (docs/faults.md
-/// N17): objects and merge-like patches get the three annotations merged in, a
+/// N17): objects and merge-like patches get the annotations merged in, a
 /// JSON patch gets `add` operations appended (and, answered 422, is sent once
 /// more creating the annotations map behind a `null` test), a delete of one
 /// object is preceded by a stamping merge patch (the deletion mark). Reads, a
 /// collection's delete and anything sent while not leading pass unchanged.
+/// By default the stamp is the holder and the term, the same on every write of
+/// the term (H11: a write of what is stored stays a no-op).
 #[test]
-fn n17_every_write_verb_is_stamped_with_the_term_and_a_token_of_its_own() {
+fn n17_h11_every_write_verb_is_stamped_with_the_term_fixed_for_the_term() {
+    every_write_verb_is_stamped(false);
+}
+
+/// With write tokens (for a fence with no writer check), each write also
+/// carries a token of its own, and a deletion mark's says so.
+#[test]
+fn n17_with_write_tokens_every_write_verb_is_stamped_with_a_token_of_its_own() {
+    every_write_verb_is_stamped(true);
+}
+
+fn every_write_verb_is_stamped(write_tokens: bool) {
     use election_ops::stamp::{
         DELETE_MARK, HOLDER_ANNOTATION, TERM_ANNOTATION, TermAnnotationLayer, WRITE_ANNOTATION,
     };
     use http_body_util::BodyExt;
     let view = Fake::leader(10_000);
     let sink = BodySink::default();
-    let mut svc = TermAnnotationLayer::new(view.clone()).layer(sink.clone());
+    let mut svc = TermAnnotationLayer::new(view.clone())
+        .write_tokens(write_tokens)
+        .layer(sink.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
@@ -305,10 +320,16 @@ fn n17_every_write_verb_is_stamped_with_the_term_and_a_token_of_its_own() {
             ("3@42".into(), "fake".into()),
             "{method} {content_type}"
         );
-        assert!(
-            !token.is_empty() && tokens.insert(token),
-            "a token of its own"
-        );
+        if write_tokens {
+            assert!(
+                !token.is_empty() && tokens.insert(token),
+                "a token of its own"
+            );
+        } else {
+            assert_eq!(token, "", "no token: the stamp is the term's");
+            let keys = sent["metadata"]["annotations"].as_object().map(|a| a.len());
+            assert_eq!(keys, Some(2), "{sent}");
+        }
         assert_eq!(sent["data"]["k"], "v", "the rest is kept");
     }
 
@@ -325,14 +346,14 @@ fn n17_every_write_verb_is_stamped_with_the_term_and_a_token_of_its_own() {
             (op["path"].as_str().unwrap(), &op["value"])
         })
         .collect();
-    assert_eq!(
-        added.keys().copied().collect::<Vec<_>>(),
-        [
-            "/metadata/annotations/kube-elector.dev~1holder",
-            "/metadata/annotations/kube-elector.dev~1term",
-            "/metadata/annotations/kube-elector.dev~1write",
-        ]
-    );
+    let mut paths = vec![
+        "/metadata/annotations/kube-elector.dev~1holder",
+        "/metadata/annotations/kube-elector.dev~1term",
+    ];
+    if write_tokens {
+        paths.push("/metadata/annotations/kube-elector.dev~1write");
+    }
+    assert_eq!(added.keys().copied().collect::<Vec<_>>(), paths);
     assert_eq!(
         added["/metadata/annotations/kube-elector.dev~1term"],
         "3@42"
@@ -374,7 +395,7 @@ fn n17_every_write_verb_is_stamped_with_the_term_and_a_token_of_its_own() {
     assert_eq!((m1, p1.as_str()), (Method::PATCH, X));
     let (term, _, token) = stamp_of(&mark);
     assert_eq!(term, "3@42");
-    assert!(token.starts_with(DELETE_MARK), "{token}");
+    assert_eq!(token.starts_with(DELETE_MARK), write_tokens, "{token}");
     assert_eq!(
         (m2, p2.as_str(), delete),
         (Method::DELETE, X, options.clone())

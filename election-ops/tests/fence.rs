@@ -147,6 +147,8 @@ struct Request {
     old: Value,
     params: Value,
     user: Value,
+    /// `request.subResource` (`""`: the object itself).
+    sub_resource: &'static str,
 }
 
 /// Runs the policy's CEL as the API server would: the match condition, then the
@@ -154,13 +156,16 @@ struct Request {
 /// refusal's message.
 fn admit(policy: &Value, r: &Request) -> Result<(), String> {
     let spec = &policy["spec"];
-    let request = json!({
+    let mut request = json!({
         "operation": r.operation,
         "namespace": "shop",
         "name": "web",
         "resource": { "group": "apps", "version": "v1", "resource": "deployments" },
         "userInfo": r.user,
     });
+    if !r.sub_resource.is_empty() {
+        request["subResource"] = json!(r.sub_resource);
+    }
     let mut ctx = cel::Context::default();
     for (name, value) in [
         ("object", r.object.clone()),
@@ -252,6 +257,7 @@ fn write(object: Value, params: Value) -> Request {
         old: stamped("app-9", "1@1"),
         params,
         user: user(Some("app-0")),
+        sub_resource: "",
     }
 }
 
@@ -263,6 +269,7 @@ fn delete(old: Value, params: Value) -> Request {
         old,
         params,
         user: user(Some("app-0")),
+        sub_resource: "",
     }
 }
 
@@ -315,13 +322,13 @@ fn the_current_holders_stamped_writes_pass_and_the_rest_are_refused() {
     );
 }
 
-/// docs/faults.md N17, by the policy's CEL alone: an update must bring a write
-/// token unlike the stored one (a write that leaves the annotations alone
-/// inherits them, token included), and a delete needs the stored object marked
-/// for deletion in the current term.
+/// docs/faults.md N17, by the policy's CEL alone, with no writer check: an
+/// update must bring a write token unlike the stored one (a write that leaves
+/// the annotations alone inherits them, token included), and a delete needs
+/// the stored object marked for deletion in the current term.
 #[test]
 fn n17_a_write_that_brings_no_stamp_of_its_own_is_refused() {
-    let p = policy_json(&policy());
+    let p = policy_json(&policy().writer(Writer::Any));
     let current = lease(Some("app-1"), Some(4));
     // The current holder stamped the object last; a deposed writer's patch that
     // leaves the annotations alone arrives with exactly that stamp.
@@ -330,6 +337,10 @@ fn n17_a_write_that_brings_no_stamp_of_its_own_is_refused() {
     inherited.old = stored.clone();
     let refused = admit(&p, &inherited).unwrap_err();
     assert!(refused.contains("brings no stamp of its own"), "{refused}");
+    assert!(
+        refused.contains("TermAnnotationLayer::write_tokens"),
+        "{refused}"
+    );
     // With a token of its own, the current holder's write passes.
     let mut fresh = write(stamped_with("app-1", "4@31", "b-next"), current.clone());
     fresh.old = stored.clone();
@@ -370,6 +381,68 @@ fn n17_a_write_that_brings_no_stamp_of_its_own_is_refused() {
         &delete(json!({ "metadata": { "name": "web" } }), current),
     );
     assert!(bare.is_err());
+}
+
+/// docs/faults.md N17 and H11 under the default policy (the Pod-name writer
+/// check): no write token is asked for, so the holder's write that leaves the
+/// stamp of its term in place (a repeated write, a no-op) passes, while the
+/// same write from another Pod (a deposed replica's patch that leaves the
+/// current holder's stamp alone) is refused by the writer check; an object
+/// stamped in an earlier term still needs the current stamp. A delete needs
+/// the object stamped in this term (no deletion mark) and the holder's Pod. A
+/// subresource write whose object keeps the stored stamp (a custom resource's
+/// status) is judged by the writer check alone.
+#[test]
+fn n17_h11_the_default_policy_takes_a_stamp_fixed_for_the_term_from_the_holders_pod_only() {
+    let p = policy_json(&policy());
+    let current = lease(Some("app-1"), Some(4));
+    let term_stamp = || stamped_with("app-1", "4@30", "");
+    let as_pod = |mut r: Request, pod: &str| {
+        r.user = user(Some(pod));
+        r
+    };
+    let mut same = write(term_stamp(), current.clone());
+    same.old = term_stamp();
+    assert_eq!(
+        admit(&p, &as_pod(same, "app-1")),
+        Ok(()),
+        "a no-op by the holder"
+    );
+    let mut inherited = write(term_stamp(), current.clone());
+    inherited.old = term_stamp();
+    let refused = admit(&p, &as_pod(inherited, "app-0")).unwrap_err();
+    assert!(refused.contains("not the holder Pod"), "{refused}");
+    // An unstamped write on an object an earlier term stamped: refused.
+    let mut stale = write(stamped_with("app-1", "2@3", ""), current.clone());
+    stale.old = stamped_with("app-1", "2@3", "");
+    let refused = admit(&p, &as_pod(stale, "app-1")).unwrap_err();
+    assert!(refused.contains("term \"2@3\""), "{refused}");
+
+    // Deletes: of an object stamped in this term, by the holder's Pod.
+    let del = |old: Value, pod: &str| as_pod(delete(old, current.clone()), pod);
+    assert_eq!(admit(&p, &del(term_stamp(), "app-1")), Ok(()));
+    assert!(admit(&p, &del(term_stamp(), "app-0")).is_err());
+    assert!(admit(&p, &del(stamped_with("app-0", "3@9", ""), "app-1")).is_err());
+
+    // A status write of a custom resource: the API server put the stored
+    // (earlier term's) metadata back. The holder's Pod passes, another not.
+    let mut status = write(stamped_with("app-0", "3@9", ""), current.clone());
+    status.old = stamped_with("app-0", "3@9", "");
+    status.sub_resource = "status";
+    let other = Request {
+        user: user(Some("app-0")),
+        object: status.object.clone(),
+        old: status.old.clone(),
+        params: status.params.clone(),
+        operation: status.operation,
+        sub_resource: "status",
+    };
+    assert_eq!(admit(&p, &as_pod(status, "app-1")), Ok(()));
+    assert!(
+        admit(&p, &other)
+            .unwrap_err()
+            .contains("not the holder Pod")
+    );
 }
 
 /// The control plane's controllers write protected objects without a stamp

@@ -16,7 +16,7 @@ use election_ops::guard::TermAnnotationLayer;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube_emulator::{Emulator, Resource};
+use kube_emulator::{Emulator, Resource, UserInfo};
 
 fn policy() -> FencePolicy {
     FencePolicy::new("default", "orders").protect(Protected::new("", "v1", "configmaps"))
@@ -57,6 +57,14 @@ async fn the_writer_check_admits_the_holders_pod_only_and_fences_deletes() {
     .await;
 }
 
+/// H11 (the emulator does not serve server-side apply: 415).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h11_a_write_of_what_is_stored_changes_nothing_under_the_default_fence() {
+    let emu = Emulator::start().await.expect("emulator");
+    fence_cases::a_write_of_what_is_stored_changes_nothing_under_the_default_fence(&emu, false)
+        .await;
+}
+
 /// A leader whose process stops (its lock calls hang, as under SIGSTOP) with a
 /// write in flight that reaches the API server only after another candidate took
 /// over: the server refuses it, naming the policy, and stores nothing. The same
@@ -66,6 +74,8 @@ async fn n16_a_paused_leaders_write_that_lands_after_a_takeover_is_refused() {
     let emu =
         fenced(FencePolicy::new("default", LEASE).protect(Protected::new("", "v1", "configmaps")))
             .await;
+    // The leader's application writes from its Pod, named as its identity.
+    emu.set_user("app-a", UserInfo::pod("default", "app", "node-a"));
     let (a, _) = candidate(&emu, "node-a");
     assert!(wait_until(Duration::from_secs(10), || a.is_leader()).await);
     let client = kube::client::ClientBuilder::try_from(emu.kube_config("app-a"))
@@ -124,6 +134,9 @@ async fn a4_a_deposed_leaders_writes_in_a_mixed_fleet_are_refused_by_the_server(
     let emu =
         fenced(FencePolicy::new("default", LEASE).protect(Protected::new("", "v1", "configmaps")))
             .await;
+    // Each leader's application writes from its Pod, named as its identity.
+    emu.set_user("app-a", UserInfo::pod("default", "app", "node-a"));
+    emu.set_user("app-b", UserInfo::pod("default", "app", "eager"));
     let (a, _) = candidate(&emu, "node-a");
     assert!(wait_until(Duration::from_secs(10), || a.is_leader()).await);
     let term = a.term().expect("leading").to_string();

@@ -2,7 +2,8 @@
 //! patch, strategic merge patch, delete) by the holder through the stamp layer,
 //! by a deposed holder through it (its view still believes in its old term, as a
 //! paused process's does), and by writers that bypass it, against the emulator
-//! enforcing the generated policy, in the default mode and with the writer check.
+//! enforcing the generated policy, in the default mode (the writer check, a
+//! stamp fixed for the term) and with no writer check (a token of each write).
 //! The deposed writes are the adversary's: patches that leave the annotations
 //! alone, on an object the current holder stamped last.
 //!
@@ -11,8 +12,10 @@
 
 mod common;
 
-use common::{Believes, fenced, hold, stamped_client};
-use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, Protected, WRITE_ANNOTATION, Writer};
+use common::{Believes, fenced, hold};
+use election_ops::fence::{
+    FencePolicy, HOLDER_ANNOTATION, Protected, TERM_ANNOTATION, WRITE_ANNOTATION, Writer,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_emulator::{Emulator, Resource, UserInfo};
@@ -87,12 +90,15 @@ fn stored(emu: &Emulator, name: &str) -> Option<serde_json::Value> {
 /// `default/orders` held by `app-1` at transitions 4, after `app-0` held it at
 /// 3; `app-1` created `name` through its stamp layer (with data `k`). Returns
 /// the clients: the holder's, the deposed holder's through the layer (its view
-/// stuck in term 3), and the deposed holder's plain one.
-async fn taken_over(emu: &Emulator, name: &str) -> [kube::Client; 3] {
+/// stuck in term 3), and the deposed holder's plain one; the layers make write
+/// tokens if `write_tokens`.
+async fn taken_over(emu: &Emulator, name: &str, write_tokens: bool) -> [kube::Client; 3] {
     hold(emu, "app-0", 3).await;
     hold(emu, "app-1", 4).await;
-    let holder = stamped_client(emu, "app-1", Believes::leading("app-1", 4, "30"));
-    let deposed = stamped_client(emu, "app-0", Believes::leading("app-0", 3, "17"));
+    let stamped =
+        |token: &str, view: Believes| common::stamped_client_with(emu, token, view, write_tokens);
+    let holder = stamped("app-1", Believes::leading("app-1", 4, "30"));
+    let deposed = stamped("app-0", Believes::leading("app-0", 3, "17"));
     let bypass = emu.client("app-0").expect("client");
     let api: Api<ConfigMap> = Api::namespaced(holder.clone(), "default");
     let mut cm = ConfigMap::default();
@@ -113,10 +119,10 @@ fn refused(result: Result<(), kube::Error>, verb: Verb, who: &str) -> String {
 
 /// Runs the matrix under `policy`: every deposed write refused and the object
 /// untouched (the create stores nothing), every holder's write through the
-/// layer admitted.
-async fn every_deposed_write_is_refused(policy: FencePolicy) {
+/// layer (making write tokens if `write_tokens`) admitted.
+async fn every_deposed_write_is_refused(policy: FencePolicy, write_tokens: bool) {
     let emu = fenced(policy).await;
-    let [holder, deposed, bypass] = taken_over(&emu, "work").await;
+    let [holder, deposed, bypass] = taken_over(&emu, "work", write_tokens).await;
     let before = stored(&emu, "work").expect("created");
     for verb in VERBS {
         for (who, client) in [("deposed (layer)", &deposed), ("deposed (bypass)", &bypass)] {
@@ -138,51 +144,69 @@ async fn every_deposed_write_is_refused(policy: FencePolicy) {
             .unwrap_or_else(|e| panic!("the holder's {verb:?}: {e:?}"));
         if let Some(obj) = stored(&emu, "work").filter(|_| verb != Verb::Create) {
             let a = &obj["metadata"]["annotations"];
-            assert_eq!(a[HOLDER_ANNOTATION], "app-1", "{verb:?}");
-            let token = a[WRITE_ANNOTATION].as_str().expect("a token").to_owned();
-            assert!(tokens.insert(token), "{verb:?} brought a token of its own");
+            assert_eq!(
+                (&a[HOLDER_ANNOTATION], &a[TERM_ANNOTATION]),
+                (&json!("app-1"), &json!("4@30")),
+                "{verb:?}"
+            );
+            let token = a[WRITE_ANNOTATION].as_str().unwrap_or_default().to_owned();
+            let fresh = tokens.insert(token);
+            assert!(
+                fresh || !write_tokens,
+                "{verb:?} brought a token of its own"
+            );
         }
     }
     let kept = stored(&emu, "work-new").expect("the holder's create");
     assert_eq!(kept["metadata"]["annotations"][HOLDER_ANNOTATION], "app-1");
     assert_eq!(stored(&emu, "work"), None, "the holder's delete");
-    assert_eq!(tokens.len(), 4, "replace and the three patches");
+    // With tokens, replace and the three patches each brought one; without,
+    // none carries any (the one "token" is the empty one).
+    let expected = if write_tokens { 4 } else { 1 };
+    assert_eq!(tokens.len(), expected, "{tokens:?}");
 }
 
-/// The finding: under the default policy a deposed holder's JSON, merge and
-/// strategic merge patches that leave the annotations alone were admitted (the
-/// object kept the current holder's stamp). Now every verb is refused, through
-/// the layer or around it.
+/// The finding: a deposed holder's JSON, merge and strategic merge patches
+/// that leave the annotations alone were admitted (the object kept the current
+/// holder's stamp). Under the default policy (the writer check, a stamp fixed
+/// for the term) every verb is refused, through the layer or around it: the
+/// layer's by the stamp, the bypass's by the writer check.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn n17_every_write_of_a_deposed_holder_is_refused_under_the_default_policy() {
     every_deposed_write_is_refused(
         FencePolicy::new("default", "orders").protect(Protected::new("", "v1", "configmaps")),
+        false,
     )
     .await;
 }
 
+/// With no writer check, write tokens do it: a write whose token is the
+/// stored one brought no stamp of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn n17_every_write_of_a_deposed_holder_is_refused_with_the_writer_check() {
+async fn n17_every_write_of_a_deposed_holder_is_refused_with_no_writer_check() {
     every_deposed_write_is_refused(
         FencePolicy::new("default", "orders")
             .protect(Protected::new("", "v1", "configmaps"))
-            .writer(Writer::PodName),
+            .writer(Writer::Any),
+        true,
     )
     .await;
 }
 
-/// The current holder's own writes must come through the layer too: a patch it
-/// sends around it leaves its last stamp in place and is refused like anyone's.
-/// The control plane's writers (exempt by default) write without a stamp, and
-/// the holder's JSON patch of the object they left with no annotations at all
-/// passes (the layer's second form creates the map).
+/// With no writer check the current holder's own writes must come through the
+/// layer too: a patch it sends around it leaves its last stamp in place and is
+/// refused like anyone's. The control plane's writers (exempt by default)
+/// write without a stamp, and the holder's JSON patch of the object they left
+/// with no annotations at all passes (the layer's second form creates the map).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn n17_unstamped_writes_need_an_exemption_and_json_patches_create_the_annotations() {
     let emu = fenced(
-        FencePolicy::new("default", "orders").protect(Protected::new("", "v1", "configmaps")),
+        FencePolicy::new("default", "orders")
+            .protect(Protected::new("", "v1", "configmaps"))
+            .writer(Writer::Any),
     )
     .await;
-    let [holder, ..] = taken_over(&emu, "work").await;
+    let [holder, ..] = taken_over(&emu, "work", true).await;
     let holder_bypass = emu.client("app-1").expect("client");
     for verb in [Verb::JsonPatch, Verb::MergePatch, Verb::Delete] {
         let message = refused(

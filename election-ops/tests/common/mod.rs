@@ -86,14 +86,30 @@ impl election_ops::LeadershipView for Believes {
 }
 
 /// A client of the emulator with the bearer token `token` whose writes are
-/// stamped by `TermAnnotationLayer` with `view`'s term.
-pub fn stamped_client<V>(emu: &Emulator, token: &str, view: V) -> kube::Client
+/// stamped by `TermAnnotationLayer` with `view`'s term, each with a token of
+/// its own if `write_tokens`.
+pub fn stamped_client_with<V>(
+    emu: &Emulator,
+    token: &str,
+    view: V,
+    write_tokens: bool,
+) -> kube::Client
 where
     V: election_ops::LeadershipView + Clone,
 {
-    kube::client::ClientBuilder::try_from(emu.kube_config(token))
+    stamped(emu.kube_config(token), view, write_tokens)
+}
+
+/// A client with `config` whose writes are stamped by `TermAnnotationLayer`
+/// with `view`'s term, each with a token of its own if `write_tokens`.
+pub fn stamped<V>(config: kube::Config, view: V, write_tokens: bool) -> kube::Client
+where
+    V: election_ops::LeadershipView + Clone,
+{
+    let layer = election_ops::stamp::TermAnnotationLayer::new(view).write_tokens(write_tokens);
+    kube::client::ClientBuilder::try_from(config)
         .expect("config")
-        .with_layer(&election_ops::stamp::TermAnnotationLayer::new(view))
+        .with_layer(&layer)
         .build()
 }
 

@@ -42,13 +42,23 @@ impl Fenced<'_> {
     }
 
     /// A client with `config` whose writes `TermAnnotationLayer` stamps as
-    /// `holder` believes it leads the term `transitions@version`.
+    /// `holder` believes it leads the term `transitions@version` (the stamp
+    /// fixed for the term, as for the default fence).
     pub fn stamped(&self, config: kube::Config, holder: &str, term: (u32, &str)) -> kube::Client {
         let view = crate::common::Believes::leading(holder, term.0, term.1);
-        kube::client::ClientBuilder::try_from(config)
-            .expect("config")
-            .with_layer(&election_ops::stamp::TermAnnotationLayer::new(view))
-            .build()
+        crate::common::stamped(config, view, false)
+    }
+
+    /// [`Fenced::stamped`], each write with a token of its own (for a fence
+    /// with no writer check).
+    pub fn stamped_with_tokens(
+        &self,
+        config: kube::Config,
+        holder: &str,
+        term: (u32, &str),
+    ) -> kube::Client {
+        let view = crate::common::Believes::leading(holder, term.0, term.1);
+        crate::common::stamped(config, view, true)
     }
 
     /// The ConfigMap `name` as the server has it.
@@ -341,4 +351,111 @@ pub async fn the_generated_policy_compiles_where_a_broken_one_is_refused(server:
             server.name()
         ),
     }
+}
+
+/// The resource version of `object` as the server has it.
+fn version_of(object: &serde_json::Value) -> String {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// docs/faults.md H11: under the default fence (the writer check, a stamp
+/// fixed for the term), the holder's write of what is already stored changes
+/// nothing, whatever its verb: a merge, strategic merge and JSON patch, a
+/// replace of the object as read and (where the server serves it, `apply`) a
+/// repeated server-side apply are admitted and store no new version, so a
+/// level-triggered controller that watches what it writes settles. A write
+/// that changes something still stores one, stamped.
+pub async fn a_write_of_what_is_stored_changes_nothing_under_the_default_fence(
+    server: &dyn Server,
+    apply: bool,
+) {
+    use kube::api::{Patch, PatchParams};
+    use serde_json::json;
+
+    let f = fenced(server, configmaps).await;
+    hold(&f, "app-0", 1).await;
+    let pod = server.pod_config(&f.ns, "app", "app-0");
+    let api: Api<ConfigMap> = Api::namespaced(f.stamped(pod, "app-0", (1, "5")), &f.ns);
+    let mut cm = configmap("steady");
+    cm.data = Some([("k".to_owned(), "v".to_owned())].into());
+    api.create(&PostParams::default(), &cm)
+        .await
+        .expect("the holder creates");
+    let stored = || f.configmap("steady").expect("stored");
+    let mut version = version_of(&stored());
+    let pp = PatchParams::default();
+    if apply {
+        // The first apply takes the fields over from the create's manager (a
+        // new version); the next ones change nothing.
+        let apply = Patch::Apply(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": { "name": "steady" }, "data": { "k": "v" },
+        }));
+        let ssa = PatchParams::apply("steady-controller");
+        api.patch("steady", &ssa, &apply)
+            .await
+            .expect("the holder applies");
+        version = version_of(&stored());
+        for _ in 0..3 {
+            api.patch("steady", &ssa, &apply)
+                .await
+                .expect("the holder applies again");
+            assert_eq!(
+                version_of(&stored()),
+                version,
+                "{}: a repeated apply",
+                server.name()
+            );
+        }
+    }
+    let json_patch: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "replace", "path": "/data/k", "value": "v"}]))
+            .expect("a JSON patch");
+    let merge = Patch::Merge(json!({ "data": { "k": "v" } }));
+    let strategic = Patch::Strategic(json!({ "data": { "k": "v" } }));
+    for _ in 0..3 {
+        for (what, patch) in [
+            ("merge patch", &merge),
+            ("strategic merge patch", &strategic),
+        ] {
+            api.patch("steady", &pp, patch).await.expect(what);
+            assert_eq!(version_of(&stored()), version, "{}: {what}", server.name());
+        }
+        api.patch("steady", &pp, &Patch::Json::<()>(json_patch.clone()))
+            .await
+            .expect("JSON patch");
+        assert_eq!(
+            version_of(&stored()),
+            version,
+            "{}: JSON patch",
+            server.name()
+        );
+        let read = api.get("steady").await.expect("read");
+        api.replace("steady", &PostParams::default(), &read)
+            .await
+            .expect("replace");
+        assert_eq!(version_of(&stored()), version, "{}: replace", server.name());
+    }
+
+    // A change is a write, stamped for the term.
+    api.patch(
+        "steady",
+        &pp,
+        &Patch::Merge(json!({ "data": { "k": "w" } })),
+    )
+    .await
+    .expect("a change");
+    let changed = stored();
+    assert_ne!(version_of(&changed), version, "{}", server.name());
+    let a = &changed["metadata"]["annotations"];
+    assert_eq!(
+        (
+            a[election_ops::fence::HOLDER_ANNOTATION].as_str(),
+            a[election_ops::fence::TERM_ANNOTATION].as_str()
+        ),
+        (Some("app-0"), Some("1@5"))
+    );
 }

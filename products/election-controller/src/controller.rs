@@ -63,6 +63,7 @@ pub struct ElectedController<K: Cached> {
     config: kube::Config,
     margin: Option<Duration>,
     annotate: bool,
+    write_tokens: bool,
     drain: Option<Duration>,
 }
 
@@ -75,6 +76,7 @@ impl<K: Cached> ElectedController<K> {
             config: kube_config,
             margin: None,
             annotate: true,
+            write_tokens: false,
             drain: None,
         }
     }
@@ -90,9 +92,25 @@ impl<K: Cached> ElectedController<K> {
     /// Whether a term's client stamps what it writes with the term
     /// (`election_ops::stamp`, default: on), so that the fence of
     /// `election_ops::fence`, or a reader downstream, can refuse an older term's
-    /// work. Off, the fence refuses every write of the term's client.
+    /// work. Off, the fence refuses every write of the term's client. The stamp
+    /// is fixed for the term: a reconcile that writes what is already stored
+    /// changes nothing (no new version, no watch event), so a level-triggered
+    /// controller settles; only its first write to each object in a new term
+    /// is a real one.
     pub fn term_annotation(mut self, on: bool) -> Self {
         self.annotate = on;
+        self
+    }
+
+    /// Whether each write of a term's client also carries a token of its own
+    /// (`TermAnnotationLayer::write_tokens`, default: off), as a fence with no
+    /// writer check (`Writer::Any`) requires. On, every write is a real one: a
+    /// reconcile that writes what is already stored stores a new version and
+    /// sends a watch event, and a controller that watches what it writes
+    /// reconciles again, for ever; compare before writing. The default fence
+    /// (`Writer::PodName`) needs no token.
+    pub fn write_tokens(mut self, on: bool) -> Self {
+        self.write_tokens = on;
         self
     }
 
@@ -127,6 +145,7 @@ impl<K: Cached> ElectedController<K> {
         let recipe = ClientRecipe {
             margin: self.margin.unwrap_or(config.request_timeout),
             annotate: self.annotate,
+            write_tokens: self.write_tokens,
             config: self.config,
         };
         // First the runtime (kube's client wants one), then fail here, not at

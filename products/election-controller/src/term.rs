@@ -56,8 +56,9 @@ pub struct TermContext {
     /// `election_ops::guard::not_leader`) and is not sent. Every attempt is
     /// judged (kube's retries run above the guard) and each write attempt is
     /// bounded by the margin (`election_ops::client::guarded_client`). Unless turned off, its
-    /// writes carry the term's stamp (`election_ops::stamp`: the term, the holder and
-    /// a token of each write), whatever their verb, as the fence requires.
+    /// writes carry the term's stamp (`election_ops::stamp`: the term and the
+    /// holder, fixed for the term, so a write of what is already stored
+    /// changes nothing), whatever their verb, as the fence requires.
     pub client: kube::Client,
     pub(crate) cancel: CancelSignal,
 }
@@ -85,6 +86,7 @@ pub(crate) struct ClientRecipe {
     pub(crate) config: kube::Config,
     pub(crate) margin: Duration,
     pub(crate) annotate: bool,
+    pub(crate) write_tokens: bool,
 }
 
 impl ClientRecipe {
@@ -95,7 +97,9 @@ impl ClientRecipe {
     /// bounded by the margin, the request timeout it reserves.
     pub(crate) fn build(&self, view: TermView) -> Result<kube::Client, kube::Error> {
         let guard = WriteGuardLayer::new(view.clone()).margin(self.margin);
-        let stamp = self.annotate.then(|| TermAnnotationLayer::new(view));
+        let stamp = self
+            .annotate
+            .then(|| TermAnnotationLayer::new(view).write_tokens(self.write_tokens));
         guarded_client(self.config.clone(), &guard, stamp.as_ref())
     }
 }

@@ -236,6 +236,11 @@ async fn the_fenced_client_passes_the_server_side_fence_through_handover_and_cra
     use election_ops::fence::{FencePolicy, HOLDER_ANNOTATION, Protected};
 
     let (emu, sources) = setup(5).await;
+    // Each replica writes from its Pod, named as its identity (the default
+    // fence's writer check).
+    for id in ["a", "b", "c"] {
+        emu.set_user(id, kube_emulator::UserInfo::pod("default", "mirror", id));
+    }
     let fence = FencePolicy::new("default", mirror::LEASE)
         .namespaces([mirror::TARGET])
         .protect(Protected::new("", "v1", "configmaps"));

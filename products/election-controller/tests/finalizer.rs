@@ -4,7 +4,8 @@
 //! `TermContext::client` is built) stamps them, so after a graceful handover the
 //! new leader adds and removes a finalizer on an object the old leader created
 //! (it used to be refused: the object kept the old term's stamp), while the
-//! same patches unstamped are refused.
+//! same patch sent unstamped by the deposed leader's Pod is refused (the
+//! default fence: the writer check, a stamp fixed for the term).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use election_ops::guard::WriteGuardLayer;
 use election_ops::stamp::TermAnnotationLayer;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube_emulator::Emulator;
+use kube_emulator::{Emulator, UserInfo};
 use lock_lease::LeaseLock;
 
 const LEASE: &str = "finalizing";
@@ -69,6 +70,10 @@ fn removal(index: usize) -> Patch<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn n20_a_new_leaders_finalizers_pass_the_fence_on_an_object_the_old_one_wrote() {
     let emu = Emulator::start().await.expect("emulator");
+    // Each replica's application writes from its Pod, named as its identity.
+    for (token, pod) in [("app-a", "a"), ("app-b", "b")] {
+        emu.set_user(token, UserInfo::pod("default", "app", pod));
+    }
     let fence = FencePolicy::new("default", LEASE).protect(Protected::new("", "v1", "configmaps"));
     fence
         .apply(emu.client("admin").expect("client"))
@@ -102,14 +107,15 @@ async fn n20_a_new_leaders_finalizers_pass_the_fence_on_an_object_the_old_one_wr
         Some("b")
     );
 
-    // The same removal, unstamped (around the stamp layer): refused.
-    let plain: Api<ConfigMap> = Api::namespaced(emu.client("app-b").expect("client"), "default");
+    // The same removal by the deposed leader's Pod, unstamped (around the
+    // stamp layer): refused.
+    let plain: Api<ConfigMap> = Api::namespaced(emu.client("app-a").expect("client"), "default");
     let refused = plain
         .patch("work", &PatchParams::default(), &removal(0))
         .await
-        .expect_err("an unstamped patch is refused");
+        .expect_err("an unstamped patch by the deposed Pod is refused");
     assert!(
-        matches!(&refused, kube::Error::Api(s) if s.code == 403),
+        matches!(&refused, kube::Error::Api(s) if s.code == 403 && s.message.contains("not the holder Pod")),
         "{refused:?}"
     );
     api.patch("work", &PatchParams::default(), &removal(0))

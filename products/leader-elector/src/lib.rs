@@ -243,11 +243,10 @@ pub enum Mode {
     },
     /// Print the ValidatingAdmissionPolicy and its binding that make the API
     /// server refuse every write to a protected resource that does not bring the
-    /// stamp of the Lease's current term of its own: the holder, the term and a
-    /// token unique to the write, as election-ops' `TermAnnotationLayer` writes
-    /// them on every verb (a delete needs the object marked for deletion in this
-    /// term, the layer's first request). A write that leaves the stored stamp
-    /// alone is refused, whoever sends it, except the exempt users and groups;
+    /// stamp of the Lease's current term (the holder and the term, as
+    /// election-ops' `TermAnnotationLayer` writes them on every verb; a delete
+    /// needs the object stamped in this term, the layer's first request) from
+    /// the holder's own Pod (`--writer`), except the exempt users and groups;
     /// apply them with `kubectl apply -f -`. The Lease's namespace is
     /// `--namespace`, else the kube config's (read, no request is sent).
     #[command(name = FENCE_POLICY)]
@@ -279,13 +278,18 @@ pub struct FencePolicyArgs {
     #[arg(long = "protect", value_name = "RESOURCE", required = true,
           value_parser = parse_protected)]
     pub protect: Vec<election_ops::fence::Protected>,
-    /// Who may write, besides the stamp. `any`: whoever brings the current
-    /// term's stamp; it does not fence a writer that forges one (copies the
+    /// Who may write, besides the stamp. `pod-name` (default): only the holder's
+    /// Pod, by its pod-bound service-account token (Kubernetes 1.30+, the
+    /// identity being the Pod's name); the stamp is fixed for a term, so a write
+    /// that changes nothing else is a no-op. `username`: only the user named as
+    /// the holder; the same cost. `any`: whoever brings the current term's
+    /// stamp with a token of that write (the stamp layer's write tokens), so
+    /// every write, a no-op included, stores a new version and sends a watch
+    /// event; it does not fence a writer that forges the stamp (copies the
     /// Lease's holder and transitions and makes up a token: the stamp is a
-    /// fencing token, not an identity). `pod-name`: only the holder's Pod, by its
-    /// pod-bound service-account token (Kubernetes 1.30+, the identity being the
-    /// Pod's name). `username`: only the user named as the holder.
-    #[arg(long, value_enum, default_value_t = WriterArg::Any)]
+    /// fencing token, not an identity), and refuses every status write of a
+    /// custom resource.
+    #[arg(long, value_enum, default_value_t = WriterArg::PodName)]
     pub writer: WriterArg,
     /// Warn and audit instead of refusing, to roll the policy out first.
     #[arg(long)]
@@ -313,9 +317,9 @@ pub struct FencePolicyArgs {
 /// `--writer` of `fence-policy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum WriterArg {
-    /// Anyone whose write carries the stamp.
+    /// Anyone whose write carries the stamp and a token of its own.
     Any,
-    /// The holder's Pod, by its service-account token.
+    /// The holder's Pod, by its service-account token (default).
     PodName,
     /// The user named as the holder.
     Username,

@@ -394,6 +394,10 @@ async fn kubectl_applies_the_manifests_and_lists_them() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The children of these tests make a token of each write, for a fence with no
+/// writer check.
+const WRITER_ANY: [&str; 2] = ["--writer", "any"];
+
 /// Applies the fencing policy of the Lease `<ns>/<lease>` over ConfigMaps, as
 /// `fence-policy` prints it with `flags`, with kubectl as the site's operator.
 fn apply_policy(site: &Site<'_>, lease: &str, flags: &[&str]) {
@@ -414,11 +418,13 @@ fn apply_policy(site: &Site<'_>, lease: &str, flags: &[&str]) {
     assert!(out.status.success(), "{out:?}");
 }
 
-/// [`apply_policy`] (refusing), returning once the server enforces it: an
-/// operator's dry-run create is refused (no Lease yet: every protected write
-/// is; kube-apiserver sees a new binding about a second after it is written).
+/// [`apply_policy`] (refusing, with no writer check: the children write with
+/// the sidecar's credentials, not a Pod-bound token, and make a token of each
+/// write), returning once the server enforces it: an operator's dry-run create
+/// is refused (no Lease yet: every protected write is; kube-apiserver sees a
+/// new binding about a second after it is written).
 async fn fenced(site: &Site<'_>, lease: &str) {
-    apply_policy(site, lease, &[]);
+    apply_policy(site, lease, &WRITER_ANY);
     let api: Api<ConfigMap> = Api::namespaced(site.server.client(ADMIN), &site.ns);
     let dry_run = PostParams {
         dry_run: true,
@@ -619,7 +625,7 @@ sleep 60"#
             .is_some_and(|l| l["spec"]["holderIdentity"] == "app-0")
     })
     .await;
-    apply_policy(site, "warned", &["--warn"]);
+    apply_policy(site, "warned", &[WRITER_ANY[0], WRITER_ANY[1], "--warn"]);
     let prefix = "Warning: Validation failed for ValidatingAdmissionPolicy 'fence-warned' \
                   with binding 'fence-warned': fenced by fence-warned: ";
     let warnings = [
