@@ -321,7 +321,9 @@ async fn settles_on_kube_apiserver(shape: Shape) {
         let ns = granted_namespace(server).await;
         let config = server.pod_config(&ns, "app", POD);
         server.wait_allowed(&config, &ns, "patch", "", "configmaps");
-        let seen = run(server, &ns, "steady", shape, fence, false).await;
+        // The policy is cluster-scoped and named after the Lease: one per
+        // namespace, as the tests share the server.
+        let seen = run(server, &ns, &format!("steady-{ns}"), shape, fence, false).await;
         assert_settled(server, shape, fence, &seen);
     }
 }
@@ -336,4 +338,29 @@ async fn h11_a_reconcile_that_merges_what_is_stored_settles_on_kube_apiserver() 
 #[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
 async fn h11_a_server_side_apply_of_an_owned_child_settles_on_kube_apiserver() {
     settles_on_kube_apiserver(Shape::ApplyChild).await;
+}
+
+/// The contrast on kube-apiserver: with a token of each write, kube-runtime's
+/// canonical shape makes a new child version for every reconcile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn h11_with_a_token_of_each_write_an_apply_of_an_owned_child_loops_on_kube_apiserver() {
+    let server = ApiServer::shared();
+    let ns = granted_namespace(server).await;
+    let config = server.pod_config(&ns, "app", POD);
+    server.wait_allowed(&config, &ns, "patch", "", "configmaps");
+    let seen = run(
+        server,
+        &ns,
+        &format!("steady-{ns}"),
+        Shape::ApplyChild,
+        false,
+        true,
+    )
+    .await;
+    eprintln!("kube-apiserver: ApplyChild, write tokens: {seen:?}");
+    assert!(
+        seen.late_reconciles > 30 && seen.late_versions > 30,
+        "the loop the write tokens make: {seen:?}"
+    );
 }
