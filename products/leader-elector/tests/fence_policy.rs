@@ -603,7 +603,8 @@ async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence_on_kube_apiser
 /// words: `Warning: Validation failed for ValidatingAdmissionPolicy
 /// 'fence-warned' with binding 'fence-warned': fenced by fence-warned: the
 /// write is stamped for holder "" …`, then `… the write carries no
-/// kube-elector.dev/write token`. Its stamped create passes without a warning.
+/// kube-elector.dev/write token (with --writer any …)`. Its stamped create
+/// passes without a warning.
 /// (The sidecar itself writes only the Lease, which is never fenced; the
 /// `kube` client, 5.0, does not surface warnings: kubectl, the child's
 /// client, is where an operator sees them.)
@@ -634,7 +635,10 @@ sleep 60"#
              the Lease {}/warned is held by \"app-0\" at transitions 0",
             site.ns
         ),
-        format!("{prefix}the write carries no kube-elector.dev/write token"),
+        format!(
+            "{prefix}the write carries no kube-elector.dev/write token (with --writer any \
+             every write needs a token of its own: TermAnnotationLayer::write_tokens)"
+        ),
     ];
     // Enforced: the operator's dry run of the same write is warned about.
     let started = std::time::Instant::now();
