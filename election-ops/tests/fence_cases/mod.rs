@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use election_ops::fence::FencePolicy;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube_emulator::Resource;
 use test_kit::admission::until_enforced;
@@ -95,25 +94,7 @@ pub async fn fenced_with<'s>(
         "verbs": ["get", "create", "update", "patch", "delete"],
     })];
     all.extend_from_slice(rules);
-    let role: Role = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "app" },
-        "rules": all,
-    }))
-    .expect("a Role");
-    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "app" },
-        "subjects": [{ "kind": "ServiceAccount", "name": "app", "namespace": ns }],
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "app" },
-    }))
-    .expect("a RoleBinding");
-    Api::<Role>::namespaced(server.client(ADMIN), &ns)
-        .create(&PostParams::default(), &role)
-        .await
-        .expect("the Pods' Role");
-    Api::<RoleBinding>::namespaced(server.client(ADMIN), &ns)
-        .create(&PostParams::default(), &binding)
-        .await
-        .expect("the Pods' RoleBinding");
+    test_kit::rbac::grant(server.client(ADMIN), &ns, "app", &all).await;
     make(&ns, &lease)
         .apply(server.client(ADMIN))
         .await

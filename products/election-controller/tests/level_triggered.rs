@@ -287,31 +287,12 @@ async fn h11_with_a_token_of_each_write_the_same_reconcile_loops() {
 /// The namespace of `server` the Pod `app-0` (ServiceAccount `app`) may read
 /// and write ConfigMaps in.
 async fn granted_namespace(server: &ApiServer) -> String {
-    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     let ns = server.namespace();
-    let admin = server.client(ADMIN);
-    let role: Role = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "app" },
-        "rules": [{
-            "apiGroups": [""], "resources": ["configmaps"],
-            "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-        }],
-    }))
-    .expect("a Role");
-    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "app" },
-        "subjects": [{ "kind": "ServiceAccount", "name": "app", "namespace": ns }],
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "app" },
-    }))
-    .expect("a RoleBinding");
-    Api::<Role>::namespaced(admin.clone(), &ns)
-        .create(&PostParams::default(), &role)
-        .await
-        .expect("the Role");
-    Api::<RoleBinding>::namespaced(admin, &ns)
-        .create(&PostParams::default(), &binding)
-        .await
-        .expect("the RoleBinding");
+    let rules = [serde_json::json!({
+        "apiGroups": [""], "resources": ["configmaps"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+    })];
+    test_kit::rbac::grant(server.client(ADMIN), &ns, "app", &rules).await;
     ns
 }
 

@@ -75,3 +75,41 @@ pub async fn rbac_session<L: Lock>(emu: &Emulator, lock: &L, client: &str, role_
         "rules: {rules:?}"
     );
 }
+
+/// Grants the ServiceAccount `service_account` of `namespace` the RBAC `rules`
+/// there (JSON `PolicyRule`s), by a Role and a RoleBinding named after it,
+/// written with `admin` (a client allowed to write RBAC). The emulator stores
+/// them (with its feature `workloads`) without enforcing them; kube-apiserver
+/// enforces them, a moment after they are written.
+///
+/// # Panics
+///
+/// When the server refuses the Role or its binding.
+pub async fn grant(
+    admin: kube::Client,
+    namespace: &str,
+    service_account: &str,
+    rules: &[serde_json::Value],
+) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    use kube::api::{Api, PostParams};
+    let role: Role = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": service_account },
+        "rules": rules,
+    }))
+    .expect("a Role");
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": service_account },
+        "subjects": [{ "kind": "ServiceAccount", "name": service_account, "namespace": namespace }],
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": service_account },
+    }))
+    .expect("a RoleBinding");
+    Api::<Role>::namespaced(admin.clone(), namespace)
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("the Role");
+    Api::<RoleBinding>::namespaced(admin, namespace)
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("the RoleBinding");
+}
