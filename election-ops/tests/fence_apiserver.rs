@@ -33,6 +33,21 @@ fn the_writer_check_admits_the_holders_pod_only_and_fences_deletes() {
     });
 }
 
+/// N17 on kube-apiserver, in the default mode: every write of a deposed
+/// holder is refused, through the stamp layer or around it, and the holder's
+/// writes through the layer pass.
+#[test]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+fn n17_every_write_of_a_deposed_holder_is_refused_under_the_default_policy_on_kube_apiserver() {
+    Runtime::Tokio.run(|| {
+        fence_cases::deposed::every_write_of_a_deposed_holder_is_refused(
+            ApiServer::shared(),
+            fence_cases::configmaps,
+            false,
+        )
+    });
+}
+
 /// H11, server-side apply included.
 #[test]
 #[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]

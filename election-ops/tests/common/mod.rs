@@ -85,21 +85,6 @@ impl election_ops::LeadershipView for Believes {
     }
 }
 
-/// A client of the emulator with the bearer token `token` whose writes are
-/// stamped by `TermAnnotationLayer` with `view`'s term, each with a token of
-/// its own if `write_tokens`.
-pub fn stamped_client_with<V>(
-    emu: &Emulator,
-    token: &str,
-    view: V,
-    write_tokens: bool,
-) -> kube::Client
-where
-    V: election_ops::LeadershipView + Clone,
-{
-    stamped(emu.kube_config(token), view, write_tokens)
-}
-
 /// A client with `config` whose writes are stamped by `TermAnnotationLayer`
 /// with `view`'s term, each with a token of its own if `write_tokens`.
 pub fn stamped<V>(config: kube::Config, view: V, write_tokens: bool) -> kube::Client

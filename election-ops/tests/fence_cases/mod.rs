@@ -7,6 +7,8 @@
 //! takes about a second to see a new binding).
 #![allow(dead_code)]
 
+pub mod deposed;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use election_ops::fence::FencePolicy;
