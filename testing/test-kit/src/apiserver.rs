@@ -83,8 +83,10 @@ pub const TESTERS: [&str; 14] = [
     "leader", "follower",
 ];
 
-/// The audit policy: Leases and LeaseCandidates at `Metadata` (who, what,
-/// when; no bodies), nothing else.
+/// The audit policy, at `Metadata` (who, what, when; no bodies): every
+/// request on Leases and LeaseCandidates, and the writes (`create`, `update`,
+/// `patch`, `delete`) of ConfigMaps, for the tests and benchmarks that count a
+/// controller's writes; nothing else (no ConfigMap reads or watches).
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
@@ -93,6 +95,11 @@ rules:
     resources:
       - group: coordination.k8s.io
         resources: [leases, leasecandidates]
+  - level: Metadata
+    verbs: [create, update, patch, delete]
+    resources:
+      - group: \"\"
+        resources: [configmaps]
   - level: None
 ";
 
@@ -399,8 +406,9 @@ impl ApiServer {
             // The `kubernetes` Service's Endpoints may not name a loopback
             // address: no reconciler, rather than an error a second.
             "--endpoint-reconciler-type=none".into(),
-            // Every request on Leases and LeaseCandidates in the audit log
-            // (`audit_log`), for tests that count a client's requests.
+            // Every request on Leases and LeaseCandidates, and every write of
+            // a ConfigMap, in the audit log (`audit_log`), for tests that
+            // count a client's requests.
             format!("--audit-policy-file={}", d("audit-policy.yaml")),
             format!("--audit-log-path={}", d("audit.log")),
             "--audit-log-format=json".into(),
@@ -499,16 +507,19 @@ impl ApiServer {
     /// The API server's audit log: one JSON event per line (`audit.k8s.io/v1`
     /// `Event`, level `Metadata`) for each request on Leases and
     /// LeaseCandidates, at its `ResponseStarted` (watches) and
-    /// `ResponseComplete` stages; nothing else is audited.
+    /// `ResponseComplete` stages, and for each write (`create`, `update`,
+    /// `patch`, `delete`) of a ConfigMap, at its `ResponseComplete` stage;
+    /// nothing else is audited (not a ConfigMap's reads, lists or watches).
     pub fn audit_log(&self) -> PathBuf {
         self.dir.join("audit.log")
     }
 
-    /// The requests on `resource` (`leases`, `leasecandidates`) in
-    /// `namespace` that the audit log records as received between `from` and
-    /// `to` (inclusive), per (user name, verb): each audit ID once (a watch has
-    /// an event when it starts and one when it ends). A request is written to
-    /// the log when answered: read it a moment after `to`.
+    /// The requests on `resource` (`leases`, `leasecandidates`: all of them;
+    /// `configmaps`: its writes, the only ones audited) in `namespace` that the
+    /// audit log records as received between `from` and `to` (inclusive), per
+    /// (user name, verb): each audit ID once (a watch has an event when it
+    /// starts and one when it ends). A request is written to the log when
+    /// answered, refused ones included: read it a moment after `to`.
     pub fn audit_requests(
         &self,
         resource: &str,
