@@ -519,18 +519,23 @@ impl FencePolicy {
             json!({ "name": "writtenHolder", "expression": stamped(HOLDER_ANNOTATION) }),
             json!({ "name": "writtenTerm", "expression": stamped(&self.term_key) }),
         ];
-        let term_check = json!({
-            "expression": "variables.writtenHolder == variables.holder && \
-                 variables.writtenTerm.startsWith(string(variables.transitions) + '@')",
-            "messageExpression": format!(
-                "'fenced by {name}: the ' + (request.operation == 'DELETE' ? 'deleted object' : 'write') + \
-                 ' is stamped for holder \"' + \
-                 variables.writtenHolder + '\" term \"' + variables.writtenTerm + \
-                 '\", the Lease {ns}/{lease} is held by \"' + variables.holder + \
-                 '\" at transitions ' + string(variables.transitions)"
-            ),
-            "reason": "Forbidden",
-        });
+        // The stamp is the Lease's holder and term, unless `unless` holds.
+        let term_check = |unless: &str| {
+            json!({
+                "expression": format!(
+                    "{unless}(variables.writtenHolder == variables.holder && \
+                     variables.writtenTerm.startsWith(string(variables.transitions) + '@'))"
+                ),
+                "messageExpression": format!(
+                    "'fenced by {name}: the ' + (request.operation == 'DELETE' ? 'deleted object' : 'write') + \
+                     ' is stamped for holder \"' + \
+                     variables.writtenHolder + '\" term \"' + variables.writtenTerm + \
+                     '\", the Lease {ns}/{lease} is held by \"' + variables.holder + \
+                     '\" at transitions ' + string(variables.transitions)"
+                ),
+                "reason": "Forbidden",
+            })
+        };
         let has_holder = json!({
             "expression": "variables.holder != ''",
             "messageExpression": format!(
@@ -565,7 +570,7 @@ impl FencePolicy {
                         ),
                         "reason": "Forbidden",
                     }),
-                    term_check,
+                    term_check(""),
                     json!({
                         "expression": format!(
                             "request.operation == 'DELETE' ? variables.writeToken.startsWith('{DELETE_MARK}') : \
@@ -599,14 +604,9 @@ impl FencePolicy {
                         ),
                     }),
                 ]);
-                let mut term_check = term_check;
-                term_check["expression"] = Value::from(format!(
-                    "variables.unstampable || ({})",
-                    term_check["expression"].as_str().unwrap_or_default()
-                ));
                 vec![
                     has_holder,
-                    term_check,
+                    term_check("variables.unstampable || "),
                     json!({
                         "expression": expression,
                         "messageExpression": format!(
