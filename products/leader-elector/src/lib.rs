@@ -35,7 +35,10 @@
 //! - `leader-elector fence-policy --lease NAME --protect RESOURCE…` prints the
 //!   ValidatingAdmissionPolicy and its binding that fence a deposed leader's
 //!   writes ([`election_ops::fence`]): the Lease's namespace is `--namespace`,
-//!   else the kube config's; `--fence-namespace`, `--exempt-user`,
+//!   else the kube config's; `--writer` says whose writes pass (`pod-name`, the
+//!   default: the holder's Pod, with a stamp fixed for the term, so a write of
+//!   what is stored is a no-op; `any`: whoever brings a stamp with a token of
+//!   its own, every write a real one); `--fence-namespace`, `--exempt-user`,
 //!   `--exempt-group` and `--no-default-exemptions` set what is fenced and who
 //!   is exempt. It takes none of the election's flags (identity, timings,
 //!   `--coordinated`, `--log-format`): given, they are refused, and its `--help`
