@@ -125,3 +125,125 @@ async fn n20_a_new_leaders_finalizers_pass_the_fence_on_an_object_the_old_one_wr
     assert!(stored.metadata.finalizers.unwrap_or_default().is_empty());
     b.shutdown().await;
 }
+
+/// N20 and H11 on kube-apiserver, under the default fence (the writer check,
+/// a stamp fixed for the term): the live leader's Pod creates an object, adds
+/// its finalizer with kube-runtime's `finalizer()`, deletes it through the
+/// stamp layer (the stamp, then the delete: the object stays, terminating, as
+/// kube-apiserver keeps it for its finalizer), and `finalizer()`'s cleanup
+/// removes the finalizer, after which the object is gone; a deposed replica's
+/// Pod's removal of the finalizer, unstamped, is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the built kube-apiserver: bash testing/k8s-server/build.sh; CI runs it"]
+async fn n20_a_live_leaders_finalizer_and_delete_pass_the_default_fence_on_kube_apiserver() {
+    use kube_runtime::finalizer::Event;
+    use test_kit::apiserver::{ADMIN, ApiServer, Server};
+
+    let server = ApiServer::shared();
+    let ns = server.namespace();
+    let rules = [serde_json::json!({
+        "apiGroups": [""], "resources": ["configmaps"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+    })];
+    test_kit::rbac::grant(server.client(ADMIN), &ns, "app", &rules).await;
+    let (leader, deposed) = (
+        server.pod_config(&ns, "app", "app-0"),
+        server.pod_config(&ns, "app", "app-1"),
+    );
+    server.wait_allowed(&leader, &ns, "patch", "", "configmaps");
+    let lease = format!("finalizing-{ns}");
+    FencePolicy::new(&ns, &lease)
+        .protect(Protected::new("", "v1", "configmaps"))
+        .apply(server.client(ADMIN))
+        .await
+        .expect("the default fence");
+    let admin: Api<ConfigMap> = Api::namespaced(server.client(ADMIN), &ns);
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let mut probe = ConfigMap::default();
+    probe.metadata.name = Some("probe".into());
+    test_kit::admission::until_enforced("the fence", async || {
+        admin.create(&dry_run, &probe).await.is_err()
+    })
+    .await;
+
+    let lock = LeaseLock::builder(
+        lock_kube::lock_client(server.kube_config(ADMIN)).expect("client"),
+        &ns,
+        &lease,
+    )
+    .build()
+    .expect("valid names");
+    let handle = Arc::new(
+        Builder::new(lock, Config::fast("app-0"))
+            .spawn(TokioRuntime::current().expect("inside tokio"))
+            .expect("valid config"),
+    );
+    until("app-0 leads", || handle.term().is_some()).await;
+    let guard = WriteGuardLayer::new(Arc::clone(&handle)).margin(Duration::from_millis(500));
+    let stamp = TermAnnotationLayer::new(Arc::clone(&handle));
+    let api: Api<ConfigMap> = Api::namespaced(
+        guarded_client(leader, &guard, Some(&stamp)).expect("client"),
+        &ns,
+    );
+    let mut obj = ConfigMap::default();
+    obj.metadata.name = Some("work".into());
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("the leader creates");
+    let reconcile = |api: Api<ConfigMap>| async move {
+        let stored = Arc::new(api.get("work").await.expect("read"));
+        kube_runtime::finalizer(&api, FINALIZER, stored, |event| async move {
+            match event {
+                Event::Apply(_) | Event::Cleanup(_) => {
+                    Ok::<_, std::io::Error>(kube_runtime::controller::Action::await_change())
+                }
+            }
+        })
+        .await
+    };
+    reconcile(api.clone())
+        .await
+        .expect("finalizer() adds the finalizer through the fence");
+    let stored = api.get("work").await.expect("read");
+    assert_eq!(stored.metadata.finalizers, Some(vec![FINALIZER.to_owned()]));
+    let version = stored.metadata.resource_version.clone();
+    reconcile(api.clone())
+        .await
+        .expect("a second reconcile, the finalizer in place");
+    assert_eq!(
+        api.get("work")
+            .await
+            .expect("read")
+            .metadata
+            .resource_version,
+        version,
+        "a reconcile that changes nothing writes nothing"
+    );
+
+    api.delete("work", &kube::api::DeleteParams::default())
+        .await
+        .expect("the leader's delete, stamped first, passes");
+    let terminating = api.get("work").await.expect("kept for its finalizer");
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    let plain: Api<ConfigMap> =
+        Api::namespaced(kube::Client::try_from(deposed).expect("client"), &ns);
+    let refused = plain
+        .patch("work", &PatchParams::default(), &removal(0))
+        .await
+        .expect_err("another Pod's removal is refused");
+    assert!(
+        matches!(&refused, kube::Error::Api(s) if s.code == 403 && s.message.contains("not the holder Pod")),
+        "{refused:?}"
+    );
+    reconcile(api.clone())
+        .await
+        .expect("finalizer()'s cleanup removes the finalizer through the fence");
+    assert!(
+        api.get_opt("work").await.expect("read").is_none(),
+        "gone once its finalizer is removed"
+    );
+    handle.shutdown().await;
+}
