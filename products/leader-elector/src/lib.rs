@@ -2,7 +2,9 @@
 //!
 //! - `leader-elector serve --lease NAME [--addr 127.0.0.1:4040]` campaigns and serves
 //!   `GET /` → `{"name": "<holder>"}` (the holder as this node last saw it, `""` if
-//!   none), like the old `k8s.gcr.io/leader-elector` sidecar, plus `/healthz`
+//!   none; its own identity only while it leads), like the old
+//!   `k8s.gcr.io/leader-elector` sidecar, `GET /leader` (200 while this sidecar
+//!   leads, 503 otherwise: the plain question an application asks), plus `/healthz`
 //!   (client-go's healthz meaning: fails only for a leader wedged past its deadline),
 //!   `/readyz`, `/status` (JSON) and `/metrics` (Prometheus text, client-go's metric
 //!   names) from [`election_ops`].
@@ -212,8 +214,9 @@ pub struct Cli {
 /// What to do: `serve`, `run` or `fence-policy` (and the child shim, internal).
 #[derive(Debug, Subcommand)]
 pub enum Mode {
-    /// Campaign and serve `GET /` → `{"name": "<holder>"}`, plus `/healthz`,
-    /// `/readyz`, `/status` and `/metrics`.
+    /// Campaign and serve `GET /` → `{"name": "<holder>"}` (its own name only
+    /// while it leads), `GET /leader` (200 while it leads, 503 otherwise), plus
+    /// `/healthz`, `/readyz`, `/status` and `/metrics`.
     Serve {
         /// The Lease's name.
         #[arg(long)]
@@ -802,15 +805,23 @@ async fn start(
     // The monitor logs each leadership change (started, draining, stopped, with
     // term, identity and reason) and keeps the metrics and health.
     tokio::spawn(Arc::clone(&monitor).follow(handle.states()));
-    let leader = Arc::clone(&handle);
+    let (named, asked) = (Arc::clone(&handle), Arc::clone(&handle));
     let endpoint = Endpoint::new(Health::new(Arc::clone(&handle)).monitor(Arc::clone(&monitor)))
         .metrics(monitor, registry)
         .route("/", move || {
-            let name = leader.leader().map(|l| l.to_string()).unwrap_or_default();
+            let name = named_leader(&named);
             (
                 200,
                 "application/json",
                 serde_json::json!({ "name": name }).to_string(),
+            )
+        })
+        .route(LEADER_PATH, move || {
+            let leads = asked.is_leader();
+            (
+                if leads { 200 } else { 503 },
+                "application/json",
+                serde_json::json!({ "is_leader": leads }).to_string(),
             )
         });
     let election = Election {
@@ -820,6 +831,24 @@ async fn start(
         request_timeout,
     };
     Ok((election, endpoint))
+}
+
+/// The path that answers whether this sidecar leads now: 200
+/// `{"is_leader":true}`, else 503 `{"is_leader":false}`.
+pub const LEADER_PATH: &str = "/leader";
+
+/// The name `GET /` answers: the holder as this sidecar last saw it, but its
+/// own identity only while it leads (`is_leader`), so that an application that
+/// compares the name with its own never starts working while its sidecar does
+/// not lead: during the strict lock delay after its own create (it holds the
+/// Lease but does not lead for a lease), or after a loss until it sees the
+/// next holder. Then `""`.
+fn named_leader(handle: &election_driver::Handle) -> String {
+    match handle.leader() {
+        Some(holder) if *holder == *handle.state().identity && !handle.is_leader() => String::new(),
+        Some(holder) => holder.to_string(),
+        None => String::new(),
+    }
 }
 
 /// Binds `addr` and serves the endpoint on a task of its own.

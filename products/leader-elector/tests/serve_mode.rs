@@ -1,5 +1,6 @@
-//! `serve` mode against the API emulator: `GET /` names the holder, `/healthz`,
-//! `/readyz`, `/status` and `/metrics` answer, and SIGTERM releases the Lease.
+//! `serve` mode against the API emulator: `GET /` names the holder (itself only
+//! while it leads), `/leader` answers whether it leads, `/healthz`, `/readyz`,
+//! `/status` and `/metrics` answer, and SIGTERM releases the Lease.
 //! On a real kube-apiserver, each verb of `deploy/rbac.yaml`'s Role is needed:
 //! without it the sidecar's log names the refused verb.
 
@@ -41,24 +42,45 @@ async fn serve_names_the_holder() {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn");
+    // It holds the Lease as soon as its create lands, and leads after the
+    // strict lock delay (one lease from the create): meanwhile `GET /` does not
+    // name it and `/leader` answers 503. Whenever `GET /` names it, `/status`
+    // read after says it leads (it cannot lose in this test).
     let start = Instant::now();
-    let mut last = None;
+    let (mut named_early, mut last) = (false, None);
     while start.elapsed() < Duration::from_secs(15) {
         last = get(&addr).await;
+        let (Some(_), Some((line, body))) = (&last, get_path(&addr, "/leader").await) else {
+            // Not serving yet.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let status = common::status(&addr).await;
         if last.as_deref() == Some(r#"{"name":"serve-a"}"#) {
+            assert_eq!(
+                status["is_leader"], true,
+                "named while not leading: {status}"
+            );
+            assert!(line.contains(" 200 "), "{line}: {body}");
+            assert_eq!(body, r#"{"is_leader":true}"#);
             break;
+        }
+        if status["role"] == "Acquiring" && status["holder"] == "serve-a" {
+            assert_eq!(last.as_deref(), Some(r#"{"name":""}"#), "{status}");
+            assert!(line.contains(" 503 "), "{line}: {body}");
+            assert_eq!(body, r#"{"is_leader":false}"#);
+            named_early = true;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(last.as_deref(), Some(r#"{"name":"serve-a"}"#));
+    assert!(named_early, "the strict lock delay was observed, unnamed");
 
     // Health, readiness, status and metrics on the same address.
     let (line, body) = get_path(&addr, "/healthz").await.expect("healthz");
     assert!(line.contains(" 200 "), "{line}: {body}");
     let (line, _) = get_path(&addr, "/readyz").await.expect("readyz");
     assert!(line.contains(" 200 "), "{line}");
-    // It names itself as soon as its create lands, and leads after the strict lock
-    // delay (one lease from the create).
     let status = common::wait_leading(&addr, Duration::from_secs(10)).await;
     assert_eq!(status["is_leader"], true, "{status}");
     assert_eq!(status["role"], "Leader", "{status}");

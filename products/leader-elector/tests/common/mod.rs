@@ -49,15 +49,20 @@ pub async fn get(addr: &str) -> Option<String> {
     get_path(addr, "/").await.map(|(_, body)| body)
 }
 
+/// `GET /status`, parsed (`null` when the sidecar does not answer).
+pub async fn status(addr: &str) -> serde_json::Value {
+    match get_path(addr, "/status").await {
+        Some((_, body)) => serde_json::from_str(&body).expect("JSON status"),
+        None => serde_json::Value::Null,
+    }
+}
+
 /// Polls `/status` until the sidecar serving on `addr` leads (within `within`);
 /// the last status seen.
 pub async fn wait_leading(addr: &str, within: Duration) -> serde_json::Value {
     let start = Instant::now();
     loop {
-        let status = match get_path(addr, "/status").await {
-            Some((_, body)) => serde_json::from_str(&body).expect("JSON status"),
-            None => serde_json::Value::Null,
-        };
+        let status = status(addr).await;
         if status["is_leader"] == true || start.elapsed() > within {
             return status;
         }
