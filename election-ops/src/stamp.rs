@@ -91,8 +91,7 @@ fn write_token(delete: bool) -> String {
 #[derive(Clone, Debug)]
 pub struct TermAnnotationLayer<V> {
     view: V,
-    key: Arc<str>,
-    write_tokens: bool,
+    stamp: Stamper,
 }
 
 impl<V: LeadershipView + Clone> TermAnnotationLayer<V> {
@@ -101,8 +100,10 @@ impl<V: LeadershipView + Clone> TermAnnotationLayer<V> {
     pub fn new(view: V) -> Self {
         TermAnnotationLayer {
             view,
-            key: TERM_ANNOTATION.into(),
-            write_tokens: false,
+            stamp: Stamper {
+                key: TERM_ANNOTATION.into(),
+                write_tokens: false,
+            },
         }
     }
 
@@ -114,7 +115,7 @@ impl<V: LeadershipView + Clone> TermAnnotationLayer<V> {
     /// term and such a write changes nothing.
     #[must_use]
     pub fn write_tokens(mut self, on: bool) -> Self {
-        self.write_tokens = on;
+        self.stamp.write_tokens = on;
         self
     }
 
@@ -122,7 +123,7 @@ impl<V: LeadershipView + Clone> TermAnnotationLayer<V> {
     /// annotation name; the fence's `FencePolicy::term_key` must name it too).
     #[must_use]
     pub fn key(mut self, key: impl Into<Arc<str>>) -> Self {
-        self.key = key.into();
+        self.stamp.key = key.into();
         self
     }
 }
@@ -133,10 +134,7 @@ impl<S, V: LeadershipView + Clone> Layer<S> for TermAnnotationLayer<V> {
         TermAnnotation {
             inner: Shared::new(inner),
             view: self.view.clone(),
-            stamp: Stamper {
-                key: self.key.clone(),
-                write_tokens: self.write_tokens,
-            },
+            stamp: self.stamp.clone(),
         }
     }
 }
