@@ -280,16 +280,7 @@ async fn row(
             .apply(admin.clone())
             .await
             .expect("the fence");
-        let dry_run = PostParams {
-            dry_run: true,
-            ..PostParams::default()
-        };
-        let mut probe = ConfigMap::default();
-        probe.metadata.name = Some("probe".into());
-        test_kit::admission::until_enforced("the fence", async || {
-            api.create(&dry_run, &probe).await.is_err()
-        })
-        .await;
+        test_kit::admission::until_configmaps_fenced(admin.clone(), &ns).await;
     }
 
     let (versions, counting) = count_versions(admin.clone(), &ns).await;

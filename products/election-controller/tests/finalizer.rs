@@ -157,17 +157,7 @@ async fn n20_a_live_leaders_finalizer_and_delete_pass_the_default_fence_on_kube_
         .apply(server.client(ADMIN))
         .await
         .expect("the default fence");
-    let admin: Api<ConfigMap> = Api::namespaced(server.client(ADMIN), &ns);
-    let dry_run = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    let mut probe = ConfigMap::default();
-    probe.metadata.name = Some("probe".into());
-    test_kit::admission::until_enforced("the fence", async || {
-        admin.create(&dry_run, &probe).await.is_err()
-    })
-    .await;
+    test_kit::admission::until_configmaps_fenced(server.client(ADMIN), &ns).await;
 
     let lock = LeaseLock::builder(
         lock_kube::lock_client(server.kube_config(ADMIN)).expect("client"),

@@ -168,17 +168,7 @@ async fn run(
             .apply(admin.clone())
             .await
             .expect("the default fence");
-        let probe = Api::<ConfigMap>::namespaced(admin.clone(), ns);
-        let dry_run = PostParams {
-            dry_run: true,
-            ..PostParams::default()
-        };
-        let mut cm = ConfigMap::default();
-        cm.metadata.name = Some("probe".into());
-        test_kit::admission::until_enforced("the fence", async || {
-            probe.create(&dry_run, &cm).await.is_err()
-        })
-        .await;
+        test_kit::admission::until_configmaps_fenced(admin.clone(), ns).await;
     }
 
     let reconciles = Arc::new(AtomicU64::new(0));

@@ -31,6 +31,28 @@ pub async fn until_enforced(what: &str, mut seen: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// Returns once `admin`'s dry-run create of a ConfigMap in `namespace` is
+/// refused: a fence just applied there is enforced (an unstamped write, as the
+/// admin's, is refused; with no Lease yet, every protected write is).
+///
+/// # Panics
+///
+/// When the create still passes after 20 s.
+pub async fn until_configmaps_fenced(admin: kube::Client, namespace: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(admin, namespace);
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let mut probe = ConfigMap::default();
+    probe.metadata.name = Some("fence-probe".into());
+    until_enforced(
+        &format!("the fence of ConfigMaps in {namespace}"),
+        async || api.create(&dry_run, &probe).await.is_err(),
+    )
+    .await;
+}
+
 /// A binding's `matchResources.objectSelector` takes only the objects whose
 /// labels it selects (written or stored): a policy that refuses every
 /// ConfigMap write, bound to the label `fenced: "yes"`, refuses the creation
