@@ -35,17 +35,9 @@ type Seen = (String, String, String, String);
 /// A `serve` sidecar named `id` campaigning for [`LEASE`] on `site`; its stderr
 /// is kept for failure messages.
 fn sidecar(site: &Site<'_>, id: &str, addr: &str) -> Child {
-    let kubeconfig = site.kubeconfig(id);
-    Command::new(common::BIN)
-        .args(["--lease-duration", "2s", "--renew-deadline", "1.5s"])
-        .args(["--retry-period", "250ms", "--identity", id])
-        .args(["serve", "--lease", LEASE, "--addr", addr])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .stdin(Stdio::null())
+    common::serve(&site.kubeconfig(id), id, LEASE, addr)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("spawn the sidecar")
 }

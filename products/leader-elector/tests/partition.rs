@@ -20,7 +20,7 @@ use common::Site;
 use kube_emulator::Emulator;
 use test_kit::apiserver::ApiServer;
 use test_kit::proxy::{Mode, Proxy};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 const LEASE: &str = "partitioned";
 
@@ -52,16 +52,9 @@ fn server_of(kubeconfig: &Path) -> std::net::SocketAddr {
 /// A `serve` sidecar `id` on `site` through `proxy`, serving on `addr`.
 fn sidecar(site: &Site<'_>, id: &str, proxy: &Proxy, addr: &str) -> Child {
     let kubeconfig = through(&site.kubeconfig(id), proxy.addr());
-    Command::new(common::BIN)
-        .args(["--lease-duration", "2s", "--renew-deadline", "1.5s"])
-        .args(["--retry-period", "250ms", "--identity", id])
-        .args(["serve", "--lease", LEASE, "--addr", addr])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .stdin(Stdio::null())
+    common::serve(&kubeconfig, id, LEASE, addr)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .kill_on_drop(true)
         .spawn()
         .expect("spawn the sidecar")
 }

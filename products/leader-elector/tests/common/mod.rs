@@ -49,6 +49,22 @@ pub async fn get(addr: &str) -> Option<String> {
     get_path(addr, "/").await.map(|(_, body)| body)
 }
 
+/// A `serve` sidecar `id` on the Lease `lease`, with `kubeconfig`, serving on
+/// `addr`, on a 2 s lease (renew deadline 1.5 s, retry 250 ms); stdin closed,
+/// its other streams the caller's to set.
+pub fn serve(kubeconfig: &Path, id: &str, lease: &str, addr: &str) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .args(["--lease-duration", "2s", "--renew-deadline", "1.5s"])
+        .args(["--retry-period", "250ms", "--identity", id])
+        .args(["serve", "--lease", lease, "--addr", addr])
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    command
+}
+
 /// `GET /status`, parsed (`null` when the sidecar does not answer).
 pub async fn status(addr: &str) -> serde_json::Value {
     match get_path(addr, "/status").await {
