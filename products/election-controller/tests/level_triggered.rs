@@ -24,7 +24,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use kube_runtime::controller::Action;
-use kube_runtime::watcher;
+use kube_runtime::{WatchStreamExt, watcher};
 use test_kit::apiserver::{ADMIN, ApiServer, Server};
 
 const PARENT: &str = "steady=parent";
@@ -97,8 +97,15 @@ fn error_policy(_: Arc<ConfigMap>, _: &Error, _: Arc<Context>) -> Action {
 }
 
 /// The new versions of each ConfigMap in `ns` a watch sees from now on (its
-/// first listing not counted), counted in the background.
-async fn count_versions(client: kube::Client, ns: &str) -> Arc<Mutex<BTreeMap<String, u64>>> {
+/// first listing not counted), counted in the background by the task
+/// returned, which the caller aborts when done (its server may go first).
+async fn count_versions(
+    client: kube::Client,
+    ns: &str,
+) -> (
+    Arc<Mutex<BTreeMap<String, u64>>>,
+    tokio::task::JoinHandle<()>,
+) {
     let counts = Arc::new(Mutex::new(BTreeMap::new()));
     let (ready_tx, ready) = tokio::sync::oneshot::channel();
     let mut ready_tx = Some(ready_tx);
@@ -106,9 +113,10 @@ async fn count_versions(client: kube::Client, ns: &str) -> Arc<Mutex<BTreeMap<St
         Api::<ConfigMap>::namespaced(client, ns),
         watcher::Config::default(),
     )
+    .default_backoff()
     .boxed();
     let seen = Arc::clone(&counts);
-    tokio::spawn(async move {
+    let counting = tokio::spawn(async move {
         while let Some(event) = events.next().await {
             match event {
                 Ok(watcher::Event::InitDone) => {
@@ -124,7 +132,7 @@ async fn count_versions(client: kube::Client, ns: &str) -> Arc<Mutex<BTreeMap<St
         }
     });
     ready.await.expect("the counting watch lists");
-    counts
+    (counts, counting)
 }
 
 /// What one run saw.
@@ -153,7 +161,7 @@ async fn run(
     write_tokens: bool,
 ) -> Seen {
     let admin = server.client(ADMIN);
-    let versions = count_versions(admin.clone(), ns).await;
+    let (versions, counting) = count_versions(admin.clone(), ns).await;
     let api: Api<ConfigMap> = Api::namespaced(admin.clone(), ns);
     let mut parent = ConfigMap::default();
     parent.metadata.name = Some("obj".into());
@@ -220,8 +228,18 @@ async fn run(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let total = || versions.lock().unwrap().values().sum::<u64>();
-    // The write's own watch event reaches the controller: give it a second.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The write's own watch event brings the object back to the controller
+    // (the second reconcile, a no-op): wait for it, however loaded the
+    // machine, then half a second more.
+    while reconciles.load(Ordering::Relaxed) < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{}: no reconcile after the first write in 20 s",
+            server.name()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let (r0, v0) = (reconciles.load(Ordering::Relaxed), total());
     tokio::time::sleep(Duration::from_secs(2)).await;
     let seen = Seen {
@@ -231,6 +249,7 @@ async fn run(
         late_versions: total() - v0,
     };
     handle.shutdown().await;
+    counting.abort();
     seen
 }
 
