@@ -102,16 +102,7 @@ pub async fn fenced_with<'s>(
         .await
         .expect("policy and binding applied");
     let f = Fenced { server, ns, lease };
-    let api: Api<ConfigMap> = Api::namespaced(f.admin(), &f.ns);
-    let dry_run = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    until_enforced(
-        &format!("the policy on the {}", server.name()),
-        async || api.create(&dry_run, &configmap("probe")).await.is_err(),
-    )
-    .await;
+    test_kit::admission::until_configmaps_fenced(f.admin(), &f.ns).await;
     f
 }
 

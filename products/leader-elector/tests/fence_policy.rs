@@ -425,18 +425,7 @@ fn apply_policy(site: &Site<'_>, lease: &str, flags: &[&str]) {
 /// new binding about a second after it is written).
 async fn fenced(site: &Site<'_>, lease: &str) {
     apply_policy(site, lease, &WRITER_ANY);
-    let api: Api<ConfigMap> = Api::namespaced(site.server.client(ADMIN), &site.ns);
-    let dry_run = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    let mut probe = ConfigMap::default();
-    probe.metadata.name = Some("probe".into());
-    until_enforced(
-        &format!("the policy fence-{lease} on the {}", site.server.name()),
-        async || api.create(&dry_run, &probe).await.is_err(),
-    )
-    .await;
+    test_kit::admission::until_configmaps_fenced(site.server.client(ADMIN), &site.ns).await;
 }
 
 /// kube-apiserver, in a namespace of its own, where `kubectl apply -f
