@@ -50,10 +50,17 @@ pub struct NotLeader {
 
 /// The [`NotLeader`] inside a `kube::Error`, if the write guard refused the request.
 pub fn not_leader<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a NotLeader> {
-    let mut cur: Option<&'a (dyn std::error::Error + 'static)> = Some(error);
+    in_chain(error)
+}
+
+/// The first `T` in `error`'s chain of sources, `error` included.
+pub(crate) fn in_chain<'a, T: std::error::Error + 'static>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut cur = Some(error);
     while let Some(e) = cur {
-        if let Some(n) = e.downcast_ref::<NotLeader>() {
-            return Some(n);
+        if let Some(found) = e.downcast_ref::<T>() {
+            return Some(found);
         }
         cur = e.source();
     }

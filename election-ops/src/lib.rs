@@ -12,6 +12,7 @@
 //! | `stamp` | `guard` | a tower layer that stamps every write (create, update, each patch type, delete) with the current term, for the fence |
 //! | `fence` | `fence` | server-side fencing: the ValidatingAdmissionPolicy (and binding) that makes the API server refuse writes not stamped with the Lease's current term |
 //! | `health` | `health` | liveness with client-go's healthz meaning, readiness per role, JSON status |
+//! | `proxy` | `proxy` | the Kubernetes API served on loopback through a guarded, stamped client: a program in any language has its writes fenced with no code |
 //! | `http` | `http` | `/healthz`, `/readyz`, `/status` (and `/metrics`) on hyper 1 |
 //! | metrics | `metrics` | `leader_election_master_status{name}`, `leader_election_slowpath_total{name}` and more |
 //!
@@ -53,6 +54,8 @@ pub mod health;
 pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 #[cfg(feature = "guard")]
 pub mod shared;
 #[cfg(feature = "guard")]

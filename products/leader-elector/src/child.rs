@@ -188,6 +188,8 @@ pub(crate) struct ChildWork {
     /// leads decides which bound applies.
     pub(crate) handle: Arc<OnceLock<Weak<Handle>>>,
     pub(crate) exited: Arc<watch::Sender<Option<u8>>>,
+    /// With `--api-proxy`: the child's kubeconfig, naming the proxy.
+    pub(crate) kubeconfig: Option<Arc<std::path::Path>>,
 }
 
 fn exit_code(status: std::process::ExitStatus) -> u8 {
@@ -249,6 +251,12 @@ impl ChildWork {
             // everything it started. No `kill_on_drop`: it would kill the shim
             // alone (see `GroupGuard`).
             .process_group(0);
+        if let Some(kubeconfig) = &self.kubeconfig {
+            command.env("KUBECONFIG", &**kubeconfig);
+            for var in crate::api_proxy::IN_CLUSTER_VARS {
+                command.env_remove(var);
+            }
+        }
         Ok(command)
     }
 

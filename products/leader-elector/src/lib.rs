@@ -92,6 +92,7 @@
 // that kube and the lock crates compile against, as k8s-openapi asks of a binary.
 use k8s_openapi as _;
 
+mod api_proxy;
 mod child;
 pub mod duration;
 #[doc(hidden)]
@@ -117,6 +118,7 @@ use election_ops::http::Endpoint;
 use lock_lease::LeaseLock;
 use tokio::sync::watch;
 
+use crate::api_proxy::ProxySetup;
 use crate::child::ChildWork;
 use crate::duration::{format_duration, parse_duration};
 use crate::lock_tasks::LockTasks;
@@ -243,6 +245,14 @@ pub enum Mode {
         /// default).
         #[arg(long)]
         addr: Option<SocketAddr>,
+        /// Serve the Kubernetes API to the command, on `127.0.0.1` (a free
+        /// port) or `--api-proxy=ADDR`: the command gets `KUBECONFIG` naming it,
+        /// and its writes pass the write guard (refused with a 403 `Status`
+        /// once this Pod does not lead with a margin) and carry the term's
+        /// stamp, for the fence of `fence-policy`.
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true,
+              default_missing_value = "127.0.0.1:0")]
+        api_proxy: Option<SocketAddr>,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -584,6 +594,9 @@ pub enum StartError {
     /// The election could not start.
     #[error("failed to start the election: {0}")]
     Driver(#[from] election_driver::DriverError),
+    /// `--api-proxy` could not be set up.
+    #[error(transparent)]
+    Proxy(#[from] api_proxy::ProxyError),
     /// The listener could not be bound.
     #[error("failed to listen on {addr}: {source}")]
     Listen {
@@ -729,15 +742,19 @@ async fn kube_config(cli: &Cli) -> Result<kube::Config, StartError> {
 
 async fn start(
     cli: &Cli,
+    kube_config: kube::Config,
     config: Config,
     lease: &str,
-    work: Option<ChildWork>,
+    work: Option<(ChildWork, Option<&mut ProxySetup>)>,
 ) -> Result<(Election, Endpoint<Arc<Handle>>), StartError> {
-    let kube_config = kube_config(cli).await?;
     let namespace = cli
         .namespace
         .clone()
         .unwrap_or_else(|| kube_config.default_namespace.clone());
+    let proxy_config = work
+        .as_ref()
+        .and_then(|(_, proxy)| proxy.as_ref())
+        .map(|_| kube_config.clone());
     let client = lock_kube::lock_client(kube_config)?;
     let candidacy = if cli.coordinated {
         let mut candidate = lock_kube::candidate::LeaseCandidate::builder(
@@ -793,6 +810,7 @@ async fn start(
     let lock_tasks = LockTasks::new();
     let lock = Layered::new(monitor.lock(lock), lock_tasks.clone());
     let mut builder = Builder::new(lock, config);
+    let (work, proxy) = work.unzip();
     let handle_slot = work.as_ref().map(|w| Arc::clone(&w.handle));
     if let Some(work) = work {
         builder = builder.leader_work(move |term, cancel| work.clone().run(term, cancel));
@@ -801,6 +819,11 @@ async fn start(
     if let Some(slot) = handle_slot {
         // A weak reference: the work must not keep the election alive.
         let _ = slot.set(Arc::downgrade(&handle));
+    }
+    // Before the child can have sent anything: its connections wait in the
+    // listener's backlog until then.
+    if let (Some(Some(proxy)), Some(config)) = (proxy, proxy_config) {
+        proxy.serve(config, &handle)?;
     }
     // The monitor logs each leadership change (started, draining, stopped, with
     // term, identity and reason) and keeps the metrics and health.
@@ -887,7 +910,8 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
     let config = cli.election_config(id.clone())?;
     match &cli.mode {
         Mode::Serve { lease, addr } => {
-            let (mut election, endpoint) = start(&cli, config, lease, None).await?;
+            let kube_config = kube_config(&cli).await?;
+            let (mut election, endpoint) = start(&cli, kube_config, config, lease, None).await?;
             spawn_endpoint(endpoint, *addr).await?;
             terminated().await;
             election.shutdown().await;
@@ -898,8 +922,15 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
             kill_after,
             kill_after_ms,
             addr,
+            api_proxy,
             command,
         } => {
+            let kube_config = kube_config(&cli).await?;
+            // Dropped (the kubeconfig removed) when the sidecar ends.
+            let mut proxy = match api_proxy {
+                Some(addr) => Some(ProxySetup::new(*addr, &kube_config.default_namespace).await?),
+                None => None,
+            };
             let (exit_tx, mut exit_rx) = watch::channel(None::<u8>);
             // After a loss, another candidate may lead `lease - renew` after our
             // deadline at the earliest: the child must be gone well before.
@@ -917,8 +948,16 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
                 graceful,
                 handle: Arc::new(OnceLock::new()),
                 exited: Arc::new(exit_tx),
+                kubeconfig: proxy.as_ref().map(|p| Arc::from(p.kubeconfig())),
             };
-            let (mut election, endpoint) = start(&cli, config, lease, Some(work)).await?;
+            let (mut election, endpoint) = start(
+                &cli,
+                kube_config,
+                config,
+                lease,
+                Some((work, proxy.as_mut())),
+            )
+            .await?;
             if let Some(addr) = addr {
                 spawn_endpoint(endpoint, *addr).await?;
             }

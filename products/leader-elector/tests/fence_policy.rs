@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use kube_emulator::{Emulator, Resource, Verb};
 use test_kit::admission::until_enforced;
-use test_kit::apiserver::{ADMIN, ApiServer};
+use test_kit::apiserver::ADMIN;
 
 fn run(args: &[&str]) -> Output {
     Command::new(common::BIN)
@@ -428,43 +428,10 @@ async fn fenced(site: &Site<'_>, lease: &str) {
     test_kit::admission::until_configmaps_fenced(site.server.client(ADMIN), &site.ns).await;
 }
 
-/// kube-apiserver, in a namespace of its own, where `kubectl apply -f
-/// deploy/rbac.yaml -f deploy/run-mode.yaml` ran: the sidecars and their
-/// children run as its ServiceAccount `nightly-report`, which a Role of the
-/// application's lets write ConfigMaps (what the children write).
+/// [`common::run_mode_site`], its children allowed to get, create and patch
+/// ConfigMaps.
 fn apiserver_site(test: &str) -> Site<'static> {
-    tokio::task::block_in_place(|| {
-        let server = ApiServer::shared();
-        let site = Site::apiserver(
-            server,
-            test,
-            &["rbac.yaml", "run-mode.yaml"],
-            "nightly-report",
-        );
-        let app = site.dir.join("app-role.yaml");
-        std::fs::write(
-            &app,
-            "apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: { name: app }
-rules:
-  - apiGroups: [\"\"]
-    resources: [\"configmaps\"]
-    verbs: [\"get\", \"create\", \"patch\"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: { name: app }
-subjects: [{ kind: ServiceAccount, name: nightly-report }]
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: app }
-",
-        )
-        .expect("write");
-        server.kubectl_apply(&site.ns, &[app]);
-        let config = server.service_account_config(&site.ns, "nightly-report");
-        server.wait_allowed(&config, &site.ns, "patch", "", "configmaps");
-        site
-    })
+    common::run_mode_site(test, &["get", "create", "patch"])
 }
 
 /// A sidecar `id` in `run` mode on the Lease `<ns>/<lease>` of `site` (2 s

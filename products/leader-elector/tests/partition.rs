@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,34 +23,9 @@ use tokio::process::Child;
 
 const LEASE: &str = "partitioned";
 
-/// `kubeconfig` with its server's address replaced by `proxy`'s (the server
-/// is on 127.0.0.1: only the port changes; TLS passes through the proxy).
-fn through(kubeconfig: &Path, proxy: std::net::SocketAddr) -> PathBuf {
-    let text = std::fs::read_to_string(kubeconfig).expect("read the kubeconfig");
-    let at = text.find("127.0.0.1:").expect("a server on 127.0.0.1") + "127.0.0.1:".len();
-    let digits = text[at..].chars().take_while(char::is_ascii_digit).count();
-    let proxied = format!("{}{}{}", &text[..at], proxy.port(), &text[at + digits..]);
-    let path = kubeconfig.with_extension(format!("proxied-{}", proxy.port()));
-    std::fs::write(&path, proxied).expect("write the kubeconfig");
-    path
-}
-
-/// The server's address as `kubeconfig` names it.
-fn server_of(kubeconfig: &Path) -> std::net::SocketAddr {
-    let text = std::fs::read_to_string(kubeconfig).expect("read the kubeconfig");
-    let at = text.find("127.0.0.1:").expect("a server on 127.0.0.1");
-    let end = at
-        + "127.0.0.1:".len()
-        + text[at + "127.0.0.1:".len()..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .count();
-    text[at..end].parse().expect("an address")
-}
-
 /// A `serve` sidecar `id` on `site` through `proxy`, serving on `addr`.
 fn sidecar(site: &Site<'_>, id: &str, proxy: &Proxy, addr: &str) -> Child {
-    let kubeconfig = through(&site.kubeconfig(id), proxy.addr());
+    let kubeconfig = common::through(&site.kubeconfig(id), proxy.addr());
     common::serve(&kubeconfig, id, LEASE, addr)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -114,7 +88,7 @@ fn never_both(earlier: &[Answer], later: &[Answer], work: fn(&Answer) -> bool, h
 }
 
 async fn partitioned_holder(site: &Site<'_>) {
-    let target = server_of(&site.kubeconfig("probe"));
+    let target = common::server_of(&site.kubeconfig("probe"));
     let (pa, pb) = (
         Proxy::start(target).await.expect("proxy"),
         Proxy::start(target).await.expect("proxy"),

@@ -739,8 +739,29 @@ impl ApiServer {
     ///
     /// When the server refuses, or the file cannot be written.
     pub fn write_service_account_kubeconfig(&self, namespace: &str, name: &str, path: &Path) {
-        self.token_config(namespace, name, None);
-        let key = (namespace.to_owned(), format!("{name}/"));
+        self.write_token_kubeconfig(namespace, name, None, path);
+    }
+
+    /// A kubeconfig file for the Pod `pod` of the ServiceAccount
+    /// `service_account` in `namespace`, with a token bound to the Pod
+    /// ([`Server::pod_config`]'s): what a Pod's own program runs with.
+    ///
+    /// # Panics
+    ///
+    /// When the server refuses, or the file cannot be written.
+    pub fn write_pod_kubeconfig(
+        &self,
+        namespace: &str,
+        service_account: &str,
+        pod: &str,
+        path: &Path,
+    ) {
+        self.write_token_kubeconfig(namespace, service_account, Some(pod), path);
+    }
+
+    fn write_token_kubeconfig(&self, namespace: &str, name: &str, pod: Option<&str>, path: &Path) {
+        self.token_config(namespace, name, pod);
+        let key = account_key(namespace, name, pod);
         let text = lock(&self.service_accounts)
             .get(&key)
             .map(|(_, text)| text.clone())
@@ -752,10 +773,7 @@ impl ApiServer {
     /// `namespace` (made if missing), bound to the Pod `pod` (made if
     /// missing) if one is named; kept, so that one token serves each.
     fn token_config(&self, namespace: &str, name: &str, pod: Option<&str>) -> kube::Config {
-        let key = (
-            namespace.to_owned(),
-            format!("{name}/{}", pod.unwrap_or_default()),
-        );
+        let key = account_key(namespace, name, pod);
         if let Some((config, _)) = lock(&self.service_accounts).get(&key) {
             return config.clone();
         }
@@ -926,6 +944,14 @@ impl Drop for ApiServer {
         }
         let _ = fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The key of a ServiceAccount's (or one of its Pods') kept configuration.
+fn account_key(namespace: &str, name: &str, pod: Option<&str>) -> (String, String) {
+    (
+        namespace.to_owned(),
+        format!("{name}/{}", pod.unwrap_or_default()),
+    )
 }
 
 /// The Pod `pod` of the ServiceAccount `sa` in `ns` (made if missing; never

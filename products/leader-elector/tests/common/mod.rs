@@ -49,6 +49,31 @@ pub async fn get(addr: &str) -> Option<String> {
     get_path(addr, "/").await.map(|(_, body)| body)
 }
 
+/// `kubeconfig` with its server's address replaced by `proxy`'s (the server
+/// is on 127.0.0.1: only the port changes; TLS passes through the proxy).
+pub fn through(kubeconfig: &Path, proxy: std::net::SocketAddr) -> PathBuf {
+    let text = std::fs::read_to_string(kubeconfig).expect("read the kubeconfig");
+    let at = text.find("127.0.0.1:").expect("a server on 127.0.0.1") + "127.0.0.1:".len();
+    let digits = text[at..].chars().take_while(char::is_ascii_digit).count();
+    let proxied = format!("{}{}{}", &text[..at], proxy.port(), &text[at + digits..]);
+    let path = kubeconfig.with_extension(format!("proxied-{}", proxy.port()));
+    std::fs::write(&path, proxied).expect("write the kubeconfig");
+    path
+}
+
+/// The server's address as `kubeconfig` names it.
+pub fn server_of(kubeconfig: &Path) -> std::net::SocketAddr {
+    let text = std::fs::read_to_string(kubeconfig).expect("read the kubeconfig");
+    let at = text.find("127.0.0.1:").expect("a server on 127.0.0.1");
+    let end = at
+        + "127.0.0.1:".len()
+        + text[at + "127.0.0.1:".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .count();
+    text[at..end].parse().expect("an address")
+}
+
 /// A `serve` sidecar `id` on the Lease `lease`, with `kubeconfig`, serving on
 /// `addr`, on a 2 s lease (renew deadline 1.5 s, retry 250 ms); stdin closed,
 /// its other streams the caller's to set.
@@ -226,6 +251,49 @@ impl Drop for Site<'_> {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// kube-apiserver, in a namespace of its own, where `kubectl apply -f
+/// deploy/rbac.yaml -f deploy/run-mode.yaml` ran: the sidecars and their
+/// children run as its ServiceAccount `nightly-report`, which a Role of the
+/// application's lets do `verbs` on ConfigMaps (what the children write).
+/// Blocks.
+pub fn run_mode_site(test: &str, verbs: &[&str]) -> Site<'static> {
+    tokio::task::block_in_place(|| {
+        let server = ApiServer::shared();
+        let site = Site::apiserver(
+            server,
+            test,
+            &["rbac.yaml", "run-mode.yaml"],
+            "nightly-report",
+        );
+        let app = site.dir.join("app-role.yaml");
+        let verbs = serde_json::to_string(verbs).expect("JSON");
+        std::fs::write(
+            &app,
+            format!(
+                "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{ name: app }}
+rules:
+  - apiGroups: [\"\"]
+    resources: [\"configmaps\"]
+    verbs: {verbs}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{ name: app }}
+subjects: [{{ kind: ServiceAccount, name: nightly-report }}]
+roleRef: {{ apiGroup: rbac.authorization.k8s.io, kind: Role, name: app }}
+"
+            ),
+        )
+        .expect("write");
+        server.kubectl_apply(&site.ns, &[app]);
+        let config = server.service_account_config(&site.ns, "nightly-report");
+        server.wait_allowed(&config, &site.ns, "patch", "", "configmaps");
+        site
+    })
 }
 
 /// `rbac` (a manifest's text) with `verb` on `resource` removed from its
