@@ -54,6 +54,8 @@ pub mod health;
 pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "guard")]
+mod protobuf;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 #[cfg(feature = "guard")]

@@ -25,12 +25,13 @@
 //!
 //! | write | stamped as |
 //! |---|---|
-//! | create, replace (`POST`, `PUT` with a JSON object) | the annotations merged into the object |
+//! | create, replace (`POST`, `PUT` with a JSON object, or with no content type, which the API server reads as JSON) | the annotations merged into the object |
+//! | create, replace in Kubernetes protobuf (kubectl's and client-go's built-in types) | the annotations appended to the object's metadata, which a decoder merges (see the `protobuf` module's source) |
 //! | merge and strategic merge patches | the annotations merged into the patch |
 //! | server-side apply | the annotations merged into the patch; when the server answers `409 Conflict` on the stamp's annotations alone (an earlier term's field manager owns them), sent once more with `force=true` and a fresh stamp, which takes those fields only |
 //! | JSON patch | `add` operations appended; on an object with no annotations at all (the server answers 422), sent once more with the map created by a `test`-guarded `add` |
 //! | delete of one object | two requests: a merge patch that stamps the object (as a deletion mark, with write tokens), then the delete |
-//! | delete of a collection, a dry-run delete (a mark would be a real write), a streamed body, a body that is not JSON | unchanged (the fence refuses it) |
+//! | delete of a collection, a dry-run delete (a mark would be a real write), a streamed body, a body that is neither JSON nor a protobuf envelope | unchanged (the fence refuses it) |
 //!
 //! The extra requests (the JSON patch's second form, the deletion mark) go
 //! through the layers below this one: put this layer outside the
@@ -207,6 +208,9 @@ enum Write {
     Apply,
     /// An RFC 6902 list of operations.
     JsonPatch,
+    /// An object in Kubernetes protobuf, as kubectl and client-go send
+    /// built-in types.
+    Protobuf,
     /// A delete of one object.
     Delete,
     /// A read, a delete of a collection, anything else: sent as it is.
@@ -221,10 +225,18 @@ impl Write {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         let m = req.method();
-        let media = content_type.strip_prefix("application/").unwrap_or("");
+        let object = m == Method::POST || m == Method::PUT;
+        // A create or replace with no content type is JSON to the API server
+        // (its first serializer), as the Python client sends it.
+        let media = match content_type.strip_prefix("application/") {
+            None if object && content_type.is_empty() => "json",
+            media => media.unwrap_or(""),
+        };
         let patch = |kind: &str| m == Method::PATCH && media.starts_with(kind);
-        if (m == Method::POST || m == Method::PUT) && media.starts_with("json") {
+        if object && media.starts_with("json") {
             Write::Object
+        } else if object && media.starts_with("vnd.kubernetes.protobuf") {
+            Write::Protobuf
         } else if patch("json-patch+json") {
             Write::JsonPatch
         } else if ["merge-patch+json", "strategic-merge-patch+json"]
@@ -375,6 +387,10 @@ where
     match write {
         Write::Object => {
             let stamped = with_annotations_iter(&body, stamp.pairs()).unwrap_or(body);
+            inner.send(request(&parts, stamped)).await.map(left)
+        }
+        Write::Protobuf => {
+            let stamped = crate::protobuf::with_annotations(&body, stamp.pairs()).unwrap_or(body);
             inner.send(request(&parts, stamped)).await.map(left)
         }
         Write::Apply => {
@@ -629,6 +645,72 @@ mod tests {
             r#"{"metadata":{"annotations":[1]}}"#,
         ] {
             assert_eq!(annotate(body), None, "{body}");
+        }
+    }
+
+    /// Each content type a client sends is stamped as its body needs: the
+    /// Python client sends a create with none (JSON to the API server),
+    /// kubectl a create of a built-in type in protobuf.
+    #[test]
+    fn writes_are_told_apart_by_method_and_content_type() {
+        let of = |method: Method, content_type: Option<&str>| {
+            let mut req = Request::builder()
+                .method(method)
+                .uri("/api/v1/namespaces/ns/configmaps/x");
+            if let Some(ct) = content_type {
+                req = req.header(header::CONTENT_TYPE, ct);
+            }
+            Write::of(&req.body(()).expect("a request"))
+        };
+        for (method, content_type, write) in [
+            (Method::POST, Some("application/json"), Write::Object),
+            (
+                Method::PUT,
+                Some("application/json; charset=utf-8"),
+                Write::Object,
+            ),
+            (Method::POST, None, Write::Object),
+            (Method::PUT, None, Write::Object),
+            (
+                Method::POST,
+                Some("application/vnd.kubernetes.protobuf"),
+                Write::Protobuf,
+            ),
+            (
+                Method::PUT,
+                Some("application/vnd.kubernetes.protobuf"),
+                Write::Protobuf,
+            ),
+            (
+                Method::PATCH,
+                Some("application/merge-patch+json"),
+                Write::Object,
+            ),
+            (
+                Method::PATCH,
+                Some("application/strategic-merge-patch+json"),
+                Write::Object,
+            ),
+            (
+                Method::PATCH,
+                Some("application/json-patch+json"),
+                Write::JsonPatch,
+            ),
+            (
+                Method::PATCH,
+                Some("application/apply-patch+yaml"),
+                Write::Apply,
+            ),
+            (Method::PATCH, None, Write::Unstamped),
+            (Method::POST, Some("application/yaml"), Write::Unstamped),
+            (Method::DELETE, None, Write::Delete),
+            (Method::GET, None, Write::Unstamped),
+        ] {
+            assert_eq!(
+                of(method.clone(), content_type),
+                write,
+                "{method} {content_type:?}"
+            );
         }
     }
 

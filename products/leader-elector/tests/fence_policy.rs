@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use common::Site;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -14,16 +14,7 @@ use kube_emulator::{Emulator, Resource, Verb};
 use test_kit::admission::until_enforced;
 use test_kit::apiserver::ADMIN;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(common::BIN)
-        .args(args)
-        .env("KUBECONFIG", "/nonexistent/leader-elector-tests/kubeconfig")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("KUBERNETES_SERVICE_PORT")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the sidecar")
-}
+use common::{apply_policy, kubectl, run};
 
 /// The README's `fence-policy` command (its arguments) and the YAML block after it.
 fn readme_example() -> (Vec<String>, String) {
@@ -308,18 +299,6 @@ fn fenced_namespaces_and_exemptions_reach_the_manifests() {
     );
 }
 
-/// Runs kubectl against the emulator with `stdin`; its output, whatever its status.
-fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: &str) -> Output {
-    kube_emulator::kubectl_output(kubeconfig, args, Some(stdin)).unwrap_or_else(|e| {
-        match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                panic!("kubectl is not installed: this test uses it as the client")
-            }
-            _ => panic!("kubectl could not be run: {e}"),
-        }
-    })
-}
-
 /// The README's manifests go into a cluster with `kubectl apply -f -` (the
 /// emulator, checking every field against the types' schema), and kubectl lists
 /// the policy and its binding; a manifest with a field the type lacks is refused.
@@ -397,26 +376,6 @@ async fn kubectl_applies_the_manifests_and_lists_them() {
 /// The children of these tests make a token of each write, for a fence with no
 /// writer check.
 const WRITER_ANY: [&str; 2] = ["--writer", "any"];
-
-/// Applies the fencing policy of the Lease `<ns>/<lease>` over ConfigMaps, as
-/// `fence-policy` prints it with `flags`, with kubectl as the site's operator.
-fn apply_policy(site: &Site<'_>, lease: &str, flags: &[&str]) {
-    let mut args = vec![
-        "--namespace",
-        &site.ns,
-        "fence-policy",
-        "--lease",
-        lease,
-        "--protect",
-        "v1/configmaps",
-    ];
-    args.extend_from_slice(flags);
-    let printed = run(&args);
-    assert!(printed.status.success(), "{printed:?}");
-    let yaml = String::from_utf8(printed.stdout).expect("UTF-8");
-    let out = kubectl(&site.operator, &["apply", "-f", "-"], &yaml);
-    assert!(out.status.success(), "{out:?}");
-}
 
 /// [`apply_policy`] (refusing, with no writer check: the children write with
 /// the sidecar's credentials, not a Pod-bound token, and make a token of each

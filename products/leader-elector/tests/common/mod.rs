@@ -14,6 +14,50 @@ use tokio::process::{Child, Command};
 /// The sidecar binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_leader-elector");
 
+/// Runs the sidecar binary with `args`, with no usable kube config.
+pub fn run(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BIN)
+        .args(args)
+        .env("KUBECONFIG", "/nonexistent/leader-elector-tests/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run the sidecar")
+}
+
+/// Runs kubectl with `kubeconfig` and `stdin`; its output, whatever its status.
+pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: &str) -> std::process::Output {
+    kube_emulator::kubectl_output(kubeconfig, args, Some(stdin)).unwrap_or_else(|e| {
+        match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                panic!("kubectl is not installed: this test uses it as the client")
+            }
+            _ => panic!("kubectl could not be run: {e}"),
+        }
+    })
+}
+
+/// Applies the fencing policy of the Lease `<ns>/<lease>` over ConfigMaps, as
+/// `fence-policy` prints it with `flags`, with kubectl as the site's operator.
+pub fn apply_policy(site: &Site<'_>, lease: &str, flags: &[&str]) {
+    let mut args = vec![
+        "--namespace",
+        &site.ns,
+        "fence-policy",
+        "--lease",
+        lease,
+        "--protect",
+        "v1/configmaps",
+    ];
+    args.extend_from_slice(flags);
+    let printed = run(&args);
+    assert!(printed.status.success(), "{printed:?}");
+    let yaml = String::from_utf8(printed.stdout).expect("UTF-8");
+    let out = kubectl(&site.operator, &["apply", "-f", "-"], &yaml);
+    assert!(out.status.success(), "{out:?}");
+}
+
 /// A fresh temporary directory for one test.
 pub fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("leader-elector-{}-{name}", std::process::id()));
