@@ -639,3 +639,56 @@ done"#
         common::sigterm(sidecar);
     }
 }
+
+/// The arguments of the first `args:` list in `yaml`, a block list (`- x`
+/// lines, comments skipped) or a flow list (`[a, b]`).
+fn yaml_args(yaml: &str) -> Vec<String> {
+    let at = yaml.find("args:").expect("an args: list") + "args:".len();
+    let rest = &yaml[at..];
+    let first = rest.lines().next().unwrap_or_default().trim();
+    if let Some(flow) = first.strip_prefix('[') {
+        let flow = flow.split(']').next().unwrap_or_default();
+        return flow.split(',').map(|a| a.trim().to_owned()).collect();
+    }
+    rest.lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .map_while(|l| l.strip_prefix("- "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `deploy/run-mode.yaml` and the README's lines run the child behind the API
+/// proxy: their arguments parse as the binary parses them, with `--api-proxy`
+/// on 127.0.0.1.
+#[test]
+fn the_shipped_run_mode_serves_the_api_to_its_child() {
+    let readme = include_str!("../../../README.md");
+    let snippet = readme
+        .split("```yaml\nargs: [run")
+        .nth(1)
+        .map(|rest| format!("args: [run{rest}"))
+        .expect("the README's --api-proxy lines");
+    for (what, yaml) in [
+        (
+            "deploy/run-mode.yaml",
+            include_str!("../../../deploy/run-mode.yaml").to_owned(),
+        ),
+        ("README", snippet),
+    ] {
+        let args = yaml_args(&yaml);
+        let cli = leader_elector::Cli::try_parse_args(
+            std::iter::once("leader-elector".to_owned()).chain(args.iter().cloned()),
+        )
+        .unwrap_or_else(|e| panic!("{what}: {args:?}: {e}"));
+        let leader_elector::Mode::Run { api_proxy, .. } = cli.mode else {
+            panic!("{what}: run mode: {args:?}")
+        };
+        assert_eq!(
+            api_proxy,
+            Some("127.0.0.1:0".parse().expect("an address")),
+            "{what}: {args:?}"
+        );
+    }
+}
