@@ -22,7 +22,8 @@
 //! | `ops-health` | | `ops::health`: liveness with client-go's meaning, readiness per role, a JSON status |
 //! | `ops-http` | | `ops::http`: `/healthz`, `/readyz`, `/status` (and `/metrics`) on hyper and tokio (with `ops-health`) |
 //! | `ops-metrics` | | `ops::metrics` and `prometheus_client`: client-go's metric names |
-//! | `kube` | | what the Kubernetes parts share: `client`, `kube`, `k8s_openapi`, `candidate`, `SharedWatch`, `WatchConfig`; enabled by `lease`, `configmap`, `window`, `ops-fence`, `rustls-tls` (the labels on docs.rs name it) |
+//! | `ops-proxy` | | `ops::proxy`: the Kubernetes API served on loopback through the guarded, stamped client, so a program in any language has its writes fenced (the sidecar's `run --api-proxy`; with `ops-guard`, `ops-http`) |
+//! | `kube` | | what the Kubernetes parts share: `client`, `kube`, `k8s_openapi`, `candidate`, `SharedWatch`, `WatchConfig`; enabled by `lease`, `configmap`, `window`, `ops-fence`, `ops-proxy`, `rustls-tls` (the labels on docs.rs name it) |
 //! | `rustls-tls` | | kube's rustls TLS stack with ring, for a real API server (the libraries leave TLS to the binary; or enable a stack in your own `kube` dependency) |
 //!
 //! An item named in code above exists only with its feature (the [list of
@@ -40,7 +41,7 @@
 //!   with every feature that talks to a server or serves HTTP: `lease`,
 //!   `configmap` and `etcd` (kube's and hyper's clients are built on tokio; the
 //!   locks bring a tokio context of their own, `async-compat`, and run under smol
-//!   anyway), `ops-guard`, `ops-fence`, `ops-http` (which serves on a tokio
+//!   anyway), `ops-guard`, `ops-fence`, `ops-http` and `ops-proxy` (which serve on a tokio
 //!   runtime), `controller`, `shards`, `window`, `rustls-tls`. `smol`, `memory`,
 //!   `conformance`, `ops`, `ops-health` and `ops-metrics` need none.
 //! - **A lock of your own**, published as a crate, depends on `election-core`
