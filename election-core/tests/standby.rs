@@ -133,3 +133,42 @@ fn back_from_standby_after_a_step_down_the_pause_is_lifted() {
         "taken back at once, not a lease later"
     );
 }
+
+/// How long another holder may lead by this node's knowledge
+/// (`Elector::holder_lease_end`, what the sidecar's `GET /` names a holder
+/// by): the lease of the version seen last, timed from the instant this node
+/// first saw it; each new version restarts it, a version seen again does not;
+/// none once the record is released, none while this node holds the lock.
+#[test]
+fn another_holders_lease_ends_a_lease_after_its_version_was_first_seen() {
+    let cfg = fast("a");
+    let mut n = Node::follower(cfg.clone(), obs("1", held("b", 2, 0)));
+    n.watch_active(true);
+    n.elector.set_standby(true, n.now);
+    let start = n.now;
+    assert_eq!(n.elector.holder_lease_end(), Some(start + ms(2_000)));
+    n.advance_to(start + ms(1_000));
+    n.watch(WatchEvent::Changed(obs("2", held("b", 2, 0))));
+    assert_eq!(n.elector.holder_lease_end(), Some(start + ms(3_000)));
+    n.advance_to(start + ms(1_500));
+    n.watch(WatchEvent::Changed(obs("2", held("b", 2, 0))));
+    assert_eq!(
+        n.elector.holder_lease_end(),
+        Some(start + ms(3_000)),
+        "the same version seen again"
+    );
+    n.watch(WatchEvent::Changed(obs("3", LockRecord::default())));
+    assert_eq!(n.elector.holder_lease_end(), None, "released");
+    n.watch(WatchEvent::Changed(obs("4", held("c", 2, 1))));
+    assert_eq!(n.elector.holder_lease_end(), Some(start + ms(3_500)));
+    // Past c's lease, this node campaigns again and takes the lock.
+    n.advance_to(start + ms(6_000));
+    n.elector.set_standby(false, n.now);
+    n.advance_to(n.now);
+    let op = n.get();
+    n.answer(op, Ok(obs("4", held("c", 2, 1))));
+    let (op, _, record) = n.update();
+    n.answer(op, Ok(obs("5", stamped(record, 6))));
+    assert!(n.elector.is_leader(n.now));
+    assert_eq!(n.elector.holder_lease_end(), None, "this node holds it");
+}

@@ -314,7 +314,8 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         }
     }
 
-    /// Publishes the leadership deadline (none unless leading now).
+    /// Publishes the leadership deadline (none unless leading now), and until
+    /// when another holder may lead.
     fn publish_deadline(&self, now: Instant) {
         let deadline = if self.elector.is_leader(now) {
             self.elector.deadline()
@@ -322,6 +323,8 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
             None
         };
         self.shared.set_deadline(deadline);
+        self.shared
+            .set_holder_until(self.elector.holder_lease_end());
     }
 
     /// Starts the one lock call, replacing any call the elector gave up on.

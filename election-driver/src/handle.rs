@@ -60,6 +60,26 @@ impl Observer {
         self.shared.state().leader
     }
 
+    /// Who leads by this node's knowledge at this instant: this node while it
+    /// leads ([`Observer::is_leader`]; not while it holds the lock in the
+    /// strict lock delay, nor once its deadline passed); another holder until
+    /// its lease, timed on this node's clock from the first sight of the
+    /// version it last renewed, ends (past it, that holder may be gone);
+    /// otherwise `None`. A holder still in its own lock delay is named by its
+    /// lease alone.
+    pub fn leader_now(&self) -> Option<Arc<str>> {
+        let state = self.shared.state();
+        let holder = state.leader?;
+        let leads = if *holder == *self.identity {
+            self.is_leader()
+        } else {
+            self.shared
+                .holder_until()
+                .is_some_and(|until| self.now() < until)
+        };
+        leads.then_some(holder)
+    }
+
     /// The current term (fencing token) while this node leads now.
     pub fn term(&self) -> Option<Term> {
         if self.is_leader() {
@@ -141,6 +161,12 @@ impl Handle {
     /// The holder of the lock as this node last saw it.
     pub fn leader(&self) -> Option<Arc<str>> {
         self.observer.leader()
+    }
+
+    /// Who leads by this node's knowledge at this instant
+    /// ([`Observer::leader_now`]).
+    pub fn leader_now(&self) -> Option<Arc<str>> {
+        self.observer.leader_now()
     }
 
     /// The current term (fencing token) while this node leads now.

@@ -26,6 +26,10 @@ pub(crate) struct Shared {
     /// The leadership deadline in nanoseconds on the driver's clock while leading,
     /// else [`NOT_LEADING`]. Read lock-free by `is_leader`.
     deadline: AtomicU64,
+    /// Until when the lock's holder, another node, may lead by this node's
+    /// knowledge (`Elector::holder_lease_end`), in nanoseconds on the driver's
+    /// clock, else [`NOT_LEADING`].
+    holder_until: AtomicU64,
     inner: Mutex<Inner>,
     hook: Option<StateHook>,
     now: Box<dyn Fn() -> Instant + Send + Sync>,
@@ -46,6 +50,20 @@ struct Queue {
     waker: Option<Waker>,
 }
 
+/// `instant` in `cell` (`None` as [`NOT_LEADING`]).
+fn store(cell: &AtomicU64, instant: Option<Instant>) {
+    let nanos = instant.map_or(NOT_LEADING, |d| d.as_nanos().max(1));
+    cell.store(nanos, Ordering::Release);
+}
+
+/// The instant in `cell`, if any.
+fn instant(cell: &AtomicU64) -> Option<Instant> {
+    match cell.load(Ordering::Acquire) {
+        NOT_LEADING => None,
+        n => Some(Instant::from_nanos(n)),
+    }
+}
+
 fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding these locks cannot leave them half-written (plain
     // assignments and queue pushes), so a poisoned lock is still usable.
@@ -60,6 +78,7 @@ impl Shared {
     ) -> Arc<Self> {
         Arc::new(Shared {
             deadline: AtomicU64::new(NOT_LEADING),
+            holder_until: AtomicU64::new(NOT_LEADING),
             inner: Mutex::new(Inner {
                 state: initial,
                 subscribers: Vec::new(),
@@ -76,15 +95,21 @@ impl Shared {
 
     /// Leading with this deadline (`None`: not leading).
     pub(crate) fn set_deadline(&self, deadline: Option<Instant>) {
-        let nanos = deadline.map_or(NOT_LEADING, |d| d.as_nanos().max(1));
-        self.deadline.store(nanos, Ordering::Release);
+        store(&self.deadline, deadline);
     }
 
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        match self.deadline.load(Ordering::Acquire) {
-            NOT_LEADING => None,
-            n => Some(Instant::from_nanos(n)),
-        }
+        instant(&self.deadline)
+    }
+
+    /// Another holder may lead until this instant (`None`: this node holds the
+    /// lock, or nobody does).
+    pub(crate) fn set_holder_until(&self, until: Option<Instant>) {
+        store(&self.holder_until, until);
+    }
+
+    pub(crate) fn holder_until(&self) -> Option<Instant> {
+        instant(&self.holder_until)
     }
 
     /// Leading and before the deadline, on the driver's clock read now.

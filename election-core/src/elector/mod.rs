@@ -537,6 +537,25 @@ impl Elector {
         self.holding.as_ref().map(|h| h.renewed_sent)
     }
 
+    /// Until when the lock's holder, another node, may lead by this node's
+    /// knowledge: the local instant its current version was first seen plus
+    /// the lease that version gives it (the longest seen, as expiry is judged).
+    /// Its deadline runs from a renewal sent before this node saw it, and is
+    /// shorter than its lease, so it leads no longer. `None` while this node
+    /// holds the lock, and when nobody holds it (a released or deleted
+    /// record, none read yet).
+    pub fn holder_lease_end(&self) -> Option<Instant> {
+        if self.holding.is_some() {
+            return None;
+        }
+        let seen = self.lock.present()?;
+        let record = &seen.obs.record;
+        if record.holder.is_empty() || record.is_released() {
+            return None;
+        }
+        Some(seen.at + seen.lease)
+    }
+
     /// The record last seen, if read (kept once the lock was found deleted).
     pub fn observed(&self) -> Option<&Observation> {
         self.lock.last().map(|s| &s.obs)

@@ -1,8 +1,9 @@
 //! A leader-election sidecar on a Kubernetes Lease.
 //!
 //! - `leader-elector serve --lease NAME [--addr 127.0.0.1:4040]` campaigns and serves
-//!   `GET /` → `{"name": "<holder>"}` (the holder as this node last saw it, `""` if
-//!   none; its own identity only while it leads), like the old
+//!   `GET /` → `{"name": "<holder>"}` (who leads by this node's knowledge at that
+//!   instant, `""` if nobody: its own identity only while it leads, another
+//!   holder until its lease, timed here, ends; [`Handle::leader_now`]), like the old
 //!   `k8s.gcr.io/leader-elector` sidecar, `GET /leader` (200 while this sidecar
 //!   leads, 503 otherwise: the plain question an application asks), plus `/healthz`
 //!   (client-go's healthz meaning: fails only for a leader wedged past its deadline),
@@ -832,7 +833,10 @@ async fn start(
     let endpoint = Endpoint::new(Health::new(Arc::clone(&handle)).monitor(Arc::clone(&monitor)))
         .metrics(monitor, registry)
         .route("/", move || {
-            let name = named_leader(&named);
+            let name = named
+                .leader_now()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
             (
                 200,
                 "application/json",
@@ -859,20 +863,6 @@ async fn start(
 /// The path that answers whether this sidecar leads now: 200
 /// `{"is_leader":true}`, else 503 `{"is_leader":false}`.
 pub const LEADER_PATH: &str = "/leader";
-
-/// The name `GET /` answers: the holder as this sidecar last saw it, but its
-/// own identity only while it leads (`is_leader`), so that an application that
-/// compares the name with its own never starts working while its sidecar does
-/// not lead: during the strict lock delay after its own create (it holds the
-/// Lease but does not lead for a lease), or after a loss until it sees the
-/// next holder. Then `""`.
-fn named_leader(handle: &election_driver::Handle) -> String {
-    match handle.leader() {
-        Some(holder) if *holder == *handle.state().identity && !handle.is_leader() => String::new(),
-        Some(holder) => holder.to_string(),
-        None => String::new(),
-    }
-}
 
 /// Binds `addr` and serves the endpoint on a task of its own.
 async fn spawn_endpoint(
