@@ -33,9 +33,9 @@ pub(crate) struct ProxySetup {
     /// Until the proxy serves on it.
     listener: Option<tokio::net::TcpListener>,
     /// The bound address.
-    pub(crate) addr: SocketAddr,
+    addr: SocketAddr,
     /// The child's kubeconfig.
-    pub(crate) kubeconfig: PathBuf,
+    kubeconfig: PathBuf,
     dir: PathBuf,
 }
 

@@ -27,6 +27,13 @@
 //!   if it was killed by one; 127 if the command was not found, 126 if it could not
 //!   be executed).
 //!
+//!   With `--api-proxy` the sidecar serves the Kubernetes API to the child on
+//!   127.0.0.1 and gives it a `KUBECONFIG` naming it (and no
+//!   `KUBERNETES_SERVICE_HOST`/`PORT`): the child's writes, from any client,
+//!   pass the write guard (refused with a 403 `Status` once this Pod does not
+//!   lead with a margin) and carry the term's stamp, for the fence of
+//!   `fence-policy` ([`election_ops::proxy`]).
+//!
 //!   If the sidecar itself dies (SIGKILL, a crash), the child and everything it
 //!   started in its group die at once: the sidecar starts it through a small shim
 //!   that leads the group, asks for Linux's parent-death signal
@@ -94,6 +101,7 @@
 use k8s_openapi as _;
 
 mod api_proxy;
+pub use api_proxy::ProxyError;
 mod child;
 pub mod duration;
 #[doc(hidden)]
