@@ -77,7 +77,17 @@ impl Fleet {
     ///
     /// When the server does not start or a file cannot be written.
     pub async fn new(elector_peer: &Path) -> Fleet {
-        let server = ApiServer::shared();
+        Fleet::on(ApiServer::shared(), elector_peer).await
+    }
+
+    /// As [`Fleet::new`], on `server`: a server of the test's own, for a fault
+    /// that would break the other tests' requests on the shared one (a
+    /// restart).
+    ///
+    /// # Panics
+    ///
+    /// When a file cannot be written.
+    pub async fn on(server: &'static ApiServer, elector_peer: &Path) -> Fleet {
         let ns = server.namespace();
         let dir = std::env::temp_dir().join(format!("fleet-{}-{ns}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a directory for the kubeconfigs");
@@ -379,10 +389,12 @@ async fn keep(
 ) {
     let api: Api<Lease> = Api::namespaced(client, &ns);
     let params = WatchParams::default().fields(&format!("metadata.name={LEASE}"));
-    let mut version = "0".to_owned();
+    // Where the next watch starts, and the version recorded last.
+    let mut from = "0".to_owned();
+    let mut recorded = String::new();
     let mut ready = Some(ready);
     loop {
-        let Ok(stream) = api.watch(&params, &version).await else {
+        let Ok(stream) = api.watch(&params, &from).await else {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
@@ -394,10 +406,23 @@ async fn keep(
         while let Ok(Some(event)) = stream.try_next().await {
             let lease = match event {
                 WatchEvent::Added(l) | WatchEvent::Modified(l) => l,
+                // The version is gone (a restarted server's watch cache starts
+                // after it): from the current state on.
+                WatchEvent::Error(e) if e.code == 410 => {
+                    from = "0".to_owned();
+                    break;
+                }
                 _ => continue,
             };
             let spec = lease.spec.clone().unwrap_or_default();
-            version = lease.metadata.resource_version.clone().unwrap_or_default();
+            let version = lease.metadata.resource_version.clone().unwrap_or_default();
+            from.clone_from(&version);
+            if version == recorded {
+                // The state recorded last, delivered again by a watch from
+                // "0": no new write.
+                continue;
+            }
+            recorded.clone_from(&version);
             history.lock().unwrap().push(Recorded {
                 mono: mono_now(),
                 holder: spec.holder_identity.unwrap_or_default(),

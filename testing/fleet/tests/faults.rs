@@ -12,6 +12,7 @@ use std::time::Duration;
 use fleet::harness::{Fleet, Judged, TIMINGS_MS};
 use fleet::line::{Event, mono_now};
 use fleet::peer::Library;
+use test_kit::apiserver::ApiServer;
 use test_kit::proxy::Mode;
 use test_kit::runtimes::Runtime;
 
@@ -50,24 +51,58 @@ async fn fault_on_the_leader(
     tokio::time::sleep(length).await;
     fleet.proxy(leader).set(Mode::Pass);
     tokio::time::sleep(lease).await;
-    let lines = fleet.log.lines();
-    let ms = |t: u64| (t - since) as f64 / 1e6;
-    let seen = Seen {
-        next_leader: lines
-            .iter()
-            .find(|l| l.mono > since && l.event == Event::Leading && l.identity != leader)
-            .map(|l| ms(l.mono)),
-        stopped: lines
-            .iter()
-            .find(|l| l.mono > since && l.event == Event::Stopped && l.identity == leader)
-            .map(|l| ms(l.mono)),
-        terms: lines
-            .iter()
-            .filter(|l| l.mono > since && l.event == Event::Leading)
-            .count(),
-    };
+    let seen = Seen::since(&fleet, leader, since);
     eprintln!("{leader} under {mode:?} for {length:?}: {seen:?}");
     (fleet.finish().await, seen)
+}
+
+impl Seen {
+    /// What the fleet's lines show of `leader` and the others from `since`.
+    fn since(fleet: &Fleet, leader: &str, since: u64) -> Seen {
+        let lines = fleet.log.lines();
+        let ms = |t: u64| (t - since) as f64 / 1e6;
+        let first = |pick: &dyn Fn(&fleet::line::Line) -> bool| {
+            lines
+                .iter()
+                .find(|l| l.mono > since && pick(l))
+                .map(|l| ms(l.mono))
+        };
+        Seen {
+            next_leader: first(&|l| l.event == Event::Leading && l.identity != leader),
+            stopped: first(&|l| l.event == Event::Stopped && l.identity == leader),
+            terms: lines
+                .iter()
+                .filter(|l| l.mono > since && l.event == Event::Leading)
+                .count(),
+        }
+    }
+}
+
+/// `leader` leads a fleet with `others` on a kube-apiserver of this test's
+/// own, which is restarted (killed, down for `down`, started again on the
+/// same etcd: every connection and watch cut, the watch cache rebuilt, an old
+/// version 410 Gone) while it leads; the fleet then runs two leases more.
+async fn restart_under(leader: &str, others: &[&str], down: Duration) -> (Judged, Seen, Duration) {
+    let server: &'static ApiServer = tokio::task::block_in_place(|| {
+        Box::leak(Box::new(
+            ApiServer::start().expect("a kube-apiserver of its own"),
+        ))
+    });
+    let mut fleet = Fleet::on(server, ELECTOR_PEER.as_ref()).await;
+    fleet.start_led_by(leader, others).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let since = mono_now();
+    let restart = tokio::task::block_in_place(|| {
+        let begun = std::time::Instant::now();
+        server
+            .restart_apiserver_after(down)
+            .expect("kube-apiserver restarts");
+        begun.elapsed()
+    });
+    tokio::time::sleep(Duration::from_millis(TIMINGS_MS.0 * 2)).await;
+    let seen = Seen::since(&fleet, leader, since);
+    eprintln!("{leader} across a kube-apiserver restart ({restart:?} down): {seen:?}");
+    (fleet.finish().await, seen, restart)
 }
 
 /// Judges a fault on `leader`: a kube-elector leader must leave the fleet
@@ -175,6 +210,37 @@ fn a_slow_api_under_the_leader_of_either_library() {
             .await;
             assert!(seen.next_leader.is_some(), "another leads: {seen:?}");
             judge(leader, &judged, &seen);
+        }
+    });
+}
+
+/// docs/faults.md N27: kube-apiserver restarted under each library's leader:
+/// at once (down about 2 s, less than the renew deadline: the leader keeps
+/// its term) and after an outage of a lease (longer than the renew deadline:
+/// the leader stops, and a peer leads once the server is back); every
+/// connection and watch cut, old versions 410 Gone after. A kube-elector
+/// leader leaves the fleet clean.
+#[test]
+#[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
+fn a_restarted_kube_apiserver_under_either_librarys_leader() {
+    Runtime::Tokio.run(|| async {
+        for outage in [Duration::ZERO, Duration::from_millis(TIMINGS_MS.0)] {
+            for &(leader, others) in &LEADERS[..2] {
+                let (judged, seen, down) = restart_under(leader, &others, outage).await;
+                if outage.is_zero() {
+                    assert_eq!(
+                        seen.terms, 0,
+                        "{leader} kept its term ({down:?} down): {seen:?}"
+                    );
+                } else {
+                    assert!(
+                        seen.stopped.is_some(),
+                        "{leader} stops ({down:?} down): {seen:?}"
+                    );
+                    assert!(seen.terms > 0, "a peer leads after the restart: {seen:?}");
+                }
+                judge(leader, &judged, &seen);
+            }
         }
     });
 }

@@ -484,10 +484,17 @@ impl ApiServer {
     /// after them), as after a restart of a cluster's API server. Not on the
     /// shared server: the other tests' requests would fail.
     pub fn restart_apiserver(&self) -> Result<(), ApiServerError> {
+        self.restart_apiserver_after(Duration::ZERO)
+    }
+
+    /// As [`ApiServer::restart_apiserver`], kube-apiserver down for `down`
+    /// before it starts again (an outage longer than a renew deadline).
+    pub fn restart_apiserver_after(&self, down: Duration) -> Result<(), ApiServerError> {
         {
             let mut child = lock(&self.apiserver);
             let _ = child.kill();
             let _ = child.wait();
+            std::thread::sleep(down);
             *child = spawn_apiserver(&self.apiserver_bin, &self.apiserver_args, &self.dir)
                 .map_err(ApiServerError::Start)?;
         }
