@@ -256,7 +256,9 @@ pub struct ApiServer {
     dir: PathBuf,
     url: String,
     port: u16,
-    etcd: Child,
+    etcd: Mutex<Child>,
+    etcd_bin: PathBuf,
+    etcd_args: Vec<String>,
     apiserver: Mutex<Child>,
     apiserver_bin: PathBuf,
     apiserver_args: Vec<String>,
@@ -372,19 +374,18 @@ impl ApiServer {
 
         let etcd_client = format!("http://127.0.0.1:{etcd_port}");
         let etcd_peer = format!("http://127.0.0.1:{peer_port}");
-        let etcd = spawn_logged(
-            Command::new(bin.join("etcd"))
-                .arg("--name=test")
-                .arg(format!("--data-dir={}", dir.join("etcd").display()))
-                .arg(format!("--listen-client-urls={etcd_client}"))
-                .arg(format!("--advertise-client-urls={etcd_client}"))
-                .arg(format!("--listen-peer-urls={etcd_peer}"))
-                .arg(format!("--initial-advertise-peer-urls={etcd_peer}"))
-                .arg(format!("--initial-cluster=test={etcd_peer}"))
-                .arg("--log-level=warn"),
-            &dir.join("etcd.log"),
-        )
-        .map_err(fail)?;
+        let etcd_bin = bin.join("etcd");
+        let etcd_args: Vec<String> = vec![
+            "--name=test".into(),
+            format!("--data-dir={}", dir.join("etcd").display()),
+            format!("--listen-client-urls={etcd_client}"),
+            format!("--advertise-client-urls={etcd_client}"),
+            format!("--listen-peer-urls={etcd_peer}"),
+            format!("--initial-advertise-peer-urls={etcd_peer}"),
+            format!("--initial-cluster=test={etcd_peer}"),
+            "--log-level=warn".into(),
+        ];
+        let etcd = spawn_server("etcd", &etcd_bin, &etcd_args, &dir).map_err(fail)?;
         let d = |f: &str| dir.join(f).display().to_string();
         let apiserver_args: Vec<String> = vec![
             format!("--etcd-servers={etcd_client}"),
@@ -415,7 +416,7 @@ impl ApiServer {
             "--audit-log-maxsize=0".into(),
         ];
         let apiserver_bin = bin.join("kube-apiserver");
-        let apiserver = spawn_apiserver(&apiserver_bin, &apiserver_args, &dir);
+        let apiserver = spawn_server("kube-apiserver", &apiserver_bin, &apiserver_args, &dir);
         let mut etcd = etcd;
         let apiserver = match apiserver {
             Ok(child) => child,
@@ -425,13 +426,14 @@ impl ApiServer {
                 return Err(fail(e));
             }
         };
-        write_pid(&dir, "etcd", etcd.id());
         let watchdog = spawn_watchdog(&dir);
         let mut server = ApiServer {
             dir: dir.clone(),
             url: url.clone(),
             port,
-            etcd,
+            etcd: Mutex::new(etcd),
+            etcd_bin,
+            etcd_args,
             apiserver: Mutex::new(apiserver),
             apiserver_bin,
             apiserver_args,
@@ -495,9 +497,36 @@ impl ApiServer {
             let _ = child.kill();
             let _ = child.wait();
             std::thread::sleep(down);
-            *child = spawn_apiserver(&self.apiserver_bin, &self.apiserver_args, &self.dir)
+            *child = spawn_server(
+                "kube-apiserver",
+                &self.apiserver_bin,
+                &self.apiserver_args,
+                &self.dir,
+            )
+            .map_err(ApiServerError::Start)?;
+        }
+        self.until_ready()
+    }
+
+    /// Restarts etcd on its data (killed, down for `down`, started again),
+    /// kube-apiserver left running, and waits until the server is ready
+    /// again. Meanwhile every request that reaches etcd fails or waits;
+    /// kube-apiserver's own watches of etcd break and resume. Not on the
+    /// shared server: the other tests' requests would fail.
+    pub fn restart_etcd_after(&self, down: Duration) -> Result<(), ApiServerError> {
+        {
+            let mut child = lock(&self.etcd);
+            let _ = child.kill();
+            let _ = child.wait();
+            std::thread::sleep(down);
+            *child = spawn_server("etcd", &self.etcd_bin, &self.etcd_args, &self.dir)
                 .map_err(ApiServerError::Start)?;
         }
+        self.until_ready()
+    }
+
+    /// Waits until the server answers the admin again.
+    fn until_ready(&self) -> Result<(), ApiServerError> {
         let admin = self.configs[ADMIN].clone();
         self.block_on(async move { wait_ready(admin).await })
             .map_err(|reason| ApiServerError::NotReady {
@@ -508,7 +537,7 @@ impl ApiServer {
 
     /// etcd's process id.
     pub fn etcd_pid(&self) -> u32 {
-        self.etcd.id()
+        lock(&self.etcd).id()
     }
 
     /// The API server's audit log: one JSON event per line (`audit.k8s.io/v1`
@@ -849,7 +878,7 @@ impl ApiServer {
     /// An error if etcd or kube-apiserver has exited.
     fn exited(&mut self) -> Result<(), String> {
         for (name, child) in [
-            ("etcd", &mut self.etcd),
+            ("etcd", &mut *lock(&self.etcd)),
             ("kube-apiserver", &mut *lock(&self.apiserver)),
         ] {
             if let Ok(Some(status)) = child.try_wait() {
@@ -942,7 +971,7 @@ impl Drop for ApiServer {
             let _ = watchdog.wait();
             drop(stdin);
         }
-        for child in [&mut *lock(&self.apiserver), &mut self.etcd] {
+        for child in [&mut *lock(&self.apiserver), &mut *lock(&self.etcd)] {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -1212,24 +1241,11 @@ fn write_tokens(dir: &Path) -> Result<Vec<(String, String)>, String> {
     Ok(tokens)
 }
 
-fn spawn_logged(command: &mut Command, log: &Path) -> Result<Child, String> {
-    let file =
-        fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-    let file2 = file
-        .try_clone()
-        .map_err(|e| format!("cannot share a log file: {e}"))?;
-    command
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(file2)
-        .spawn()
-        .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))
-}
-
-/// Starts kube-apiserver with `args`, its output appended to
-/// `dir/kube-apiserver.log`, its process id in `dir/kube-apiserver.pid`.
-fn spawn_apiserver(bin: &Path, args: &[String], dir: &Path) -> Result<Child, String> {
-    let log = dir.join("kube-apiserver.log");
+/// Starts the server `name` (`etcd`, `kube-apiserver`) from `bin` with
+/// `args`, its output appended to `dir/<name>.log`, its process id in
+/// `dir/<name>.pid` (for the watchdog).
+fn spawn_server(name: &str, bin: &Path, args: &[String], dir: &Path) -> Result<Child, String> {
+    let log = dir.join(format!("{name}.log"));
     let file = fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -1245,7 +1261,7 @@ fn spawn_apiserver(bin: &Path, args: &[String], dir: &Path) -> Result<Child, Str
         .stderr(file2)
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    write_pid(dir, "kube-apiserver", child.id());
+    write_pid(dir, name, child.id());
     Ok(child)
 }
 
