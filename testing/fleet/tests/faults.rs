@@ -126,27 +126,32 @@ async fn restart_under(
     tokio::time::sleep(Duration::from_millis(TIMINGS_MS.0 * 2)).await;
     let seen = Seen::since(&fleet, leader, since);
     eprintln!("{leader} across a restart of {what:?} ({restart:?} until ready): {seen:?}");
-    (fleet.finish().await, seen, restart)
+    let judged = fleet.finish().await;
+    // Leaked, never dropped: its processes go now.
+    server.stop();
+    (judged, seen, restart)
 }
 
 /// `what` restarted under each library's leader: at once (the leader keeps
-/// its term) and after an outage of a lease (longer than the renew deadline:
-/// the leader stops, and a peer leads once the server is back). A
-/// kube-elector leader leaves the fleet clean.
+/// its term unless the restart outlasts what is left of its renew deadline)
+/// and after an outage of a lease (longer than the renew deadline: the leader
+/// stops); whenever the leader stopped, a peer leads once the server is back.
+/// A kube-elector leader leaves the fleet clean.
 async fn restarts_under_either_librarys_leader(what: Restarted) {
     for outage in [Duration::ZERO, Duration::from_millis(TIMINGS_MS.0)] {
         for &(leader, others) in &LEADERS[..2] {
             let (judged, seen, down) = restart_under(what, leader, &others, outage).await;
-            if outage.is_zero() {
-                assert_eq!(
-                    seen.terms, 0,
-                    "{leader} kept its term ({down:?} until ready): {seen:?}"
-                );
-            } else {
+            // At once, the leader keeps its term when its renewals fail for
+            // less than its renew deadline (the restart and the time since
+            // its last renewal: usually, not always on a loaded machine);
+            // after an outage of a lease it cannot.
+            if !outage.is_zero() {
                 assert!(
                     seen.stopped.is_some(),
                     "{leader} stops ({down:?} until ready): {seen:?}"
                 );
+            }
+            if seen.stopped.is_some() {
                 assert!(seen.terms > 0, "a peer leads after the restart: {seen:?}");
             }
             judge(leader, &judged, &seen);

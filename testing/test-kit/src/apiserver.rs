@@ -535,6 +535,17 @@ impl ApiServer {
             })
     }
 
+    /// Kills kube-apiserver and etcd now: for a server leaked to lend it for
+    /// `'static`, which is never dropped (its files go when this process
+    /// ends). Every request fails after.
+    pub fn stop(&self) {
+        for child in [&self.apiserver, &self.etcd] {
+            let mut child = lock(child);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// etcd's process id.
     pub fn etcd_pid(&self) -> u32 {
         lock(&self.etcd).id()
