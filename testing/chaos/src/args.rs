@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::server::Kind as ServerKind;
+
 /// What the run was asked for.
 #[derive(Debug, Clone)]
 pub struct Args {
@@ -19,12 +21,15 @@ pub struct Args {
     pub mix: bool,
     /// Also print every term and every latency sample.
     pub verbose: bool,
+    /// The API server the candidates contend on.
+    pub server: ServerKind,
 }
 
 /// The usage text.
 pub const USAGE: &str = "\
 usage: cargo run --release -p chaos -- [--minutes N | --seconds N | --quick]
                                        [--seed S] [--candidates K] [--no-faketime] [--mix] [--verbose]
+                                       [--server emulator|kube-apiserver]
 
   --minutes N      run N minutes (fractions allowed); default 1
   --seconds N      run N seconds
@@ -35,7 +40,10 @@ usage: cargo run --release -p chaos -- [--minutes N | --seconds N | --quick]
   --mix            mix the quick start (kube-elector/examples/quickstart.rs) in:
                    Lease `quickstart`, client-go timings (15s/10s/2s) for every
                    candidate, fault durations scaled to them
-  --verbose        also print every term and every latency sample";
+  --verbose        also print every term and every latency sample
+  --server S       the API server: `emulator` (default; in this process) or
+                   `kube-apiserver` (kube-apiserver and etcd, from
+                   `bash testing/k8s-server/build.sh`; a proxy per candidate)";
 
 fn number(flag: &str, value: Option<String>) -> Result<f64, String> {
     let value = value.ok_or_else(|| format!("{flag} needs a value"))?;
@@ -59,6 +67,7 @@ pub fn parse_from(args: impl IntoIterator<Item = String>) -> Result<Args, String
     let mut no_faketime = false;
     let mut mix = false;
     let mut verbose = false;
+    let mut server = ServerKind::Emulator;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -83,6 +92,15 @@ pub fn parse_from(args: impl IntoIterator<Item = String>) -> Result<Args, String
             "--no-faketime" => no_faketime = true,
             "--mix" => mix = true,
             "--verbose" => verbose = true,
+            "--server" => {
+                let value = args.next().ok_or("--server needs a value")?;
+                server = [ServerKind::Emulator, ServerKind::KubeApiserver]
+                    .into_iter()
+                    .find(|k| k.flag() == value)
+                    .ok_or_else(|| {
+                        format!("--server: {value:?} is neither `emulator` nor `kube-apiserver`")
+                    })?;
+            }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other:?}\n\n{USAGE}")),
         }
@@ -97,6 +115,7 @@ pub fn parse_from(args: impl IntoIterator<Item = String>) -> Result<Args, String
         no_faketime,
         mix,
         verbose,
+        server,
     })
 }
 

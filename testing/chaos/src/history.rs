@@ -1,8 +1,9 @@
-//! The emulator's committed writes of the Lease, on the harness's monotonic
+//! The server's committed writes of the Lease, on the harness's monotonic
 //! clock.
 //!
-//! The emulator stamps each write with the wall clock once the store has
-//! committed it (before the answer leaves). The harness maps those stamps onto
+//! The server stamps each write with the wall clock once the store has
+//! committed it (the emulator before the answer leaves; kube-apiserver's audit
+//! log when the answer is done). The harness maps those stamps onto
 //! its monotonic clock through one pair of readings taken together at the
 //! start; [`History::drift`] reports how far the two clocks have moved apart
 //! since (a stepped wall clock would show there).
@@ -10,7 +11,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
-use kube_emulator::{Emulator, Resource, Verb};
+use kube_emulator::Verb;
+
+use crate::server::Server;
 
 /// One committed write of the Lease.
 #[derive(Debug, Clone)]
@@ -86,14 +89,10 @@ impl History {
         wall.abs_diff(mono)
     }
 
-    /// Takes the emulator's new writes of the Lease.
-    pub fn collect(&mut self, emu: &Emulator) {
-        for w in emu.write_history() {
-            if w.resource != Resource::Lease || w.name != self.lease {
-                continue;
-            }
-            let version = w.version();
-            if !self.seen.insert((version, w.at, w.client.clone())) {
+    /// Takes the server's new writes of the Lease.
+    pub fn collect(&mut self, server: &Server) {
+        for w in server.lease_writes(&self.lease) {
+            if !self.seen.insert((w.version, w.at, w.client.clone())) {
                 continue;
             }
             if !w.committed {
@@ -105,22 +104,27 @@ impl History {
                 });
                 continue;
             }
-            let spec = w
-                .object
-                .as_ref()
-                .filter(|_| w.verb != Verb::Delete)
-                .map(|o| &o["spec"]);
             let write = LeaseWrite {
                 at: self.mono(w.at),
                 client: w.client,
                 verb: w.verb,
-                holder: spec.map(|s| s["holderIdentity"].as_str().unwrap_or("").to_owned()),
-                duration: spec.and_then(|s| s["leaseDurationSeconds"].as_i64()),
-                version,
+                holder: w.holder,
+                duration: w.duration,
+                version: w.version,
             };
             self.next += 1;
             self.writes.insert((write.at, self.next), write);
         }
+    }
+
+    /// The holder the last write named (`None` after a deletion, or when
+    /// nobody is named).
+    pub fn holder(&self) -> Option<&str> {
+        self.writes
+            .values()
+            .next_back()
+            .and_then(|w| w.holder.as_deref())
+            .filter(|h| !h.is_empty())
     }
 
     /// Every write, in commit order (by the server's stamps).

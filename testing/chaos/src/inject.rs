@@ -3,13 +3,12 @@
 
 use std::time::Instant;
 
-use kube_emulator::{Fault, Match};
 use rustix::process::Signal;
 
 use crate::kubectl;
 use crate::logs::Source;
 use crate::measure::{FaultRecord, Pause};
-use crate::plan::{Action, NetFault, Planned, Target};
+use crate::plan::{Action, Planned, ServerFault, Target};
 use crate::procs::Proc;
 use crate::run::{KubectlRun, Phase, Run};
 
@@ -46,7 +45,9 @@ impl Run<'_> {
                 skip(&mut record, "a kubectl command still runs");
             } else {
                 let lease_secs = self.timings.lease.as_secs();
-                match kubectl::args(op, &self.lease, self.emu, &identities, lease_secs) {
+                self.history.collect(self.server);
+                let holder = self.history.holder();
+                match kubectl::args(op, &self.lease, holder, &identities, lease_secs) {
                     Err(why) => skip(&mut record, &why),
                     Ok(args) => {
                         self.kubectl_n += 1;
@@ -76,6 +77,33 @@ impl Run<'_> {
             return;
         }
         let (i, was_leading) = self.resolve(ev.target);
+        if let Action::Server(fault) = ev.action {
+            // Every candidate is hit: no target, the leader named for the
+            // timeline.
+            if self.server_fault.is_some() {
+                skip(&mut record, "a control-plane fault is still on");
+            } else {
+                match self.server.server_fault(fault) {
+                    Ok(thread) => {
+                        record.applied = true;
+                        record.note = match fault {
+                            ServerFault::RestartApiserver { down }
+                            | ServerFault::RestartEtcd { down } => {
+                                format!("killed, started again after {:.1} s", down.as_secs_f64())
+                            }
+                            ServerFault::StallEtcd { cont_after } => {
+                                format!("SIGCONT in {:.1} s", cont_after.as_secs_f64())
+                            }
+                        };
+                        self.server_fault = Some((thread, index));
+                    }
+                    Err(why) => skip(&mut record, &why),
+                }
+            }
+            self.print_fault(&record, was_leading.then_some((i, true)));
+            self.faults.push(record);
+            return;
+        }
         let life = self.slots[i].life;
         record.target = Some((i, life));
         let token = self.slots[i].spec.identity.clone();
@@ -85,36 +113,14 @@ impl Run<'_> {
                 if self.slots[i].net.is_some() {
                     skip(&mut record, "already under a network fault");
                 } else {
-                    let f = self.emu.faults(&token);
-                    let what = match fault {
-                        NetFault::Reset => {
-                            f.reset();
-                            "every request reset".to_owned()
+                    match self.server.net(&token, fault) {
+                        Ok(what) => {
+                            self.slots[i].net = Some((now + heal_after, index));
+                            record.applied = true;
+                            record.note = format!("{what} for {:.1} s", heal_after.as_secs_f64());
                         }
-                        NetFault::Hang => {
-                            f.hang();
-                            "every request hangs".to_owned()
-                        }
-                        NetFault::Latency(d) => {
-                            f.latency(d);
-                            format!("+{} ms per request", d.as_millis())
-                        }
-                        NetFault::TooMany(secs) => {
-                            f.too_many_requests(secs);
-                            format!("429, Retry-After {secs} s")
-                        }
-                        NetFault::CommitThenFail(code) => {
-                            f.on(Match::writes()).error_after_commit(code);
-                            format!("writes committed, then {code}")
-                        }
-                        NetFault::AnswerLost => {
-                            f.on(Match::writes()).inject(Fault::AnswerLost);
-                            "writes committed, answers dropped".to_owned()
-                        }
-                    };
-                    self.slots[i].net = Some((now + heal_after, index));
-                    record.applied = true;
-                    record.note = format!("{what} for {:.1} s", heal_after.as_secs_f64());
+                        Err(why) => skip(&mut record, &why),
+                    }
                 }
             }
             Action::Kill { restart_after } => {
@@ -176,7 +182,7 @@ impl Run<'_> {
                 }
                 _ => skip(&mut record, "not up"),
             },
-            Action::Kubectl(_) => unreachable!("handled above"),
+            Action::Kubectl(_) | Action::Server(_) => unreachable!("handled above"),
         }
         self.print_fault(&record, Some((i, was_leading)));
         self.faults.push(record);

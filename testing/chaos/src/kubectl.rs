@@ -2,12 +2,11 @@
 //!
 //! kubectl sends no bearer token to a plain-HTTP server, so the emulator knows
 //! it by its User-Agent (`kubectl/v1.… (linux/amd64) kubernetes/…`); its
-//! kubeconfig still carries the token `kubectl`, in case a version sends it.
+//! kubeconfig still carries the token `kubectl`, in case a version sends it,
+//! and kube-apiserver knows it by that token (the user `kubectl`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use kube_emulator::{Emulator, Resource};
 
 use crate::plan::KubectlOp;
 
@@ -19,11 +18,12 @@ pub fn is_kubectl(client: &str) -> bool {
     client == TOKEN || client.starts_with("kubectl/")
 }
 
-/// The arguments of `op` on the Lease `lease`, or why it is skipped now.
+/// The arguments of `op` on the Lease `lease`, whose last write named
+/// `holder`, or why it is skipped now.
 pub fn args(
     op: KubectlOp,
     lease: &str,
-    emu: &Emulator,
+    holder: Option<&str>,
     identities: &[String],
     lease_secs: u64,
 ) -> Result<Vec<String>, String> {
@@ -69,11 +69,7 @@ pub fn args(
         KubectlOp::Shorten => {
             // Only while a holder is named, checked by the server (`test`):
             // a 1 s duration on an emptied holder would forge a release.
-            let holder = emu
-                .object(Resource::Lease, "default", lease)
-                .and_then(|o| o["spec"]["holderIdentity"].as_str().map(str::to_owned))
-                .filter(|h| !h.is_empty())
-                .ok_or("no holder named (a 1 s duration would forge a release)")?;
+            let holder = holder.ok_or("no holder named (a 1 s duration would forge a release)")?;
             patch(
                 "json",
                 format!(

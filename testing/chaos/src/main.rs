@@ -1,10 +1,12 @@
 //! A chaos soak: real candidate processes of this library contend for one
-//! Lease on the API emulator while seeded faults hit them, and the run reports
-//! overlap, leaderless time and hand-over and failover latencies.
+//! Lease on the API emulator, or on kube-apiserver and etcd, while seeded
+//! faults hit them, and the run reports overlap, leaderless time and
+//! hand-over and failover latencies.
 //!
 //! ```text
 //! cargo run --release -p chaos -- --minutes 10 --seed 42
 //! cargo run -p chaos -- --quick --seed 1          # 60 s, for CI
+//! cargo run -p chaos -- --quick --seed 1 --server kube-apiserver
 //! ```
 //!
 //! `testing/chaos/README.md` says how to run it and how to read its report;
@@ -13,7 +15,8 @@
 //! Flags: `--minutes N` or `--seconds N` (default 60 s), `--quick` (60 s),
 //! `--seed S` (default: drawn and printed), `--candidates K` (default 4),
 //! `--no-faketime`, `--mix` (the quick start mixed in, below), `--verbose`
-//! (every term and latency sample too). Exit status: 0 when the run passed, 1
+//! (every term and latency sample too), `--server emulator|kube-apiserver`
+//! (below; default `emulator`). Exit status: 0 when the run passed, 1
 //! on an overlap, a start no committed write backs or a late stop the machine
 //! does not explain (below), 2 when it could not run.
 //!
@@ -34,6 +37,23 @@
 //! durations scaled to them (a run needs minutes to see many failovers then).
 //! The election-controller examples run their replicas and an emulator in one
 //! process of their own, so they cannot be candidates here.
+//!
+//! **On kube-apiserver** (`--server kube-apiserver`, `src/server.rs`):
+//! `test_kit::apiserver` starts kube-apiserver and etcd of the pinned release
+//! (`bash testing/k8s-server/build.sh` builds them; without them the run
+//! cannot start, exit 2), the Lease lives in the fixture's testers'
+//! namespace, and each candidate is a ServiceAccount of its own whose
+//! kubeconfig names a TCP proxy of its own (`test_kit::proxy`) in front of the
+//! server: its network faults are the proxy's (every connection reset, every
+//! byte held, a delay each way, answers held and their connections reset:
+//! answers lost after the server acted). A TCP proxy cannot forge a 429 or an
+//! error after a commit under TLS; the schedule draws the control plane's own
+//! faults in their place: kube-apiserver restarted (every connection and
+//! watch dropped, the watch cache rebuilt), etcd restarted on its data, each
+//! after 0 to 3 s down, and etcd SIGSTOPped for 0.5 to 4 s (every client's
+//! writes wait at once). The audit log, which keeps the Lease's bodies on this
+//! server, gives the committed writes (who, the holder written, stamped when
+//! the server answered) and the request counts.
 //!
 //! **Faults** (one every 1.5 to 4 s, drawn from the seed, each healed after a
 //! drawn time): a partition of one candidate (every request reset, or left
@@ -108,16 +128,17 @@ mod procs;
 mod report;
 mod run;
 mod sched;
+mod server;
 mod skew;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use election_core::{Config, SplitMix64};
-use kube_emulator::Emulator;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::procs::{Kind, Spec, TempDir, Timings};
+use crate::server::{Kind as ServerKind, Server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -159,10 +180,15 @@ fn replay(args: &args::Args) -> String {
         format!("{secs:.3}")
     };
     format!(
-        "cargo run{} -p chaos -- --seconds {secs} --seed {} --candidates {}{}{}",
+        "cargo run{} -p chaos -- --seconds {secs} --seed {} --candidates {}{}{}{}",
         if procs::release() { " --release" } else { "" },
         args.seed,
         args.candidates,
+        if args.server == ServerKind::Emulator {
+            String::new()
+        } else {
+            format!(" --server {}", args.server.flag())
+        },
         if args.mix { " --mix" } else { "" },
         if args.no_faketime {
             " --no-faketime"
@@ -207,9 +233,10 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
         return Err("kubectl is not on PATH (the kubectl faults run the real one)".into());
     }
     let dir = TempDir::new().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-    let emu = Emulator::start()
-        .await
-        .map_err(|e| format!("cannot start the emulator: {e}"))?;
+    if args.server == ServerKind::KubeApiserver {
+        eprintln!("chaos: starting kube-apiserver and etcd");
+    }
+    let server = Server::start(args.server).await?;
     let (reader, msgs) = logs::Reader::start();
 
     let fast = timings(&Config::fast("x"));
@@ -230,7 +257,7 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
     } else {
         eprintln!("chaos: probing faketime (a few seconds)");
         let began = Instant::now();
-        let line = skew::probe(&emu, &dir.0, &bins, &reader, &msgs, fast).await?;
+        let line = skew::probe(&server, &dir.0, &bins, &reader, &msgs, fast).await?;
         eprintln!("chaos: probed in {:.1} s", began.elapsed().as_secs_f64());
         Some(line)
     };
@@ -244,8 +271,7 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
     for (i, rate) in rates.iter().enumerate() {
         let identity = format!("cand-{i}");
         let kubeconfig = dir.0.join(format!("{identity}.kubeconfig"));
-        emu.write_kubeconfig(&kubeconfig, &identity)
-            .map_err(|e| e.to_string())?;
+        server.candidate_kubeconfig(&identity, &kubeconfig).await?;
         let kind = match i % 3 {
             1 if args.mix => Kind::Quickstart,
             2 => Kind::Run,
@@ -261,16 +287,16 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
         }));
     }
     let kubectl_config = dir.0.join("kubectl.kubeconfig");
-    emu.write_kubeconfig(&kubectl_config, kubectl::TOKEN)
-        .map_err(|e| e.to_string())?;
+    server.kubectl_kubeconfig(&kubectl_config)?;
 
     println!(
-        "chaos soak: {:.1} s, seed {}{}, {} candidates on Lease default/{lease} at {}, {profile} build",
+        "chaos soak: {:.1} s, seed {}{}, {} candidates on Lease {}/{lease} on {}, {profile} build",
         args.run.as_secs_f64(),
         args.seed,
         if args.seed_drawn { " (drawn)" } else { "" },
         args.candidates,
-        emu.url()
+        server.namespace(),
+        server.name()
     );
     for s in &slots {
         println!(
@@ -297,19 +323,29 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
             .map_or("left out (--no-faketime)", String::as_str)
     );
     println!(
-        "  kubectl: {} (known to the emulator by its User-Agent: no token over plain HTTP)",
-        procs::which("kubectl").map_or_else(String::new, |p| p.display().to_string())
+        "  kubectl: {} ({})",
+        procs::which("kubectl").map_or_else(String::new, |p| p.display().to_string()),
+        match args.server {
+            ServerKind::Emulator =>
+                "known to the emulator by its User-Agent: no token over plain HTTP",
+            ServerKind::KubeApiserver => "the user `kubectl`, a static token",
+        }
     );
+    if args.server == ServerKind::KubeApiserver {
+        println!(
+            "  each candidate: a ServiceAccount of its own, through a TCP proxy of its own (its network faults)"
+        );
+    }
     if bins.setpriv.is_none() {
         println!("  setpriv not found: children would outlive a SIGKILL of the harness");
     }
     println!("  replay: {}", replay(args));
     println!("timeline (seconds since the start; a fault on \"the leader\" names it):");
 
-    emu.reset_request_counts();
-    let schedule = plan::schedule(args.seed, args.run, args.candidates, scale);
+    server.reset_counts();
+    let schedule = plan::schedule(args.seed, args.run, args.candidates, scale, args.server);
     let mut run = run::Run::new(
-        &emu,
+        &server,
         &bins,
         &reader,
         &msgs,
@@ -337,7 +373,7 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
             break;
         }
         if now - collected > Duration::from_secs(5) {
-            run.history.collect(&emu);
+            run.history.collect(&server);
             collected = now;
         }
         tokio::select! {
@@ -348,8 +384,8 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
     }
     let run_end = Instant::now().min(end);
     run.drain();
-    run.history.collect(&emu);
-    let counts = emu.request_counts();
+    run.history.collect(&server);
+    let counts = server.counts();
     if interrupted {
         println!(
             "interrupted at {:.3} s: measuring up to here",
@@ -365,6 +401,7 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
         max_ratio,
         run_end,
         counts,
+        server: args.server,
         replay: replay(args),
         seed: args.seed,
         verbose: args.verbose,

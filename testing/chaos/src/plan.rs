@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use election_core::SplitMix64;
 
+use crate::server::Kind as ServerKind;
+
 /// Whom an event hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -21,7 +23,10 @@ pub enum Target {
     Slot(usize),
 }
 
-/// A fault injected into one candidate's requests at the emulator.
+/// A fault on one candidate's requests: at the emulator, or at the
+/// candidate's proxy in front of kube-apiserver (a reset, a hold, a delay,
+/// answers lost; not 429 nor an error after the commit, which a TCP proxy
+/// cannot forge under TLS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetFault {
     /// Partition: every request's connection closed unanswered.
@@ -36,6 +41,29 @@ pub enum NetFault {
     CommitThenFail(u16),
     /// Writes committed, then the connection closed unanswered.
     AnswerLost,
+}
+
+/// A fault of the whole control plane (kube-apiserver only): every client
+/// hit at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerFault {
+    /// kube-apiserver killed, down this long, started again: every
+    /// connection and watch dropped, the watch cache rebuilt.
+    RestartApiserver {
+        /// How long it stays down before it starts again.
+        down: Duration,
+    },
+    /// etcd killed, down this long, started again on its data.
+    RestartEtcd {
+        /// How long it stays down before it starts again.
+        down: Duration,
+    },
+    /// etcd SIGSTOPped this long: every write (and quorum read) of every
+    /// client waits, the server as a whole slow.
+    StallEtcd {
+        /// How long it stays stopped.
+        cont_after: Duration,
+    },
 }
 
 /// A `kubectl` edit or deletion of the Lease.
@@ -83,6 +111,8 @@ pub enum Action {
     },
     /// A kubectl edit of the Lease (no target).
     Kubectl(KubectlOp),
+    /// A fault of the control plane (no target).
+    Server(ServerFault),
 }
 
 impl Action {
@@ -100,6 +130,11 @@ impl Action {
             Action::Kill { .. } => "SIGKILL + restart",
             Action::Term { .. } => "SIGTERM + restart",
             Action::Stop { .. } => "SIGSTOP/SIGCONT",
+            Action::Server(f) => match f {
+                ServerFault::RestartApiserver { .. } => "kube-apiserver restart",
+                ServerFault::RestartEtcd { .. } => "etcd restart",
+                ServerFault::StallEtcd { .. } => "etcd stalled",
+            },
             Action::Kubectl(op) => match op {
                 KubectlOp::Annotate(_) => "kubectl annotate",
                 KubectlOp::Label(_) => "kubectl label",
@@ -112,7 +147,7 @@ impl Action {
     }
 
     /// Every kind, in report order.
-    pub const KINDS: [&'static str; 15] = [
+    pub const KINDS: [&'static str; 18] = [
         "partition (reset)",
         "partition (hang)",
         "latency",
@@ -128,7 +163,22 @@ impl Action {
         "kubectl change holder",
         "kubectl shorten duration",
         "kubectl delete",
+        "kube-apiserver restart",
+        "etcd restart",
+        "etcd stalled",
     ];
+}
+
+impl Action {
+    /// The kinds a run on `server` draws, in report order.
+    pub fn kinds(server: ServerKind) -> impl Iterator<Item = &'static str> {
+        const EMULATOR_ONLY: [&str; 2] = ["429 Retry-After", "commit-then-fail"];
+        const REAL_ONLY: [&str; 3] = ["kube-apiserver restart", "etcd restart", "etcd stalled"];
+        Action::KINDS.into_iter().filter(move |k| match server {
+            ServerKind::Emulator => !REAL_ONLY.contains(k),
+            ServerKind::KubeApiserver => !EMULATOR_ONLY.contains(k),
+        })
+    }
 }
 
 /// One scheduled event.
@@ -142,12 +192,15 @@ pub struct Planned {
     pub action: Action,
 }
 
-/// Relative weights of the kinds (the order of the `match` in [`draw`]).
+/// Relative weights of the kinds (the order of the `match` in [`draw`]). On
+/// kube-apiserver the 429's share goes to the control plane's faults, and
+/// commit-then-fail's to lost answers (what the client sees of a commit it
+/// gets no answer to).
 const WEIGHTS: [u32; 9] = [
     16, // partition
     8,  // latency
-    7,  // 429
-    7,  // commit-then-fail
+    7,  // 429; on kube-apiserver a control-plane fault
+    7,  // commit-then-fail; on kube-apiserver lost answers
     7,  // lost answers
     12, // SIGKILL
     10, // SIGTERM
@@ -165,7 +218,13 @@ fn secs(lo: f64, hi: f64, u: f64, scale: f64) -> Duration {
 
 /// The schedule of a run of `run` with `candidates` slots. Durations are those
 /// of the fast timings (2 s lease) times `scale`.
-pub fn schedule(seed: u64, run: Duration, candidates: usize, scale: f64) -> Vec<Planned> {
+pub fn schedule(
+    seed: u64,
+    run: Duration,
+    candidates: usize,
+    scale: f64,
+    server: ServerKind,
+) -> Vec<Planned> {
     let mut rng = SplitMix64::new(seed);
     let mut out = Vec::new();
     // A first election (the strict lock delay of a new Lease) before the first fault.
@@ -177,7 +236,7 @@ pub fn schedule(seed: u64, run: Duration, candidates: usize, scale: f64) -> Vec<
         if t >= last {
             return out;
         }
-        let (target, action) = draw(&u, candidates, scale);
+        let (target, action) = draw(&u, candidates, scale, server);
         out.push(Planned {
             at: Duration::from_secs_f64(t),
             target,
@@ -188,7 +247,7 @@ pub fn schedule(seed: u64, run: Duration, candidates: usize, scale: f64) -> Vec<
 
 /// One event from eight uniform draws: `u[1]` the kind, `u[2]` leader or not,
 /// `u[3]` the slot, `u[4]..u[7]` its parameters.
-fn draw(u: &[f64; 8], candidates: usize, scale: f64) -> (Target, Action) {
+fn draw(u: &[f64; 8], candidates: usize, scale: f64, server: ServerKind) -> (Target, Action) {
     let slot = ((u[3] * candidates as f64) as usize).min(candidates - 1);
     let total: u32 = WEIGHTS.iter().sum();
     let mut pick = (u[1] * f64::from(total)) as u32;
@@ -227,10 +286,22 @@ fn draw(u: &[f64; 8], candidates: usize, scale: f64) -> (Target, Action) {
                 heal_after: secs(2.0, 8.0, u[4], scale),
             },
         ),
+        2 if server == ServerKind::KubeApiserver => {
+            let down = secs(0.0, 3.0, u[4], scale);
+            let fault = match (u[5] * 3.0) as u32 {
+                0 => ServerFault::RestartApiserver { down },
+                1 => ServerFault::RestartEtcd { down },
+                _ => ServerFault::StallEtcd {
+                    cont_after: secs(0.5, 4.0, u[4], scale),
+                },
+            };
+            (Target::Leader { fallback: slot }, Action::Server(fault))
+        }
         2 => (
             leader_or(0.6),
             net(NetFault::TooMany(1 + (u[5] * 3.0) as u32)),
         ),
+        3 if server == ServerKind::KubeApiserver => (leader_or(0.6), net(NetFault::AnswerLost)),
         3 => (
             leader_or(0.6),
             net(NetFault::CommitThenFail(if u[5] < 0.5 { 500 } else { 504 })),
@@ -274,11 +345,34 @@ mod tests {
 
     #[test]
     fn one_seed_one_schedule_and_longer_runs_extend_it() {
-        let a = schedule(7, Duration::from_secs(60), 4, 1.0);
-        let b = schedule(7, Duration::from_secs(600), 4, 1.0);
-        assert_eq!(a, schedule(7, Duration::from_secs(60), 4, 1.0));
-        assert!(a.len() > 10, "{}", a.len());
-        assert_eq!(a[..a.len() - 1], b[..a.len() - 1]);
-        assert_ne!(a, schedule(8, Duration::from_secs(60), 4, 1.0));
+        for server in [ServerKind::Emulator, ServerKind::KubeApiserver] {
+            let a = schedule(7, Duration::from_secs(60), 4, 1.0, server);
+            let b = schedule(7, Duration::from_secs(600), 4, 1.0, server);
+            assert_eq!(a, schedule(7, Duration::from_secs(60), 4, 1.0, server));
+            assert!(a.len() > 10, "{}", a.len());
+            assert_eq!(a[..a.len() - 1], b[..a.len() - 1]);
+            assert_ne!(a, schedule(8, Duration::from_secs(60), 4, 1.0, server));
+        }
+    }
+
+    #[test]
+    fn each_server_draws_only_the_faults_it_can_inject() {
+        let kinds = |server| {
+            schedule(3, Duration::from_secs(3600), 4, 1.0, server)
+                .into_iter()
+                .map(|p| p.action.kind())
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        let (emulator, real) = (
+            kinds(ServerKind::Emulator),
+            kinds(ServerKind::KubeApiserver),
+        );
+        for only_emulator in ["429 Retry-After", "commit-then-fail"] {
+            assert!(emulator.contains(only_emulator) && !real.contains(only_emulator));
+        }
+        for only_real in ["kube-apiserver restart", "etcd restart", "etcd stalled"] {
+            assert!(real.contains(only_real) && !emulator.contains(only_real));
+        }
+        assert!(real.contains("lost answers") && real.contains("partition (reset)"));
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kube_emulator::{RequestCounts, Verb};
+use kube_emulator::Verb;
 use test_kit::figures::{cpu_model, percentile};
 
 use crate::canary::{Canaries, Stall};
@@ -13,6 +13,7 @@ use crate::measure::{self, EndedBy, Interval, LateStop, Overlap};
 use crate::plan::Action;
 use crate::procs::Timings;
 use crate::run::Run;
+use crate::server::{Counts, Kind as ServerKind};
 
 /// What the report needs besides the run.
 pub struct Context {
@@ -22,8 +23,10 @@ pub struct Context {
     pub max_ratio: f64,
     /// Where measurement stopped.
     pub run_end: Instant,
-    /// The emulator's request counts at that point.
-    pub counts: RequestCounts,
+    /// The server's request counts at that point.
+    pub counts: Counts,
+    /// The server.
+    pub server: ServerKind,
     /// The command that replays the schedule.
     pub replay: String,
     /// The seed.
@@ -135,7 +138,7 @@ pub fn print(run: &Run, cx: &Context) -> bool {
     let injected: usize = by_kind.values().map(|v| v.0).sum();
     let skipped: usize = by_kind.values().map(|v| v.1).sum();
     println!("faults       {injected} injected, {skipped} skipped (target not up, or busy)");
-    for kind in Action::KINDS {
+    for kind in Action::kinds(cx.server) {
         let (a, s) = by_kind.get(kind).copied().unwrap_or_default();
         println!(
             "  {kind:<26} {a:>4}{}",
@@ -419,10 +422,11 @@ pub fn print(run: &Run, cx: &Context) -> bool {
     // Requests.
     let mut per: BTreeMap<&'static str, u64> = BTreeMap::new();
     let (mut cand, mut kubectl, mut other) = (0u64, 0u64, 0u64);
-    for (client, verb, _resource, n) in cx.counts.iter() {
-        if run.slots.iter().any(|s| s.spec.identity == client) {
+    for ((client, verb), n) in &cx.counts.0 {
+        let n = *n;
+        if run.slots.iter().any(|s| s.spec.identity == *client) {
             cand += n;
-            *per.entry(verb.as_str()).or_default() += n;
+            *per.entry(verb).or_default() += n;
         } else if is_kubectl(client) {
             kubectl += n;
         } else {
@@ -451,21 +455,29 @@ pub fn print(run: &Run, cx: &Context) -> bool {
             println!("  {u}");
         }
     }
+    for f in &run.server_failed {
+        println!("server       a control-plane fault failed: {f}");
+    }
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("machine      {}, {cpus} CPUs", cpu_model());
 
     for o in overlaps.iter().take(5) {
         trace(run, &ivs, o);
     }
-    let pass = overlaps.is_empty() && unbacked.is_empty() && unexplained.is_empty();
+    // A server that did not come back leaves the rest of the run unjudged.
+    let pass = overlaps.is_empty()
+        && unbacked.is_empty()
+        && unexplained.is_empty()
+        && run.server_failed.is_empty();
     if pass {
         println!("result       PASS (seed {})", cx.seed);
     } else {
         println!(
-            "result       FAIL: {} overlaps, {} unbacked starts, {} unexplained late stops; seed {}; replay: {}",
+            "result       FAIL: {} overlaps, {} unbacked starts, {} unexplained late stops, {} failed control-plane faults; seed {}; replay: {}",
             overlaps.len(),
             unbacked.len(),
             unexplained.len(),
+            run.server_failed.len(),
             cx.seed,
             cx.replay
         );

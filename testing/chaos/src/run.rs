@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use kube_emulator::Emulator;
 use rustix::process::Signal;
 
 use crate::canary::Canaries;
@@ -15,6 +14,7 @@ use crate::logs::{Change, Msg, Reader, Source, change};
 use crate::measure::{FaultRecord, Life, Mark, Pause};
 use crate::procs::{Bins, Proc, Spec, Timings, command};
 use crate::sched::Cpu;
+use crate::server::Server;
 
 /// How late a canary's wakeup must come to count as a stall of its CPU.
 pub const STALL: Duration = Duration::from_millis(100);
@@ -90,8 +90,8 @@ pub(crate) struct KubectlRun {
 
 /// Everything the run drives and records.
 pub struct Run<'a> {
-    /// The API.
-    pub emu: &'a Emulator,
+    /// The API server.
+    pub server: &'a Server,
     /// The binaries.
     pub bins: &'a Bins,
     /// The log reader.
@@ -134,13 +134,17 @@ pub struct Run<'a> {
     pub(crate) leading: BTreeMap<usize, Instant>,
     pub(crate) kubectl: Option<KubectlRun>,
     pub(crate) kubectl_n: u32,
+    /// The control-plane fault on now: its thread, and the fault's index.
+    pub(crate) server_fault: Option<(std::thread::JoinHandle<Result<(), String>>, usize)>,
+    /// Control-plane faults that went wrong (a server that did not come back).
+    pub server_failed: Vec<String>,
 }
 
 impl<'a> Run<'a> {
     /// A run of `slots`, all started at once.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        emu: &'a Emulator,
+        server: &'a Server,
         bins: &'a Bins,
         reader: &'a Reader,
         msgs: &'a Receiver<Msg>,
@@ -151,7 +155,7 @@ impl<'a> Run<'a> {
     ) -> Run<'a> {
         let history = History::new(&lease);
         Run {
-            emu,
+            server,
             bins,
             reader,
             msgs,
@@ -174,6 +178,8 @@ impl<'a> Run<'a> {
             leading: BTreeMap::new(),
             kubectl: None,
             kubectl_n: 0,
+            server_fault: None,
+            server_failed: Vec::new(),
         }
     }
 
@@ -337,10 +343,17 @@ impl<'a> Run<'a> {
             if let Some((heal_at, fault)) = self.slots[i].net
                 && heal_at <= now
             {
-                self.emu.faults(&self.slots[i].spec.identity).clear();
+                self.server.heal(&self.slots[i].spec.identity);
                 self.faults[fault].healed = Some(now);
                 self.slots[i].net = None;
             }
+        }
+        if self
+            .server_fault
+            .as_ref()
+            .is_some_and(|(thread, _)| thread.is_finished())
+        {
+            self.end_server_fault(now);
         }
         if let Some(k) = self.kubectl.as_mut()
             && let Some(status) = k.proc.exited()
@@ -363,6 +376,28 @@ impl<'a> Run<'a> {
                     ""
                 );
             }
+        }
+    }
+
+    /// Waits for the control-plane fault on now (if any) to end, and records
+    /// its end at `now` (or when it ended, if later).
+    pub(crate) fn end_server_fault(&mut self, now: Instant) {
+        let Some((thread, fault)) = self.server_fault.take() else {
+            return;
+        };
+        let outcome = thread
+            .join()
+            .unwrap_or_else(|_| Err("its thread panicked".to_owned()));
+        let at = now.max(Instant::now());
+        self.faults[fault].healed = Some(at);
+        if let Err(e) = outcome {
+            let line = format!(
+                "{} at {:.3} s: {e}",
+                self.faults[fault].kind,
+                self.t(self.faults[fault].at)
+            );
+            println!("{:>9.3} s  control-plane fault failed: {line}", self.t(at));
+            self.server_failed.push(line);
         }
     }
 
@@ -407,10 +442,11 @@ impl<'a> Run<'a> {
     /// Ends the run: heals every fault, continues stopped processes, SIGTERMs
     /// every candidate, waits a while, then SIGKILLs what is left.
     pub async fn shut_down(&mut self) {
+        self.end_server_fault(Instant::now());
         let now = Instant::now();
         for i in 0..self.slots.len() {
             if self.slots[i].net.take().is_some() {
-                self.emu.faults(&self.slots[i].spec.identity).clear();
+                self.server.heal(&self.slots[i].spec.identity);
             }
             if let Phase::Paused { .. } = self.slots[i].phase {
                 self.resume(i, now);

@@ -15,11 +15,12 @@ use std::path::Path;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use kube_emulator::{Emulator, Verb};
+use kube_emulator::Verb;
 
 use crate::history::History;
 use crate::logs::{Change, Msg, Reader, Source, change};
 use crate::procs::{Bins, Kind, Proc, Spec, Timings, command, libfaketime, workspace_root};
+use crate::server::Server;
 
 /// Makes sure faketime is installed, installing it with the repository's
 /// `.ci/install` when running as root; `Err` says what to do.
@@ -50,7 +51,7 @@ pub fn ensure_faketime() -> Result<(), String> {
 /// a Lease of its own. `Ok` is the report's line; `Err` says why the
 /// election's clock cannot be skewed this way.
 pub async fn probe(
-    emu: &Emulator,
+    server: &Server,
     dir: &Path,
     bins: &Bins,
     reader: &Reader,
@@ -59,8 +60,7 @@ pub async fn probe(
 ) -> Result<String, String> {
     const NAME: &str = "chaos-probe";
     let kubeconfig = dir.join("probe.kubeconfig");
-    emu.write_kubeconfig(&kubeconfig, NAME)
-        .map_err(|e| e.to_string())?;
+    server.candidate_kubeconfig(NAME, &kubeconfig).await?;
     let spec = Spec {
         identity: NAME.into(),
         kind: Kind::Serve,
@@ -93,7 +93,7 @@ pub async fn probe(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     drop(proc); // SIGKILL to its group, reaped
-    history.collect(emu);
+    history.collect(server);
     let created = history
         .writes()
         .find(|w| w.client == NAME && w.verb == Verb::Create)

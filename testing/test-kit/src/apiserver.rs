@@ -83,18 +83,23 @@ pub const TESTERS: [&str; 14] = [
     "leader", "follower",
 ];
 
-/// The audit policy, at `Metadata` (who, what, when; no bodies): every
-/// request on Leases and LeaseCandidates, and the writes (`create`, `update`,
-/// `patch`, `delete`) of ConfigMaps, for the tests and benchmarks that count a
-/// controller's writes; nothing else (no ConfigMap reads or watches).
+/// The audit policy: every request on Leases and LeaseCandidates, and the
+/// writes (`create`, `update`, `patch`, `delete`) of ConfigMaps, for the
+/// tests and benchmarks that count a controller's writes; nothing else (no
+/// ConfigMap reads or watches). `{LEASES}` is the level of the Leases' events
+/// ([`AuditLeases`]).
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
+  - level: {LEASES}
+    resources:
+      - group: coordination.k8s.io
+        resources: [leases]
   - level: Metadata
     resources:
       - group: coordination.k8s.io
-        resources: [leases, leasecandidates]
+        resources: [leasecandidates]
   - level: Metadata
     verbs: [create, update, patch, delete]
     resources:
@@ -102,6 +107,50 @@ rules:
         resources: [configmaps]
   - level: None
 ";
+
+/// What the audit log keeps of a request on a Lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AuditLeases {
+    /// Who, what, when, the answer's code (level `Metadata`).
+    #[default]
+    Metadata,
+    /// That, and the bodies sent and answered (level `RequestResponse`):
+    /// the holder each write committed, for a judge of who led when.
+    Bodies,
+}
+
+/// One event of the audit log ([`ApiServer::audit_events`]).
+#[derive(Clone, Debug)]
+pub struct AuditEvent {
+    /// The request's audit ID (a watch has two events under one).
+    pub id: String,
+    /// `ResponseStarted` (watches) or `ResponseComplete`.
+    pub stage: String,
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, …
+    pub verb: String,
+    /// The user name.
+    pub user: String,
+    /// `leases`, `leasecandidates`, `configmaps`.
+    pub resource: String,
+    /// The object's namespace.
+    pub namespace: String,
+    /// The object's name (empty for a list or watch of a collection).
+    pub name: String,
+    /// The answer's HTTP code.
+    pub code: u16,
+    /// When the server received the request.
+    pub received: std::time::SystemTime,
+    /// When the server stamped this stage (for `ResponseComplete`: the
+    /// answer done, a write committed before it).
+    pub stamped: std::time::SystemTime,
+    /// The answer's body, with [`AuditLeases::Bodies`] (a Lease, or a
+    /// `Status`).
+    pub response: Option<serde_json::Value>,
+}
+
+/// How long a ServiceAccount token the fixture requests lasts: longer than
+/// the longest soak (an hour of faults after the setup).
+pub const TOKEN_LIFETIME: Duration = Duration::from_secs(6 * 3600);
 
 /// The group of [`TESTERS`].
 pub const TESTERS_GROUP: &str = "kube-elector:testers";
@@ -301,6 +350,12 @@ impl ApiServer {
     /// the testers' binding is in force. Blocks (it runs on a tokio runtime of
     /// its own, on threads of its own: call it from any runtime or none).
     pub fn start() -> Result<ApiServer, ApiServerError> {
+        Self::start_with(AuditLeases::Metadata)
+    }
+
+    /// [`start`](Self::start), with the audit log keeping `leases` of each
+    /// request on a Lease.
+    pub fn start_with(leases: AuditLeases) -> Result<ApiServer, ApiServerError> {
         let bin = bin_dir();
         for name in ["kube-apiserver", "etcd"] {
             let binary = bin.join(name);
@@ -319,7 +374,7 @@ impl ApiServer {
         // the server binds it: try again with new ports.
         for _ in 0..3 {
             let started = Instant::now();
-            match Self::spawn(&bin, &runtime) {
+            match Self::spawn(&bin, &runtime, leases) {
                 Ok(mut server) => {
                     let ready = on(&runtime, {
                         let admin = server.configs[ADMIN].clone();
@@ -356,7 +411,11 @@ impl ApiServer {
 
     /// Makes the directory, the certificates, keys and tokens, and starts the
     /// processes; does not wait.
-    fn spawn(bin: &Path, runtime: &tokio::runtime::Runtime) -> Result<ApiServer, ApiServerError> {
+    fn spawn(
+        bin: &Path,
+        runtime: &tokio::runtime::Runtime,
+        leases: AuditLeases,
+    ) -> Result<ApiServer, ApiServerError> {
         let dir =
             temp_dir("kube-elector-apiserver").map_err(|e| ApiServerError::Start(e.to_string()))?;
         let fail = |e: String| {
@@ -364,8 +423,15 @@ impl ApiServer {
             ApiServerError::Start(e)
         };
         make_certificates(&dir).map_err(fail)?;
-        fs::write(dir.join("audit-policy.yaml"), AUDIT_POLICY)
-            .map_err(|e| fail(format!("cannot write the audit policy: {e}")))?;
+        let level = match leases {
+            AuditLeases::Metadata => "Metadata",
+            AuditLeases::Bodies => "RequestResponse",
+        };
+        fs::write(
+            dir.join("audit-policy.yaml"),
+            AUDIT_POLICY.replace("{LEASES}", level),
+        )
+        .map_err(|e| fail(format!("cannot write the audit policy: {e}")))?;
         let tokens = write_tokens(&dir).map_err(fail)?;
         let port = || free_port().map_err(|e| format!("no free port: {e}"));
         let ports = (|| Ok::<_, String>((port()?, port()?, port()?)))();
@@ -552,13 +618,71 @@ impl ApiServer {
     }
 
     /// The API server's audit log: one JSON event per line (`audit.k8s.io/v1`
-    /// `Event`, level `Metadata`) for each request on Leases and
-    /// LeaseCandidates, at its `ResponseStarted` (watches) and
-    /// `ResponseComplete` stages, and for each write (`create`, `update`,
-    /// `patch`, `delete`) of a ConfigMap, at its `ResponseComplete` stage;
-    /// nothing else is audited (not a ConfigMap's reads, lists or watches).
+    /// `Event`, level `Metadata` unless [`AuditLeases::Bodies`]) for each
+    /// request on Leases and LeaseCandidates, at its `ResponseStarted`
+    /// (watches) and `ResponseComplete` stages, and for each write (`create`,
+    /// `update`, `patch`, `delete`) of a ConfigMap, at its `ResponseComplete`
+    /// stage; nothing else is audited (not a ConfigMap's reads, lists or
+    /// watches).
     pub fn audit_log(&self) -> PathBuf {
         self.dir.join("audit.log")
+    }
+
+    /// The audit log's events from byte `offset` on, and the offset of what
+    /// is not read yet (a line still being written is left for the next
+    /// call). A request is logged when answered, refused ones included.
+    pub fn audit_events(&self, offset: u64) -> (Vec<AuditEvent>, u64) {
+        use k8s_openapi::jiff::Timestamp;
+        use std::io::{Read, Seek, SeekFrom};
+        let mut text = Vec::new();
+        if let Ok(mut file) = fs::File::open(self.audit_log())
+            && file.seek(SeekFrom::Start(offset)).is_ok()
+        {
+            let _ = file.read_to_end(&mut text);
+        }
+        let complete = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let mut events = Vec::new();
+        for line in text[..complete].split(|b| *b == b'\n') {
+            let Ok(event) = serde_json::from_slice::<serde_json::Value>(line) else {
+                continue;
+            };
+            let field = |p: &str| {
+                event
+                    .pointer(p)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let time = |p: &str| {
+                field(p)
+                    .parse::<Timestamp>()
+                    .ok()
+                    .map(std::time::SystemTime::from)
+            };
+            let (Some(received), Some(stamped)) =
+                (time("/requestReceivedTimestamp"), time("/stageTimestamp"))
+            else {
+                continue;
+            };
+            events.push(AuditEvent {
+                id: field("/auditID"),
+                stage: field("/stage"),
+                verb: field("/verb"),
+                user: field("/user/username"),
+                resource: field("/objectRef/resource"),
+                namespace: field("/objectRef/namespace"),
+                name: field("/objectRef/name"),
+                code: event
+                    .pointer("/responseStatus/code")
+                    .and_then(serde_json::Value::as_u64)
+                    .and_then(|c| u16::try_from(c).ok())
+                    .unwrap_or(0),
+                received,
+                stamped,
+                response: event.get("responseObject").cloned(),
+            });
+        }
+        (events, offset + complete as u64)
     }
 
     /// The requests on `resource` (`leases`, `leasecandidates`: all of them;
@@ -574,35 +698,18 @@ impl ApiServer {
         from: std::time::SystemTime,
         to: std::time::SystemTime,
     ) -> BTreeMap<(String, String), u64> {
-        use k8s_openapi::jiff::Timestamp;
-        let (Ok(from), Ok(to)) = (Timestamp::try_from(from), Timestamp::try_from(to)) else {
-            return BTreeMap::new();
-        };
-        let text = fs::read_to_string(self.audit_log()).unwrap_or_default();
         let mut seen = std::collections::BTreeSet::new();
         let mut counts = BTreeMap::new();
-        for line in text.lines() {
-            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            let field = |p: &str| event.pointer(p).and_then(|v| v.as_str()).unwrap_or("");
-            if field("/objectRef/namespace") != namespace
-                || field("/objectRef/resource") != resource
+        for event in self.audit_events(0).0 {
+            if event.namespace != namespace
+                || event.resource != resource
+                || event.received < from
+                || event.received > to
+                || !seen.insert(event.id)
             {
                 continue;
             }
-            let Ok(at) = field("/requestReceivedTimestamp").parse::<Timestamp>() else {
-                continue;
-            };
-            if at < from || at > to || !seen.insert(field("/auditID").to_owned()) {
-                continue;
-            }
-            *counts
-                .entry((
-                    field("/user/username").to_owned(),
-                    field("/verb").to_owned(),
-                ))
-                .or_insert(0) += 1;
+            *counts.entry((event.user, event.verb)).or_insert(0) += 1;
         }
         counts
     }
@@ -644,7 +751,7 @@ impl ApiServer {
     }
 
     /// A `kube` configuration for the ServiceAccount `name` in `namespace`,
-    /// with a token the server issues for it (TokenRequest, one hour),
+    /// with a token the server issues for it (TokenRequest, [`TOKEN_LIFETIME`]),
     /// creating the account if it does not exist. Its user is
     /// `system:serviceaccount:<namespace>:<name>`, with no permission until a
     /// test binds it a Role.
@@ -851,7 +958,7 @@ impl ApiServer {
                 };
                 let request = TokenRequest {
                     spec: Some(TokenRequestSpec {
-                        expiration_seconds: Some(3600),
+                        expiration_seconds: Some(TOKEN_LIFETIME.as_secs() as i64),
                         bound_object_ref: bound,
                         ..TokenRequestSpec::default()
                     }),
