@@ -23,13 +23,16 @@ pub struct Args {
     pub verbose: bool,
     /// The API server the candidates contend on.
     pub server: ServerKind,
+    /// How many of the candidates are client-go's (`testing/client-go-peer`),
+    /// the last ones.
+    pub client_go: usize,
 }
 
 /// The usage text.
 pub const USAGE: &str = "\
 usage: cargo run --release -p chaos -- [--minutes N | --seconds N | --quick]
                                        [--seed S] [--candidates K] [--no-faketime] [--mix] [--verbose]
-                                       [--server emulator|kube-apiserver]
+                                       [--server emulator|kube-apiserver] [--client-go K]
 
   --minutes N      run N minutes (fractions allowed); default 1
   --seconds N      run N seconds
@@ -43,7 +46,10 @@ usage: cargo run --release -p chaos -- [--minutes N | --seconds N | --quick]
   --verbose        also print every term and every latency sample
   --server S       the API server: `emulator` (default; in this process) or
                    `kube-apiserver` (kube-apiserver and etcd, from
-                   `bash testing/k8s-server/build.sh`; a proxy per candidate)";
+                   `bash testing/k8s-server/build.sh`; a proxy per candidate)
+  --client-go K    K of the candidates (the last ones) are client-go's
+                   (testing/client-go-peer) on the same Lease; their overlaps
+                   are reported apart. With --server kube-apiserver only";
 
 fn number(flag: &str, value: Option<String>) -> Result<f64, String> {
     let value = value.ok_or_else(|| format!("{flag} needs a value"))?;
@@ -68,6 +74,7 @@ pub fn parse_from(args: impl IntoIterator<Item = String>) -> Result<Args, String
     let mut mix = false;
     let mut verbose = false;
     let mut server = ServerKind::Emulator;
+    let mut client_go = 0;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -92,6 +99,12 @@ pub fn parse_from(args: impl IntoIterator<Item = String>) -> Result<Args, String
             "--no-faketime" => no_faketime = true,
             "--mix" => mix = true,
             "--verbose" => verbose = true,
+            "--client-go" => {
+                let value = args.next().ok_or("--client-go needs a value")?;
+                client_go = value
+                    .parse::<usize>()
+                    .map_err(|_| format!("--client-go: {value:?} is not a number"))?;
+            }
             "--server" => {
                 let value = args.next().ok_or("--server needs a value")?;
                 server = [ServerKind::Emulator, ServerKind::KubeApiserver]
@@ -105,6 +118,21 @@ pub fn parse_from(args: impl IntoIterator<Item = String>) -> Result<Args, String
             other => return Err(format!("unknown argument {other:?}\n\n{USAGE}")),
         }
     }
+    if client_go > 0 && server != ServerKind::KubeApiserver {
+        return Err(
+            "--client-go needs --server kube-apiserver (client-go sends no token over \
+             the emulator's plain HTTP, so the emulator cannot tell it apart)"
+                .to_owned(),
+        );
+    }
+    if client_go > 0 && mix {
+        return Err("--client-go and --mix do not go together".to_owned());
+    }
+    if client_go >= candidates {
+        return Err(format!(
+            "--client-go {client_go}: at least one of the {candidates} candidates must be this library's"
+        ));
+    }
     let seed_drawn = seed.is_none();
     let seed = seed.unwrap_or_else(drawn_seed);
     Ok(Args {
@@ -116,6 +144,7 @@ pub fn parse_from(args: impl IntoIterator<Item = String>) -> Result<Args, String
         mix,
         verbose,
         server,
+        client_go,
     })
 }
 

@@ -167,3 +167,12 @@ impl History {
             .map(|(_, w)| w)
     }
 }
+
+#[cfg(test)]
+impl History {
+    /// Adds a committed write (tests).
+    pub fn push(&mut self, write: LeaseWrite) {
+        self.next += 1;
+        self.writes.insert((write.at, self.next), write);
+    }
+}

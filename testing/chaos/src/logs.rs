@@ -243,6 +243,18 @@ fn field(line: &str, key: &str) -> Option<String> {
 /// reason=…`) and the quick start's (`leading in term T`, `stopped leading in
 /// term T`).
 pub fn change(line: &str) -> Option<Change> {
+    // client-go-peer: `<mono_ns> <wall> <identity> leading|stopped`; client-go
+    // has no term, and says no reason.
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if let [mono, _wall, _id, event] = words[..]
+        && mono.bytes().all(|b| b.is_ascii_digit())
+    {
+        match event {
+            "leading" => return Some(Change::Started(String::new())),
+            "stopped" => return Some(Change::Stopped(String::new(), String::new())),
+            _ => {}
+        }
+    }
     if let Some(term) = line.strip_prefix("leading in term ") {
         return Some(Change::Started(term.trim().to_owned()));
     }
@@ -264,4 +276,22 @@ pub fn change(line: &str) -> Option<Change> {
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_leadership_lines_of_both_libraries_are_read() {
+        let go = "123456789 2026-11-29T07:00:00.000000000Z client-go-4 leading";
+        assert!(matches!(change(go), Some(Change::Started(t)) if t.is_empty()));
+        let go = "123456790 2026-11-29T07:00:01.000000000Z client-go-4 stopped";
+        assert!(matches!(change(go), Some(Change::Stopped(..))));
+        // Its other events are not leadership.
+        let go = "123456791 2026-11-29T07:00:01.000000000Z client-go-4 leader cand-0";
+        assert!(change(go).is_none());
+        assert!(change("123 x y tick").is_none());
+        assert!(matches!(change("leading in term 7"), Some(Change::Started(t)) if t == "7"));
+    }
 }

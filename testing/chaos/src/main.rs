@@ -180,10 +180,15 @@ fn replay(args: &args::Args) -> String {
         format!("{secs:.3}")
     };
     format!(
-        "cargo run{} -p chaos -- --seconds {secs} --seed {} --candidates {}{}{}{}",
+        "cargo run{} -p chaos -- --seconds {secs} --seed {} --candidates {}{}{}{}{}",
         if procs::release() { " --release" } else { "" },
         args.seed,
         args.candidates,
+        if args.client_go > 0 {
+            format!(" --client-go {}", args.client_go)
+        } else {
+            String::new()
+        },
         if args.server == ServerKind::Emulator {
             String::new()
         } else {
@@ -227,7 +232,7 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
     if !args.no_faketime {
         skew::ensure_faketime()?;
     }
-    let bins = procs::build(args.mix)?;
+    let bins = procs::build(args.mix, args.client_go > 0)?;
     eprintln!("chaos: built in {:.1} s", began.elapsed().as_secs_f64());
     if procs::which("kubectl").is_none() {
         return Err("kubectl is not on PATH (the kubectl faults run the real one)".into());
@@ -262,26 +267,38 @@ async fn soak(args: &args::Args) -> Result<bool, String> {
         Some(line)
     };
     let skew_on = skew_line.is_some();
-    let rates = rates(args.seed, args.candidates, skew_on, tolerated);
+    // The last K slots are client-go's: Go reads its clocks without libc,
+    // so faketime cannot skew them.
+    let ours = args.candidates - args.client_go;
+    let mut rates = rates(args.seed, args.candidates, skew_on, tolerated);
+    for rate in &mut rates[ours..] {
+        *rate = None;
+    }
     let set: Vec<f64> = rates.iter().map(|r| r.unwrap_or(1.0)).collect();
     let max_ratio =
         set.iter().copied().fold(1.0, f64::max) / set.iter().copied().fold(1.0, f64::min);
 
     let mut slots = Vec::new();
     for (i, rate) in rates.iter().enumerate() {
-        let identity = format!("cand-{i}");
-        let kubeconfig = dir.0.join(format!("{identity}.kubeconfig"));
-        server.candidate_kubeconfig(&identity, &kubeconfig).await?;
         let kind = match i % 3 {
+            _ if i >= ours => Kind::ClientGo,
             1 if args.mix => Kind::Quickstart,
             2 => Kind::Run,
             _ => Kind::Serve,
         };
+        let identity = if kind == Kind::ClientGo {
+            format!("client-go-{i}")
+        } else {
+            format!("cand-{i}")
+        };
+        let kubeconfig = dir.0.join(format!("{identity}.kubeconfig"));
+        server.candidate_kubeconfig(&identity, &kubeconfig).await?;
         slots.push(run::Slot::new(Spec {
             identity,
             kind,
             kubeconfig,
             lease: lease.to_owned(),
+            namespace: server.namespace().to_owned(),
             timings: t,
             rate: *rate,
         }));

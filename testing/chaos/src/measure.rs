@@ -377,6 +377,30 @@ pub fn latencies(ivs: &[Interval], faults: &[FaultRecord], grace: Duration) -> L
 }
 
 /// The life an interval belongs to.
+/// The term an overlap is charged to: the earlier one when it led past its
+/// deadline (its last committed write before the later one's start, plus the
+/// renew deadline on its clock, plus `slack`), else the later one (it took
+/// the Lease while the earlier one still held it). Matters in a mixed fleet:
+/// a client-go term's overlap with a kube-elector term is client-go's or
+/// this library's by it.
+pub fn charged(
+    o: &Overlap,
+    ivs: &[Interval],
+    lives: &[Life],
+    history: &History,
+    deadline: &dyn Fn(usize) -> Duration,
+    slack: Duration,
+) -> usize {
+    let earlier = &ivs[o.first];
+    let due = life_of(lives, earlier)
+        .and_then(|l| history.last_by(&l.identity, o.from))
+        .map(|w| w.at + deadline(earlier.slot) + slack);
+    match due {
+        Some(due) if earlier.end <= due => o.second,
+        _ => o.first,
+    }
+}
+
 fn life_of<'a>(lives: &'a [Life], iv: &Interval) -> Option<&'a Life> {
     lives
         .iter()
@@ -516,4 +540,65 @@ pub fn late_stops(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::LeaseWrite;
+
+    fn term(slot: usize, start: Instant, end: Instant) -> Interval {
+        Interval {
+            slot,
+            life: 0,
+            term: String::new(),
+            reason: String::new(),
+            start,
+            raw_end: end,
+            raw_cause: EndedBy::StopLine,
+            end,
+            cause: EndedBy::StopLine,
+        }
+    }
+
+    #[test]
+    fn an_overlap_is_charged_to_the_term_that_led_past_its_deadline_else_to_the_taker() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let lives: Vec<Life> = ["a", "b"]
+            .iter()
+            .enumerate()
+            .map(|(slot, id)| Life {
+                slot,
+                life: 0,
+                identity: (*id).to_owned(),
+                spawned: t0,
+                killed: None,
+                ended: None,
+            })
+            .collect();
+        let mut history = History::new("l");
+        for (ms, who) in [(0, "a"), (1000, "a"), (3000, "b")] {
+            history.push(LeaseWrite {
+                at: at(ms),
+                client: who.to_owned(),
+                verb: kube_emulator::Verb::Update,
+                holder: Some(who.to_owned()),
+                duration: Some(2),
+                version: None,
+            });
+        }
+        let deadline = |_: usize| Duration::from_millis(1500);
+        let slack = Duration::from_millis(250);
+        // a renewed last at 1.0 s: due by 2.5 s (+ slack). It led to 3.5 s,
+        // past it, while b took the Lease at 3.0 s: a's.
+        let ivs = [term(0, at(0), at(3500)), term(1, at(3010), at(9000))];
+        let o = &overlaps(&ivs, false)[0];
+        assert_eq!(charged(o, &ivs, &lives, &history, &deadline, slack), 0);
+        // a stopped at 2.6 s, within its bound, and b led from 2.0 s
+        // (taken early): b's.
+        let ivs = [term(0, at(0), at(2600)), term(1, at(2000), at(9000))];
+        let o = &overlaps(&ivs, false)[0];
+        assert_eq!(charged(o, &ivs, &lives, &history, &deadline, slack), 1);
+    }
 }

@@ -18,6 +18,9 @@ pub enum Kind {
     Run,
     /// The quick start (`kube-elector/examples/quickstart.rs`), `--mix` only.
     Quickstart,
+    /// `testing/client-go-peer`: client-go's `tools/leaderelection`, the
+    /// reference, `--client-go K` only.
+    ClientGo,
 }
 
 impl Kind {
@@ -27,7 +30,18 @@ impl Kind {
             Kind::Serve => "leader-elector serve",
             Kind::Run => "leader-elector run",
             Kind::Quickstart => "quickstart",
+            Kind::ClientGo => "client-go-peer",
         }
+    }
+
+    /// Whether it is this library (not the client-go reference).
+    pub fn is_ours(self) -> bool {
+        self != Kind::ClientGo
+    }
+
+    /// Whether its leadership lines are on stdout (else stderr).
+    pub fn reads_stdout(self) -> bool {
+        matches!(self, Kind::Quickstart | Kind::ClientGo)
     }
 }
 
@@ -38,6 +52,9 @@ pub struct Bins {
     pub elector: PathBuf,
     /// The quick start, with `--mix`.
     pub quickstart: Option<PathBuf>,
+    /// `client-go-peer`, with `--client-go K` (built by
+    /// `testing/k8s-server/build.sh`, beside kube-apiserver).
+    pub client_go: Option<PathBuf>,
     /// `setpriv`, when installed: children get SIGKILL if the harness dies.
     pub setpriv: Option<PathBuf>,
     /// libfaketime, when installed: preloaded into a candidate with a clock rate.
@@ -88,7 +105,7 @@ pub fn release() -> bool {
 
 /// Builds what the run needs with cargo, in this harness's profile, and finds
 /// it in the target directory of that profile (the one this harness runs from).
-pub fn build(mix: bool) -> Result<Bins, String> {
+pub fn build(mix: bool, client_go: bool) -> Result<Bins, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut builds: Vec<Vec<&str>> = vec![vec!["-p", "leader-elector", "--bin", "leader-elector"]];
     if mix {
@@ -142,6 +159,19 @@ pub fn build(mix: bool) -> Result<Bins, String> {
         } else {
             None
         },
+        client_go: if client_go {
+            let peer = test_kit::apiserver::bin_dir().join("client-go-peer");
+            if !peer.is_file() {
+                return Err(format!(
+                    "{} is missing: build it with `{}`",
+                    peer.display(),
+                    test_kit::apiserver::BUILD_SCRIPT
+                ));
+            }
+            Some(peer)
+        } else {
+            None
+        },
         setpriv: which("setpriv"),
         libfaketime: libfaketime(),
     })
@@ -169,6 +199,8 @@ pub struct Spec {
     pub kubeconfig: PathBuf,
     /// The Lease.
     pub lease: String,
+    /// The Lease's namespace (the kubeconfig names it too).
+    pub namespace: String,
     /// The timings (the quick start has client-go's, fixed).
     pub timings: Timings,
     /// A clock rate for faketime (`None`: the real clock).
@@ -225,6 +257,30 @@ pub fn command(spec: &Spec, bins: &Bins) -> Command {
                 .as_ref()
                 .expect("--mix built the quick start");
             argv.push(bin.display().to_string());
+        }
+        Kind::ClientGo => {
+            let bin = bins.client_go.as_ref().expect("--client-go found the peer");
+            let millis = |d: Duration| d.as_millis().to_string();
+            argv.extend([
+                bin.display().to_string(),
+                "--id".into(),
+                spec.identity.clone(),
+                "--lease".into(),
+                spec.lease.clone(),
+                "--namespace".into(),
+                spec.namespace.clone(),
+                "--kubeconfig".into(),
+                spec.kubeconfig.display().to_string(),
+                "--lease-duration-ms".into(),
+                millis(t.lease),
+                "--renew-deadline-ms".into(),
+                millis(t.renew),
+                "--retry-period-ms".into(),
+                millis(t.retry),
+                // Its work ticks rarely: the judge reads its start and stop.
+                "--tick-ms".into(),
+                "3600000".into(),
+            ]);
         }
     }
     let mut cmd = Command::new(&argv[0]);

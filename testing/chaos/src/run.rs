@@ -138,6 +138,8 @@ pub struct Run<'a> {
     pub(crate) server_fault: Option<(std::thread::JoinHandle<Result<(), String>>, usize)>,
     /// Control-plane faults that went wrong (a server that did not come back).
     pub server_failed: Vec<String>,
+    /// client-go candidates that exited after losing leadership (restarted).
+    pub client_go_exits: usize,
 }
 
 impl<'a> Run<'a> {
@@ -180,6 +182,7 @@ impl<'a> Run<'a> {
             kubectl_n: 0,
             server_fault: None,
             server_failed: Vec::new(),
+            client_go_exits: 0,
         }
     }
 
@@ -202,7 +205,7 @@ impl<'a> Run<'a> {
             0
         };
         let slot = &mut self.slots[i];
-        let read_stdout = slot.spec.kind == crate::procs::Kind::Quickstart;
+        let read_stdout = slot.spec.kind.reads_stdout();
         match Proc::spawn(
             command(&slot.spec, self.bins),
             Source::Candidate { slot: i, life },
@@ -306,6 +309,17 @@ impl<'a> Run<'a> {
                         Phase::Terminating { restart_after, .. } => Phase::Down {
                             restart_at: now + restart_after,
                         },
+                        // client-go-peer exits 1 when it lost leadership by
+                        // itself, as a Go controller does; restarted, as its
+                        // Pod would be.
+                        _ if self.slots[i].spec.kind == crate::procs::Kind::ClientGo
+                            && status.code() == Some(1) =>
+                        {
+                            self.client_go_exits += 1;
+                            Phase::Down {
+                                restart_at: now + Duration::from_secs(1),
+                            }
+                        }
                         _ => {
                             let src = Source::Candidate { slot: i, life };
                             self.unexpected.push(format!(

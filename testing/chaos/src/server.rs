@@ -289,15 +289,7 @@ impl Server {
                     api.restart_etcd_after(down).map_err(|e| e.to_string())
                 }
                 ServerFault::StallEtcd { cont_after } => {
-                    let pid = rustix::process::Pid::from_raw(api.etcd_pid() as i32)
-                        .ok_or("no etcd process")?;
-                    let signal = |s| {
-                        rustix::process::kill_process(pid, s)
-                            .map_err(|e| format!("cannot signal etcd: {e}"))
-                    };
-                    signal(rustix::process::Signal::STOP)?;
-                    std::thread::sleep(cont_after);
-                    signal(rustix::process::Signal::CONT)
+                    api.stall_etcd_for(cont_after).map_err(|e| e.to_string())
                 }
             })
             .map_err(|e| format!("cannot start the fault's thread: {e}"))

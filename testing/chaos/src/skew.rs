@@ -66,6 +66,7 @@ pub async fn probe(
         kind: Kind::Serve,
         kubeconfig,
         lease: NAME.into(),
+        namespace: server.namespace().into(),
         timings,
         rate: Some(2.0),
     };

@@ -88,6 +88,9 @@ enum Restarted {
     /// etcd on its data, kube-apiserver left running: every request that
     /// reaches etcd fails or waits, kube-apiserver's watches of etcd resume.
     Etcd,
+    /// Not restarted: etcd SIGSTOPped for the outage, then continued; every
+    /// client's writes wait at once (the control plane slow as a whole).
+    EtcdStalled,
 }
 
 impl Restarted {
@@ -95,6 +98,7 @@ impl Restarted {
         match self {
             Restarted::ApiServer => server.restart_apiserver_after(down),
             Restarted::Etcd => server.restart_etcd_after(down),
+            Restarted::EtcdStalled => server.stall_etcd_for(down),
         }
         .unwrap_or_else(|e| panic!("{self:?} restarts: {e}"));
     }
@@ -125,7 +129,7 @@ async fn restart_under(
     });
     tokio::time::sleep(Duration::from_millis(TIMINGS_MS.0 * 2)).await;
     let seen = Seen::since(&fleet, leader, since);
-    eprintln!("{leader} across a restart of {what:?} ({restart:?} until ready): {seen:?}");
+    eprintln!("{leader} across {what:?} ({restart:?} until it was over): {seen:?}");
     let mut judged = fleet.finish().await;
     // Leaked, never dropped: its processes go now.
     server.stop();
@@ -295,6 +299,36 @@ fn a_restarted_kube_apiserver_under_either_librarys_leader() {
 
 /// docs/faults.md N28: etcd restarted on its data under each library's
 /// leader, at once and after an outage of a lease, kube-apiserver running.
+/// docs/faults.md N29: etcd stalled (SIGSTOP, then SIGCONT) under each
+/// library's leader, briefly (a fifth of the renew deadline: the leader keeps
+/// its term, unless the machine is slow) and for a lease (longer than the
+/// renew deadline: the leader stops, a peer leads once etcd goes on).
+#[test]
+#[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
+fn a_stalled_etcd_under_either_librarys_leader() {
+    Runtime::Tokio.run(|| async {
+        for stall in [
+            Duration::from_millis(TIMINGS_MS.1 / 5),
+            Duration::from_millis(TIMINGS_MS.0),
+        ] {
+            for &(leader, others) in &LEADERS[..2] {
+                let (judged, seen, took) =
+                    restart_under(Restarted::EtcdStalled, leader, &others, stall).await;
+                if stall >= Duration::from_millis(TIMINGS_MS.1) {
+                    assert!(
+                        seen.stopped.is_some(),
+                        "{leader} stops ({took:?} stalled): {seen:?}"
+                    );
+                }
+                if seen.stopped.is_some() {
+                    assert!(seen.terms > 0, "a peer leads after the stall: {seen:?}");
+                }
+                judge(leader, &judged, &seen);
+            }
+        }
+    });
+}
+
 #[test]
 #[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
 fn a_restarted_etcd_under_either_librarys_leader() {

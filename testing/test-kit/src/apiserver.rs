@@ -591,6 +591,23 @@ impl ApiServer {
         self.until_ready()
     }
 
+    /// Stops etcd (SIGSTOP) for `stalled`, then continues it (SIGCONT),
+    /// kube-apiserver left running; blocks meanwhile. Every write and quorum
+    /// read of every client waits: the control plane slow as a whole (a disk
+    /// that stalls etcd's fsync does this), not one client's network.
+    pub fn stall_etcd_for(&self, stalled: Duration) -> Result<(), ApiServerError> {
+        use rustix::process::{Pid, Signal, kill_process};
+        let child = lock(&self.etcd);
+        let pid = Pid::from_child(&child);
+        let signal = |s: Signal| {
+            kill_process(pid, s)
+                .map_err(|e| ApiServerError::Start(format!("cannot signal etcd: {e}")))
+        };
+        signal(Signal::STOP)?;
+        std::thread::sleep(stalled);
+        signal(Signal::CONT)
+    }
+
     /// Waits until the server answers the admin again.
     fn until_ready(&self) -> Result<(), ApiServerError> {
         let admin = self.configs[ADMIN].clone();
