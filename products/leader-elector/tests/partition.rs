@@ -87,7 +87,18 @@ fn never_both(earlier: &[Answer], later: &[Answer], work: fn(&Answer) -> bool, h
     );
 }
 
-async fn partitioned_holder(site: &Site<'_>) {
+/// Two sidecars, each behind a proxy of its own: `part-a` leads, `part-b`
+/// follows and names it.
+struct Pair {
+    pa: Proxy,
+    pb: Proxy,
+    addr_a: String,
+    addr_b: String,
+    a: Child,
+    b: Child,
+}
+
+async fn pair(site: &Site<'_>) -> Pair {
     let target = common::server_of(&site.kubeconfig("probe"));
     let (pa, pb) = (
         Proxy::start(target).await.expect("proxy"),
@@ -98,15 +109,33 @@ async fn partitioned_holder(site: &Site<'_>) {
     let status = common::wait_leading(&addr_a, Duration::from_secs(10)).await;
     assert_eq!(status["is_leader"], true, "part-a leads: {status}");
     let b = sidecar(site, "part-b", &pb, &addr_b);
-    // part-b follows: it names part-a.
     let started = Instant::now();
     while common::get(&addr_b).await.as_deref() != Some(r#"{"name":"part-a"}"#) {
         assert!(
             started.elapsed() < Duration::from_secs(10),
-            "part-b sees part-a"
+            "part-b names part-a"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    Pair {
+        pa,
+        pb,
+        addr_a,
+        addr_b,
+        a,
+        b,
+    }
+}
+
+async fn partitioned_holder(site: &Site<'_>) {
+    let Pair {
+        pa,
+        pb: _pb,
+        addr_a,
+        addr_b,
+        a,
+        b,
+    } = pair(site).await;
 
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let app_a = application("part-a", addr_a.clone(), Arc::clone(&stop));
@@ -150,25 +179,15 @@ async fn partitioned_holder(site: &Site<'_>) {
 /// holder's lease, timed from its last renewal seen here, ends; then `""`,
 /// though the holder (reaching the server) leads on.
 async fn cut_off_follower(site: &Site<'_>) {
-    let target = common::server_of(&site.kubeconfig("probe"));
-    let (pa, pb) = (
-        Proxy::start(target).await.expect("proxy"),
-        Proxy::start(target).await.expect("proxy"),
-    );
-    let (addr_a, addr_b) = (common::free_addr(), common::free_addr());
-    let a = sidecar(site, "part-a", &pa, &addr_a);
-    let status = common::wait_leading(&addr_a, Duration::from_secs(10)).await;
-    assert_eq!(status["is_leader"], true, "part-a leads: {status}");
-    let b = sidecar(site, "part-b", &pb, &addr_b);
+    let Pair {
+        pa: _pa,
+        pb,
+        addr_a,
+        addr_b,
+        a,
+        b,
+    } = pair(site).await;
     let named = |addr: String| async move { common::get(&addr).await };
-    let started = Instant::now();
-    while named(addr_b.clone()).await.as_deref() != Some(r#"{"name":"part-a"}"#) {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "part-b names part-a"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     pb.set(Mode::Hold);
     let held = Instant::now();
     // The lease is 2 s, timed from part-b's first sight of the last renewal it

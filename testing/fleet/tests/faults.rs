@@ -78,10 +78,10 @@ impl Seen {
     }
 }
 
-/// A server of the control plane a test restarts: killed, down for a while,
-/// started again on its data.
+/// A fault of the control plane: a server restarted (killed, down for a
+/// while, started again on its data), or etcd stalled.
 #[derive(Clone, Copy, Debug)]
-enum Restarted {
+enum ServerFault {
     /// kube-apiserver on the same etcd: every connection and watch cut, the
     /// watch cache rebuilt, an old version 410 Gone after.
     ApiServer,
@@ -93,22 +93,23 @@ enum Restarted {
     EtcdStalled,
 }
 
-impl Restarted {
-    fn restart(self, server: &ApiServer, down: Duration) {
+impl ServerFault {
+    /// Inflicts it, for `down`; returns when it is over.
+    fn inflict(self, server: &ApiServer, down: Duration) {
         match self {
-            Restarted::ApiServer => server.restart_apiserver_after(down),
-            Restarted::Etcd => server.restart_etcd_after(down),
-            Restarted::EtcdStalled => server.stall_etcd_for(down),
+            ServerFault::ApiServer => server.restart_apiserver_after(down),
+            ServerFault::Etcd => server.restart_etcd_after(down),
+            ServerFault::EtcdStalled => server.stall_etcd_for(down),
         }
-        .unwrap_or_else(|e| panic!("{self:?} restarts: {e}"));
+        .unwrap_or_else(|e| panic!("{self:?}: {e}"));
     }
 }
 
 /// `leader` leads a fleet with `others` on a kube-apiserver of this test's
-/// own, whose `what` is restarted, down for `down`, while it leads; the fleet
-/// then runs two leases more.
-async fn restart_under(
-    what: Restarted,
+/// own, which `what` hits for `down` while it leads; the fleet then runs two
+/// leases more.
+async fn fault_under(
+    what: ServerFault,
     leader: &str,
     others: &[&str],
     down: Duration,
@@ -122,19 +123,19 @@ async fn restart_under(
     fleet.start_led_by(leader, others).await;
     tokio::time::sleep(Duration::from_millis(700)).await;
     let since = mono_now();
-    let restart = tokio::task::block_in_place(|| {
+    let took = tokio::task::block_in_place(|| {
         let begun = std::time::Instant::now();
-        what.restart(server, down);
+        what.inflict(server, down);
         begun.elapsed()
     });
     tokio::time::sleep(Duration::from_millis(TIMINGS_MS.0 * 2)).await;
     let seen = Seen::since(&fleet, leader, since);
-    eprintln!("{leader} across {what:?} ({restart:?} until it was over): {seen:?}");
+    eprintln!("{leader} across {what:?} ({took:?} until it was over): {seen:?}");
     let mut judged = fleet.finish().await;
     // Leaked, never dropped: its processes go now.
     server.stop();
     recorded_late(&mut judged);
-    (judged, seen, restart)
+    (judged, seen, took)
 }
 
 /// After a restart the Lease's watch (the judge's history) may deliver a
@@ -152,32 +153,32 @@ fn recorded_late(judged: &mut Judged) {
     });
 }
 
-/// `what` restarted under each library's leader: at once (the leader keeps
-/// its term unless the restart outlasts what is left of its renew deadline)
-/// and after an outage of a lease (longer than the renew deadline: the leader
-/// stops); whenever the leader stopped, a peer leads once the server is back.
-/// A kube-elector leader leaves the fleet clean.
-async fn restarts_under_either_librarys_leader(what: Restarted) {
-    for outage in [Duration::ZERO, Duration::from_millis(TIMINGS_MS.0)] {
+/// `what` under each library's leader, for each of `outages`: one shorter
+/// than the renew deadline (the leader keeps its term unless the fault
+/// outlasts what is left of its deadline) and one of a lease (longer: the
+/// leader stops); whenever the leader stopped, a peer leads once the server
+/// is back. A kube-elector leader leaves the fleet clean.
+async fn under_either_librarys_leader(what: ServerFault, outages: [Duration; 2]) {
+    let renew_deadline = Duration::from_millis(TIMINGS_MS.1);
+    for outage in outages {
         for &(leader, others) in &LEADERS[..2] {
-            let (judged, seen, down) = restart_under(what, leader, &others, outage).await;
-            // At once, the leader keeps its term when its renewals fail for
-            // less than its renew deadline (the restart and the time since
-            // its last renewal: usually, not always on a loaded machine);
-            // after an outage of a lease it cannot.
-            if !outage.is_zero() {
+            let (judged, seen, took) = fault_under(what, leader, &others, outage).await;
+            if outage >= renew_deadline {
                 assert!(
                     seen.stopped.is_some(),
-                    "{leader} stops ({down:?} until ready): {seen:?}"
+                    "{leader} stops ({took:?} until it was over): {seen:?}"
                 );
             }
             if seen.stopped.is_some() {
-                assert!(seen.terms > 0, "a peer leads after the restart: {seen:?}");
+                assert!(seen.terms > 0, "a peer leads after it: {seen:?}");
             }
             judge(leader, &judged, &seen);
         }
     }
 }
+
+/// A restart at once, and one after an outage of a lease.
+const RESTARTS: [Duration; 2] = [Duration::ZERO, Duration::from_millis(TIMINGS_MS.0)];
 
 /// Judges a fault on `leader`: a kube-elector leader must leave the fleet
 /// clean (no overlap at all); client-go's, which works on until its renew
@@ -294,7 +295,7 @@ fn a_slow_api_under_the_leader_of_either_library() {
 #[test]
 #[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
 fn a_restarted_kube_apiserver_under_either_librarys_leader() {
-    Runtime::Tokio.run(|| restarts_under_either_librarys_leader(Restarted::ApiServer));
+    Runtime::Tokio.run(|| under_either_librarys_leader(ServerFault::ApiServer, RESTARTS));
 }
 
 /// docs/faults.md N28: etcd restarted on its data under each library's
@@ -306,31 +307,19 @@ fn a_restarted_kube_apiserver_under_either_librarys_leader() {
 #[test]
 #[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
 fn a_stalled_etcd_under_either_librarys_leader() {
-    Runtime::Tokio.run(|| async {
-        for stall in [
-            Duration::from_millis(TIMINGS_MS.1 / 5),
-            Duration::from_millis(TIMINGS_MS.0),
-        ] {
-            for &(leader, others) in &LEADERS[..2] {
-                let (judged, seen, took) =
-                    restart_under(Restarted::EtcdStalled, leader, &others, stall).await;
-                if stall >= Duration::from_millis(TIMINGS_MS.1) {
-                    assert!(
-                        seen.stopped.is_some(),
-                        "{leader} stops ({took:?} stalled): {seen:?}"
-                    );
-                }
-                if seen.stopped.is_some() {
-                    assert!(seen.terms > 0, "a peer leads after the stall: {seen:?}");
-                }
-                judge(leader, &judged, &seen);
-            }
-        }
+    Runtime::Tokio.run(|| {
+        under_either_librarys_leader(
+            ServerFault::EtcdStalled,
+            [
+                Duration::from_millis(TIMINGS_MS.1 / 5),
+                Duration::from_millis(TIMINGS_MS.0),
+            ],
+        )
     });
 }
 
 #[test]
 #[ignore = "needs the built kube-apiserver and client-go peer: bash testing/k8s-server/build.sh; CI runs it"]
 fn a_restarted_etcd_under_either_librarys_leader() {
-    Runtime::Tokio.run(|| restarts_under_either_librarys_leader(Restarted::Etcd));
+    Runtime::Tokio.run(|| under_either_librarys_leader(ServerFault::Etcd, RESTARTS));
 }
