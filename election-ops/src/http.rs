@@ -14,9 +14,53 @@ use hyper_util::rt::TokioIo;
 
 use crate::health::Health;
 
+use crate::view::LeadershipView;
+
 /// The pause after a failed accept.
 const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
-use crate::view::LeadershipView;
+
+/// Serves HTTP/1 on `listener` until the task is dropped, each connection on
+/// a task of its own, each request answered by `answer`. A failed accept (no
+/// file descriptors left, a connection reset before it was taken: the
+/// listener itself still works) is logged, naming `what`, and retried after a
+/// short pause, so that a persistent error does not spin; so this never
+/// returns.
+pub(crate) async fn serve_http1<F, Fut, B>(
+    listener: tokio::net::TcpListener,
+    what: &'static str,
+    answer: F,
+) -> !
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "{what} failed to accept a connection");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        let answer = answer.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let answer = answer.clone();
+                async move { Ok::<_, Infallible>(answer(req).await) }
+            });
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await
+            {
+                tracing::debug!(error = %e, "{what} connection ended");
+            }
+        });
+    }
+}
 
 /// An answer of the endpoint: status code, content type, body.
 pub type Answer = (u16, &'static str, String);
@@ -124,32 +168,11 @@ impl<V: LeadershipView + Clone> Endpoint<V> {
     /// it was taken) is logged and retried after a short pause: the endpoint keeps
     /// serving, so this does not return an error in practice.
     pub async fn serve(self: Arc<Self>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of file descriptors, a connection reset before it was
-                    // accepted…: the listener itself still works. Keep serving
-                    // after a short pause (so that a persistent error does not spin).
-                    tracing::warn!(error = %e, "health endpoint failed to accept a connection");
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
-            };
+        serve_http1(listener, "health endpoint", move |req| {
             let me = Arc::clone(&self);
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let me = Arc::clone(&me);
-                    async move { Ok::<_, Infallible>(me.respond(&req)) }
-                });
-                if let Err(e) = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await
-                {
-                    tracing::debug!(error = %e, "health connection ended");
-                }
-            });
-        }
+            async move { me.respond(&req) }
+        })
+        .await
     }
 
     /// Binds `addr` and serves on a new tokio task; returns the bound address.

@@ -47,7 +47,6 @@
 //! }
 //! ```
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -55,7 +54,6 @@ use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 
 use crate::client::WriteTimedOut;
 use crate::guard::{in_chain, not_leader};
@@ -63,9 +61,6 @@ use crate::guard::{in_chain, not_leader};
 /// The largest request body forwarded: 16 MiB (kube-apiserver refuses bodies
 /// over 3 MiB itself).
 pub const MAX_BODY: usize = 16 << 20;
-
-/// The pause after a failed accept.
-const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The request headers not forwarded: those of one hop, and the program's own
 /// credentials (the client brings its own) and `Host` (the client's server's).
@@ -117,29 +112,11 @@ impl ApiProxy {
     /// task of its own. A failed accept is logged and retried after a pause.
     pub async fn serve(self, listener: tokio::net::TcpListener) {
         let me = Arc::new(self);
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "API proxy failed to accept a connection");
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
-            };
+        crate::http::serve_http1(listener, "API proxy", move |req| {
             let me = Arc::clone(&me);
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let me = Arc::clone(&me);
-                    async move { Ok::<_, Infallible>(me.forward(req).await) }
-                });
-                if let Err(e) = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await
-                {
-                    tracing::debug!(error = %e, "API proxy connection ended");
-                }
-            });
-        }
+            async move { me.forward(req).await }
+        })
+        .await
     }
 
     /// Forwards one request and answers with the API server's response, or a
