@@ -27,6 +27,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_emulator::Emulator;
 use lock_lease::LeaseLock;
+use test_kit::figures::median;
 use test_kit::poll::Poll;
 
 const LEASE: &str = "bench-fence";
@@ -171,11 +172,6 @@ async fn handover(emu: &Emulator, round: usize) -> Duration {
     let took = start.elapsed();
     b.shutdown().await;
     took
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn ms(d: Duration) -> String {

@@ -26,6 +26,7 @@ use election_ops::stamp::TermAnnotationLayer;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use lock_lease::LeaseLock;
+use test_kit::figures::median;
 use test_kit::poll::Poll;
 
 /// A leading candidate on `config`'s server, in `namespace`.
@@ -61,11 +62,6 @@ async fn proxied(config: kube::Config, handle: &Arc<Handle>, namespace: &str) ->
     let mut config = kube::Config::new(format!("http://{addr}").parse().expect("a URL"));
     config.default_namespace = namespace.to_owned();
     kube::Client::try_from(config).expect("client")
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 /// `n` reads, then `n` writes, one after the other: the medians.

@@ -26,6 +26,7 @@ use kube::api::Api;
 use kube_emulator::Emulator;
 
 use mirror::{Log, Options, Replica};
+use test_kit::figures::median;
 use test_kit::poll::Poll;
 
 /// Waits until `ok`, for at most 30 s.
@@ -104,11 +105,6 @@ async fn takeover(
         },
         old.id,
     )
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn ms(d: Duration) -> String {

@@ -21,6 +21,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube_emulator::{Emulator, Resource};
 use test_kit::admission::until_configmaps_fenced;
 use test_kit::apiserver::{ADMIN, ApiServer};
+use test_kit::poll::Poll;
 use test_kit::proxy::{Mode, Proxy};
 
 const LEASE: &str = "proxied";
@@ -30,22 +31,16 @@ const TERM: &str = "kube-elector.dev/term";
 /// The child's environment as it wrote it to `path` (`env` output), once the
 /// file is there; the file is removed, so the next child's can be told apart.
 async fn child_env(path: &Path, within: Duration) -> BTreeMap<String, String> {
-    let start = Instant::now();
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            let _ = std::fs::remove_file(path);
-            return text
-                .lines()
-                .filter_map(|l| l.split_once('='))
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect();
-        }
-        assert!(
-            start.elapsed() < within,
-            "no child started within {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let text = Poll::within(within)
+        .every(Duration::from_millis(20))
+        .until_some(|| std::fs::read_to_string(path).ok())
+        .await
+        .unwrap_or_else(|| panic!("no child started within {within:?}"));
+    let _ = std::fs::remove_file(path);
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
 }
 
 /// A kube client as an unmodified program builds it from `kubeconfig`.
@@ -119,10 +114,11 @@ fn events_for(seen: &Seen, name: &str) -> Vec<(String, String)> {
 /// Waits until the watch delivered `count` events for `name` (at most 10 s),
 /// then 500 ms more for any that should not come.
 async fn settled_events(seen: &Seen, name: &str, count: usize) -> Vec<(String, String)> {
-    let start = Instant::now();
-    while events_for(seen, name).len() < count && start.elapsed() < Duration::from_secs(10) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // Then half a second more, for any event that should not come.
+    Poll::within(Duration::from_secs(10))
+        .every(Duration::from_millis(20))
+        .until_some(|| (events_for(seen, name).len() >= count).then_some(()))
+        .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     events_for(seen, name)
 }
@@ -413,23 +409,22 @@ fn pod_kubeconfig(site: &Site<'_>, pod: &str) -> std::path::PathBuf {
 /// output and N.
 async fn outcome(dir: &Path, name: &str) -> (String, i32) {
     let path = dir.join(format!("{name}.out"));
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        if let Some(rc) = text
-            .trim_end()
-            .lines()
-            .last()
-            .and_then(|l| l.strip_prefix("rc="))
-        {
-            return (text.clone(), rc.parse().expect("an exit code"));
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{name}: no outcome: {text}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let read = || std::fs::read_to_string(&path).unwrap_or_default();
+    Poll::within(Duration::from_secs(60))
+        .every(Duration::from_millis(50))
+        .until_some(|| {
+            let text = read();
+            let rc = text
+                .trim_end()
+                .lines()
+                .last()?
+                .strip_prefix("rc=")?
+                .parse()
+                .expect("an exit code");
+            Some((text, rc))
+        })
+        .await
+        .unwrap_or_else(|| panic!("{name}: no outcome: {}", read()))
 }
 
 /// The Python client's program: a create and a strategic-merge patch of the
@@ -575,13 +570,7 @@ done"#
             .filter(|l| *l == what)
             .count()
     };
-    let until = |what: &'static str, done: &dyn Fn() -> bool| {
-        let start = Instant::now();
-        while !done() {
-            assert!(start.elapsed() < Duration::from_secs(30), "{what}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
+    let within = Poll::within(Duration::from_secs(30)).every(Duration::from_millis(50));
     let a = proxied_sidecar(
         &site,
         test,
@@ -591,7 +580,9 @@ done"#
     )
     .spawn()
     .expect("spawn app-0");
-    tokio::task::block_in_place(|| until("app-0's child writes", &|| lines("app-0", "ok") >= 3));
+    within
+        .until("app-0's child writes", || lines("app-0", "ok") >= 3)
+        .await;
     let b = proxied_sidecar(
         &site,
         test,
@@ -604,7 +595,9 @@ done"#
     tokio::time::sleep(Duration::from_millis(500)).await;
     let paused = common::pid_of(&a);
     rustix::process::kill_process(paused, rustix::process::Signal::STOP).expect("SIGSTOP");
-    tokio::task::block_in_place(|| until("app-1's child writes", &|| lines("app-1", "ok") >= 3));
+    within
+        .until("app-1's child writes", || lines("app-1", "ok") >= 3)
+        .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     rustix::process::kill_process(paused, rustix::process::Signal::CONT).expect("SIGCONT");
     // app-0 sees its loss, its child is stopped; app-1 writes on.

@@ -1,11 +1,13 @@
 //! What the benchmarks and the chaos soak print their figures with: the
-//! nearest-rank percentile of their samples, and the CPU they ran on.
+//! nearest-rank percentile and the median of their samples, and the CPU they
+//! ran on.
 //!
 //! ```
 //! use test_kit::figures::percentile;
 //! let sorted = [1.0, 2.0, 3.0, 4.0, 5.0];
 //! assert_eq!(percentile(&sorted, 0.5), 3.0);
 //! assert_eq!(percentile(&sorted, 0.9), 5.0);
+//! assert_eq!(test_kit::figures::median(vec![3, 1, 2]), 2);
 //! ```
 
 /// The `p` quantile (0 to 1) of `sorted`, by the nearest rank.
@@ -16,6 +18,16 @@
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]
+}
+
+/// The median of `samples` (the upper one of an even count).
+///
+/// # Panics
+///
+/// If `samples` is empty.
+pub fn median<T: Ord + Copy>(mut samples: Vec<T>) -> T {
+    samples.sort_unstable();
+    samples[samples.len() / 2]
 }
 
 /// The CPU's model name, from `/proc/cpuinfo` (`"unknown"` elsewhere).
