@@ -155,8 +155,8 @@ fn proxied_sidecar(
 ) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(common::BIN);
     command
-        .args(["--lease-duration", "2s", "--renew-deadline", "1.5s"])
-        .args(["--retry-period", "250ms", "--identity", id])
+        .args(common::FAST)
+        .args(["--identity", id])
         .args(["--namespace", &site.ns, "run", "--lease", lease])
         .args(["--api-proxy", "--", "sh", "-c", script])
         .env("KUBECONFIG", kubeconfig)

@@ -407,8 +407,8 @@ fn run_mode(site: &Site<'_>, id: &str, lease: &str, script: &str) -> tokio::proc
     );
     let script = script.replace("{kubectl}", &kubectl).replace("{kc}", kc);
     tokio::process::Command::new(common::BIN)
-        .args(["--lease-duration", "2s", "--renew-deadline", "1500ms"])
-        .args(["--retry-period", "250ms", "--namespace", &site.ns, "run"])
+        .args(common::FAST)
+        .args(["--namespace", &site.ns, "run"])
         .args(["--lease", lease, "--", "sh", "-c", &script])
         .env("KUBECONFIG", &kubeconfig)
         .env("ELECTION_IDENTITY", id)

@@ -27,8 +27,8 @@ fn spawn_sidecar(
     let addr = common::free_addr();
     let mut command = Command::new(common::BIN);
     command
-        .args(["--lease-duration", "2s", "--renew-deadline", "1.5s"])
-        .args(["--retry-period", "250ms", "--identity", id])
+        .args(common::FAST)
+        .args(["--identity", id])
         .args(extra)
         .args(["serve", "--lease", id, "--addr", &addr])
         .arg("--kubeconfig")

@@ -118,14 +118,25 @@ pub fn server_of(kubeconfig: &Path) -> std::net::SocketAddr {
     text[at..end].parse().expect("an address")
 }
 
+/// The timing flags of every sidecar the tests start: a 2 s lease, a 1.5 s
+/// renew deadline, a 250 ms retry period.
+pub const FAST: [&str; 6] = [
+    "--lease-duration",
+    "2s",
+    "--renew-deadline",
+    "1.5s",
+    "--retry-period",
+    "250ms",
+];
+
 /// A `serve` sidecar `id` on the Lease `lease`, with `kubeconfig`, serving on
 /// `addr`, on a 2 s lease (renew deadline 1.5 s, retry 250 ms); stdin closed,
 /// its other streams the caller's to set.
 pub fn serve(kubeconfig: &Path, id: &str, lease: &str, addr: &str) -> Command {
     let mut command = Command::new(BIN);
     command
-        .args(["--lease-duration", "2s", "--renew-deadline", "1.5s"])
-        .args(["--retry-period", "250ms", "--identity", id])
+        .args(FAST)
+        .args(["--identity", id])
         .args(["serve", "--lease", lease, "--addr", addr])
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -465,8 +476,7 @@ pub async fn each_missing_verb_is_named(
         });
         let addr = free_addr();
         let mut sidecar = Command::new(BIN)
-            .args(["--lease-duration", "2s", "--renew-deadline", "1.5s"])
-            .args(["--retry-period", "250ms"])
+            .args(FAST)
             .args(flags)
             .args(["serve", "--lease", "verbs", "--addr", &addr])
             .arg("--kubeconfig")
