@@ -376,13 +376,25 @@ pub fn latencies(ivs: &[Interval], faults: &[FaultRecord], grace: Duration) -> L
     out
 }
 
-/// The life an interval belongs to.
-/// The term an overlap is charged to: the earlier one when it led past its
-/// deadline (its last committed write before the later one's start, plus the
-/// renew deadline on its clock, plus `slack`), else the later one (it took
-/// the Lease while the earlier one still held it). Matters in a mixed fleet:
-/// a client-go term's overlap with a kube-elector term is client-go's or
-/// this library's by it.
+/// Whom an overlap is charged to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Charge {
+    /// One of its two terms (an index into the intervals).
+    Term(usize),
+    /// The writer of a release (an empty holder, a duration of 1 s or none)
+    /// committed over the earlier term's record by someone else: it evicted
+    /// a live leader, which design §4 ("Foreign edits and twins") lets a
+    /// release do.
+    Release(String),
+}
+
+/// Whom an overlap is charged to: a foreign release that let the later term
+/// take the Lease ([`Charge::Release`]); else the earlier term when it led
+/// past its deadline (its last committed write before the later one's start,
+/// plus the renew deadline on its clock, plus `slack`); else the later one (it
+/// took the Lease while the earlier one still held it). Matters in a mixed
+/// fleet: a client-go term's overlap with a kube-elector term is client-go's
+/// or this library's by it.
 pub fn charged(
     o: &Overlap,
     ivs: &[Interval],
@@ -390,17 +402,28 @@ pub fn charged(
     history: &History,
     deadline: &dyn Fn(usize) -> Duration,
     slack: Duration,
-) -> usize {
+) -> Charge {
     let earlier = &ivs[o.first];
-    let due = life_of(lives, earlier)
-        .and_then(|l| history.last_by(&l.identity, o.from))
-        .map(|w| w.at + deadline(earlier.slot) + slack);
-    match due {
-        Some(due) if earlier.end <= due => o.second,
-        _ => o.first,
+    let Some(life) = life_of(lives, earlier) else {
+        return Charge::Term(o.first);
+    };
+    let last = history.last_by(&life.identity, o.from);
+    if let Some(last) = last
+        && let Some(release) = history.between(last.at, o.from).find(|w| {
+            w.client != life.identity
+                && w.holder.as_deref() == Some("")
+                && w.duration.is_none_or(|d| d <= 1)
+        })
+    {
+        return Charge::Release(release.client.clone());
+    }
+    match last.map(|w| w.at + deadline(earlier.slot) + slack) {
+        Some(due) if earlier.end <= due => Charge::Term(o.second),
+        _ => Charge::Term(o.first),
     }
 }
 
+/// The life an interval belongs to.
 fn life_of<'a>(lives: &'a [Life], iv: &Interval) -> Option<&'a Life> {
     lives
         .iter()
@@ -562,7 +585,8 @@ mod tests {
     }
 
     #[test]
-    fn an_overlap_is_charged_to_the_term_that_led_past_its_deadline_else_to_the_taker() {
+    fn an_overlap_is_charged_to_a_foreign_release_else_to_the_term_past_its_deadline_else_to_the_taker()
+     {
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let lives: Vec<Life> = ["a", "b"]
@@ -594,11 +618,31 @@ mod tests {
         // past it, while b took the Lease at 3.0 s: a's.
         let ivs = [term(0, at(0), at(3500)), term(1, at(3010), at(9000))];
         let o = &overlaps(&ivs, false)[0];
-        assert_eq!(charged(o, &ivs, &lives, &history, &deadline, slack), 0);
+        assert_eq!(
+            charged(o, &ivs, &lives, &history, &deadline, slack),
+            Charge::Term(0)
+        );
         // a stopped at 2.6 s, within its bound, and b led from 2.0 s
         // (taken early): b's.
         let ivs = [term(0, at(0), at(2600)), term(1, at(2000), at(9000))];
         let o = &overlaps(&ivs, false)[0];
-        assert_eq!(charged(o, &ivs, &lives, &history, &deadline, slack), 1);
+        assert_eq!(
+            charged(o, &ivs, &lives, &history, &deadline, slack),
+            Charge::Term(1)
+        );
+        // A release by a third writer, over a's record, just before b took
+        // the Lease: the releaser's.
+        history.push(LeaseWrite {
+            at: at(1900),
+            client: "g".to_owned(),
+            verb: kube_emulator::Verb::Update,
+            holder: Some(String::new()),
+            duration: Some(1),
+            version: None,
+        });
+        assert_eq!(
+            charged(o, &ivs, &lives, &history, &deadline, slack),
+            Charge::Release("g".to_owned())
+        );
     }
 }
