@@ -45,11 +45,20 @@ async fn child_env(path: &Path, within: Duration) -> BTreeMap<String, String> {
 
 /// A kube client as an unmodified program builds it from `kubeconfig`.
 async fn client_of(kubeconfig: &str) -> kube::Client {
+    client_with(kubeconfig, true).await
+}
+
+/// The same, with kube's own retries (of a 504, among others) on or off.
+/// Off, each call is one request: a 403 then means that request was refused
+/// and never sent, not the retry of one that was sent, held and timed out
+/// (which may still land when the partition heals).
+async fn client_with(kubeconfig: &str, retry: bool) -> kube::Client {
     let file = kube::config::Kubeconfig::read_from(kubeconfig).expect("the child's kubeconfig");
-    let config =
+    let mut config =
         kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
             .await
             .expect("a usable kubeconfig");
+    config.default_retry = retry;
     kube::Client::try_from(config).expect("a client")
 }
 
@@ -265,16 +274,18 @@ async fn proxied_child(site: &Site<'_>) {
     );
 
     // Cut off: the term ends at the sidecar's deadline. Writes that passed the
-    // guard before it wait in the partition and time out (504, which kube-rs
-    // retries); from the deadline on, each is refused at once (403, as the
-    // fence refuses) and never sent.
+    // guard before it wait in the partition and time out (504; they may land
+    // when it heals); from the deadline on, each is refused at once (403, as
+    // the fence refuses) and never sent. One request per call (no retries), so
+    // that a 403 is the answer to a request that was never sent.
+    let once: Api<ConfigMap> = Api::default_namespaced(client_with(proxied, false).await);
     net.set(Mode::Hold);
     let cut = Instant::now();
     let mut refused: Vec<String> = Vec::new();
     for i in 0.. {
         assert!(cut.elapsed() < Duration::from_secs(10), "no write refused");
         let name = format!("late-{i}");
-        let answer = api
+        let answer = once
             .create(&PostParams::default(), &configmap(&name, &[]))
             .await;
         let e = answer.expect_err("no write succeeds while cut off");
