@@ -107,6 +107,25 @@ pub struct Config {
     /// to the process, so that replicas never poll in lockstep. Set one
     /// ([`Config::seed`]) to replay a run exactly.
     pub seed: Option<u64>,
+    /// Safety rules taken out, for a model checker to show that it finds what
+    /// each prevents (feature `mutants`; never in a build that elects for real).
+    #[cfg(feature = "mutants")]
+    #[doc(hidden)]
+    pub mutants: Mutants,
+}
+
+/// Safety rules a test may take out (feature `mutants`): each `true` removes
+/// one. The strict lock delay has its own setting ([`LockDelay::Immediate`]).
+#[cfg(feature = "mutants")]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mutants {
+    /// Every wait for a holder this node cannot see lasts this node's own lease
+    /// duration, not the longest lease seen from any holder.
+    pub own_lease_for_unseen: bool,
+    /// A release is sent at the version last seen even when that record names
+    /// another holder, a re-read after the release's conflict included.
+    pub release_without_fresh_holder_check: bool,
 }
 
 /// A configuration rule that a [`Config`] breaks.
@@ -231,6 +250,8 @@ impl Config {
             max_lease_duration: Duration::from_secs(3_600),
             fleet_lease_duration: None,
             seed: None,
+            #[cfg(feature = "mutants")]
+            mutants: Mutants::default(),
         }
     }
 

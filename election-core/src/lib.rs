@@ -99,6 +99,9 @@ mod timer;
 
 pub use action::{Action, OpId, OpKind, ReadId, WriteId};
 pub use blocking::answer_calls;
+#[cfg(feature = "mutants")]
+#[doc(hidden)]
+pub use config::Mutants;
 pub use config::{Config, ConfigError, LockDelay, Mode, Preemption};
 pub use elector::{Elector, Role, Stats};
 pub use event::{BrokenAnswer, Event, StopReason, Term, Warning};

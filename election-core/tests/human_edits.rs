@@ -326,3 +326,99 @@ fn r1_an_edit_naming_this_follower_with_its_unknown_writes_count_but_another_dur
         "{write:?} at {at:?}"
     );
 }
+
+/// A follower of a lock held by "x", gone (2 s lease, version 1), that sent its
+/// takeover (count 1, on version 1) and never learned its outcome: the call
+/// timed out. Returns the node, the read it then owes pending.
+fn takeover_lost() -> Node {
+    let gone = obs("1", held("x", 2, 0));
+    let mut n = Node::follower(fast_nojitter("n1"), gone.clone());
+    let (_, write) = n.campaign(|_| Ok(gone.clone()), 1_000);
+    let Action::Update {
+        expected, record, ..
+    } = write
+    else {
+        panic!("a takeover, got {write:?}");
+    };
+    assert_eq!((expected.as_str(), record.transitions), ("1", 1));
+    n
+}
+
+/// Fires timeouts, answering reads with `current` and writes with `written`
+/// at the next versions, until the node leads; returns when.
+fn lead(n: &mut Node, current: &Observation) -> Instant {
+    let mut version = current.version.as_str().parse::<u64>().unwrap();
+    for _ in 0..1_000 {
+        if n.is_leader() {
+            return n.now;
+        }
+        match n.next_action() {
+            Some(Action::Get { op }) => n.answer(op, Ok(current.clone())),
+            Some(Action::Update { op, record, .. } | Action::Create { op, record }) => {
+                version += 1;
+                n.answer(op, Ok(obs(&version.to_string(), stamped(record, 9))));
+            }
+            None => {
+                n.fire();
+            }
+        }
+    }
+    panic!("never led");
+}
+
+/// R15, the model checker's shortest schedule (`election-check`, 2 faults):
+/// n0's takeover on the same base won (version 2, count 1, the same 2 s
+/// lease), n1's was lost before the lock; an operator's edit then names n1 on
+/// n0's record (version 3, count 1, duration 2). n1 reads the edit before any
+/// version of n0's: a record its lost write could have made. It takes it back
+/// as a new term, but a record it only may have written is a gap like any (n0
+/// may believe until its deadline): it leads no earlier than a lease after it
+/// saw the edit. Before, it led at once, 1.5 s inside n0's term.
+#[test]
+fn r15_an_edit_naming_a_follower_whose_takeover_was_lost_is_waited_out() {
+    let mut n = takeover_lost();
+    let op = n.fire_until_action(10);
+    let Action::Get { op } = op else {
+        panic!("a read after the timed-out takeover, got {op:?}");
+    };
+    let edit = obs("3", stamped(held("n1", 2, 1), 5));
+    n.answer(op, Ok(edit.clone()));
+    let seen = n.now;
+    let (op, expected, record) = n.update();
+    assert_eq!(
+        (expected.as_str(), record.transitions),
+        ("3", 2),
+        "a take-back, as a new term"
+    );
+    n.answer(op, Ok(obs("4", stamped(record, 6))));
+    let led = lead(&mut n, &obs("4", stamped(held("n1", 2, 2), 6)));
+    assert!(led >= seen + ms(2_000), "led at {led:?}, seen {seen:?}");
+}
+
+/// R15, the simulator's seed 7,165,829: while n1's takeover (on version 1) is
+/// in flight, its watch shows n0's takeover (version 2); then the takeover
+/// times out, and the read it owes shows version 2 again. The lock moved past
+/// the takeover's base before the timeout, so that write can never land: an
+/// operator's edit naming n1 on n0's record (version 3, count 1, duration 2),
+/// adjacent on the watch, is not n1's and is timed like any holder's. Before,
+/// the version seen while the write was in flight was never checked against
+/// it (only versions seen after), and n1 took the edit back and led at once.
+#[test]
+fn r15_a_version_seen_while_a_takeover_was_in_flight_rules_the_takeover_out() {
+    let mut n = takeover_lost();
+    n.watch_active(true);
+    let won = obs("2", stamped(held("n0", 2, 1), 3));
+    n.watch(WatchEvent::Changed(won.clone()));
+    let Action::Get { op } = n.fire_until_action(10) else {
+        panic!("a read after the timed-out takeover");
+    };
+    n.answer(op, Ok(won));
+    let edit = obs("3", stamped(held("n1", 2, 1), 3));
+    n.watch(WatchEvent::Changed(edit.clone()));
+    let seen = n.now;
+    let (at, write) = first_write(&mut n, &edit, seen + ms(2_000));
+    assert!(
+        matches!(&write, Action::Update { expected, .. } if expected.as_str() == "3"),
+        "{write:?} at {at:?}"
+    );
+}

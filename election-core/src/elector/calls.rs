@@ -268,6 +268,16 @@ impl Elector {
             if call.purpose == Purpose::Create {
                 self.own.create_unknown = self.own.create_unknown.max(Some(call.transitions));
             }
+            // A version of another holder seen while the write was in flight,
+            // ordered after its base: the lock moved past that base, so the
+            // write can never land (docs/faults.md R15).
+            if self.holding.is_none()
+                && let Some(seen) = self.lock.present()
+                && seen.obs.record.holder != *self.identity()
+            {
+                let version = seen.obs.version.clone();
+                self.own.superseded_by(&version);
+            }
         }
     }
 

@@ -69,10 +69,13 @@ impl Elector {
             self.hidden_until = Instant::ZERO;
             return;
         }
-        // A record naming us that may be our write: one we know of, one of
-        // unknown outcome, or the watch's echo of the write in flight.
-        let ours = self.may_be_own(&seen.obs.version, rec)
-            || (rec.holder == *self.identity() && self.own_write_pending());
+        // A record naming us that is our write: one we know of, or the
+        // watch's echo of the write in flight. One that only may be ours (a
+        // write of unknown outcome could have made it) is a gap like any: an
+        // operator's edit naming us over a holder's record we never saw looks
+        // the same, and that holder may still believe (docs/faults.md R15).
+        let ours = self.own.wrote(&seen.obs.version)
+            || (rec.holder == *self.identity() && self.write_in_flight());
         if !adjacent && !ours {
             self.hidden_until = self.hidden_until.max(now + self.longest_lease());
         }

@@ -60,7 +60,10 @@ use own_writes::OwnWrites;
 /// then, even if the host stops feeding the elector. With clock rates within
 /// [`Config::tolerated_clock_ratio`] and compare-and-swap writes, no two electors
 /// report leadership at the same real instant.
-#[derive(Debug)]
+///
+/// An elector is `Clone`: a copy is an independent candidate in the same state
+/// (the model checker in `testing/election-check` branches on copies).
+#[derive(Clone, Debug)]
 pub struct Elector {
     config: Config,
     /// The latest `now` seen.
@@ -608,9 +611,13 @@ impl Elector {
     /// Whether a write of ours is in flight or of unknown outcome: a version
     /// naming us that we did not write may be that write.
     fn own_write_pending(&self) -> bool {
+        self.write_in_flight() || self.own.unknown_sent.is_some()
+    }
+
+    /// A write of this node is in flight.
+    fn write_in_flight(&self) -> bool {
         self.in_flight
             .as_ref()
             .is_some_and(|c| c.purpose.is_write())
-            || self.own.unknown_sent.is_some()
     }
 }

@@ -153,6 +153,10 @@ impl Elector {
     /// once may renew again behind a gap, so the bound never shrinks while the
     /// node lives (docs/faults.md C7, R14).
     pub(super) fn longest_lease(&self) -> Duration {
+        #[cfg(feature = "mutants")]
+        if self.config.mutants.own_lease_for_unseen {
+            return self.config.lease_duration;
+        }
         self.longest_lease
     }
 

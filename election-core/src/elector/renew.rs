@@ -62,6 +62,18 @@ impl Elector {
         from_read: bool,
         now: Instant,
     ) {
+        #[cfg(feature = "mutants")]
+        if let (Decision::StopLeading(Loss::OtherHolder { .. }), Some(obs)) = (&decision, &obs)
+            && self.config.mutants.release_without_fresh_holder_check
+            && self
+                .holding
+                .as_ref()
+                .is_some_and(|h| h.state == Lead::Releasing)
+        {
+            // The mutant: release at the version that names another holder.
+            self.observe(obs.clone(), from_read, now);
+            return self.send_release(now);
+        }
         match decision {
             Decision::StopLeading(loss) => self.stop_leading(loss, obs, from_read, now),
             Decision::Idle => {}
