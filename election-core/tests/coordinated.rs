@@ -874,3 +874,31 @@ fn c8_a_shutdown_during_a_claim_releases_at_once() {
     assert_eq!(release.holder, "".into());
     assert_eq!(n.started(), None, "never leads");
 }
+
+/// The model checker's busy loop (`election-check`, coordinated, one fault):
+/// a polling candidate reads an assignment and claims it at that instant; the
+/// lock is deleted before the claim lands, which finds it gone. The version
+/// the claim was sent on is no news that overtook the "not found": the node
+/// takes the lock as absent, and never sends the claim on that version again
+/// (it did, at the same instant, for ever: under a paused test clock, a hang).
+#[test]
+fn c2_a_claim_that_finds_the_lock_deleted_is_not_sent_again() {
+    let mut n = Node::new(coordinated("a"));
+    let op = n.get();
+    n.answer(op, Ok(obs("12", assigned("a", &held("b", 2, 3)))));
+    let (op, expected, _) = n.update();
+    assert_eq!(expected.as_str(), "12");
+    n.answer(op, Err(LockError::NotFound));
+    for _ in 0..20 {
+        match n.next_action() {
+            Some(Action::Update { expected, .. }) if expected.as_str() == "12" => {
+                panic!("the claim on version 12 sent again at {:?}", n.now)
+            }
+            Some(Action::Get { op }) => n.answer(op, Err(LockError::NotFound)),
+            Some(other) => panic!("a coordinated candidate wrote {other:?} to an absent lock"),
+            None => {
+                n.fire();
+            }
+        }
+    }
+}

@@ -260,7 +260,7 @@ impl Elector {
                 // Lost a race, or do not know: read the lock, then wait as it says.
                 self.want_read(false);
             }
-            Err(LockError::NotFound) if self.absence_overtaken(call.sent_at) => {
+            Err(LockError::NotFound) if self.absence_overtaken(&call) => {
                 self.timers.set(Timer::Attempt, now);
             }
             Err(LockError::NotFound) => {

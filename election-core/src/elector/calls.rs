@@ -25,6 +25,10 @@ pub(super) struct InFlight {
     pub(super) holder: Option<Arc<str>>,
     /// The transition count a write asked for (0 for a read).
     pub(super) transitions: u32,
+    /// The version of the lock as seen when the call was sent (`None`: not
+    /// seen present): a "not found" answer is older news than a version seen
+    /// since only if that version is another one.
+    pub(super) seen_at_send: Option<Version>,
 }
 
 /// A read owed before the rules choose a call.
@@ -104,6 +108,7 @@ impl Elector {
             ),
         };
         self.actions.push_back(action);
+        let seen_at_send = self.lock.present().map(|seen| seen.obs.version.clone());
         self.in_flight = Some(InFlight {
             op,
             purpose,
@@ -111,6 +116,7 @@ impl Elector {
             expected,
             holder,
             transitions,
+            seen_at_send,
         });
         self.timers
             .set(Timer::Request, now + self.config.request_timeout);
@@ -295,7 +301,7 @@ impl Elector {
         let read = matches!(call.purpose, Purpose::Read { .. });
         match call.purpose {
             Purpose::Read { after_conflict } => {
-                self.on_read_answer(result, after_conflict, call.sent_at, now)
+                self.on_read_answer(result, after_conflict, &call, now)
             }
             Purpose::Create
             | Purpose::Acquire
@@ -303,7 +309,7 @@ impl Elector {
             | Purpose::Steal
             | Purpose::AskHandover => self.on_acquire_answer(call, result, now),
             Purpose::Renew => self.on_renew_answer(call, result, now),
-            Purpose::Release => self.on_release_answer(result, call.sent_at, now),
+            Purpose::Release => self.on_release_answer(result, &call, now),
         }
         if !read {
             self.judge_watch_ahead(now);

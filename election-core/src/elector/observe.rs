@@ -9,7 +9,7 @@ use core::time::Duration;
 
 use super::calls::ReadDue;
 use super::holder::{News, ReadShowed, WatchShowed};
-use super::{Elector, Lead, LockView, Seen};
+use super::{Elector, InFlight, Lead, LockView, Seen};
 use crate::config::Mode;
 use crate::event::{Event, StopReason, Warning};
 use crate::lock::LockError;
@@ -328,14 +328,15 @@ impl Elector {
         }
     }
 
-    /// The answer to a read sent at `sent`.
+    /// The answer to the read `call`.
     pub(super) fn on_read_answer(
         &mut self,
         result: Result<Observation, LockError>,
         after_conflict: bool,
-        sent: Instant,
+        call: &InFlight,
         now: Instant,
     ) {
+        let sent = call.sent_at;
         match result {
             Ok(obs) => {
                 if self.holding.is_some() {
@@ -356,7 +357,7 @@ impl Elector {
                     self.timers.set(crate::timer::Timer::Attempt, now);
                 }
             }
-            Err(LockError::NotFound) if self.absence_overtaken(sent) => {
+            Err(LockError::NotFound) if self.absence_overtaken(call) => {
                 self.timers.set(crate::timer::Timer::Attempt, now);
             }
             Err(LockError::NotFound) => {
@@ -404,15 +405,20 @@ impl Elector {
             })
     }
 
-    /// Whether a follower's answer "not found" to a call sent at `sent` is older
-    /// news than a version the watch showed after the call was sent (a create
-    /// the watch told of first): the follower keeps that version. Were the lock
-    /// deleted since, the same watch tells of it.
-    pub(super) fn absence_overtaken(&self, sent: Instant) -> bool {
+    /// Whether a follower's answer "not found" to `call` is older news than a
+    /// version the watch showed after the call was sent (a create the watch
+    /// told of first): the follower keeps that version. Were the lock deleted
+    /// since, the same watch tells of it. The version the call was sent on is
+    /// no such news, even when seen at the instant the call went: a claim of an
+    /// assignment that finds the lock deleted would otherwise be sent again on
+    /// it, at that instant, for ever (the model checker's busy loop).
+    pub(super) fn absence_overtaken(&self, call: &InFlight) -> bool {
         self.config.mode == Mode::Coordinated
             && self.holding.is_none()
             && self.phase == super::Phase::Running
-            && self.lock.present().is_some_and(|seen| seen.at >= sent)
+            && self.lock.present().is_some_and(|seen| {
+                seen.at >= call.sent_at && call.seen_at_send.as_ref() != Some(&seen.obs.version)
+            })
     }
 
     /// Ends leadership at once for a reason other than the host's wish.

@@ -8,7 +8,7 @@
 //! releases only if the fresh record still names it, so a release never evicts a
 //! newer holder.
 
-use super::{Campaign, Elector, Lead, Phase, Purpose};
+use super::{Campaign, Elector, InFlight, Lead, Phase, Purpose};
 use crate::config::LockDelay;
 use crate::event::{Event, StopReason, Warning};
 use crate::lock::LockError;
@@ -117,11 +117,11 @@ impl Elector {
         rec
     }
 
-    /// The answer to the release write, sent at `sent`.
+    /// The answer to the release write `call`.
     pub(super) fn on_release_answer(
         &mut self,
         result: Result<Observation, LockError>,
-        sent: Instant,
+        call: &InFlight,
         now: Instant,
     ) {
         match result {
@@ -134,7 +134,7 @@ impl Elector {
                 // Re-read: release again only if the fresh record still names us.
                 self.want_read(true);
             }
-            Err(LockError::NotFound) if self.absence_overtaken(sent) => {
+            Err(LockError::NotFound) if self.absence_overtaken(call) => {
                 // The lock was deleted under the release and the watch has
                 // shown a newer version since (a coordinator's re-created
                 // assignment): keep that view.

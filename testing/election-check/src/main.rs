@@ -29,6 +29,12 @@ fn main() -> ExitCode {
     if args.iter().any(|a| a == "--symmetry") {
         setup = setup.symmetric();
     }
+    if let Some(skew) = arg("--coordinated") {
+        let Ok(skew) = skew.parse::<i64>() else {
+            return usage();
+        };
+        setup = setup.coordinated(skew);
+    }
     if let Some(h) = arg("--held-by") {
         setup = setup.held_by(h);
     }
@@ -94,7 +100,7 @@ fn main() -> ExitCode {
 fn usage() -> ExitCode {
     eprintln!(
         "usage: election-check [--nodes N] [--ticks T] [--faults K] [--max-states S] \
-         [--watch] [--symmetry] [--held-by ID] \
+         [--watch] [--symmetry] [--held-by ID] [--coordinated SKEW_MS] \
          [--kinds late,lose,duplicate,refuse,crash,partition,pause,stop,watch-break,edit,delete] [--rates NUM/DEN,.. (each node's clock rate)] [--tick-ms MS]"
     );
     ExitCode::from(2)

@@ -136,13 +136,14 @@ fn render(s: &State, perm: Option<&[usize]>) -> Vec<String> {
     net.sort_unstable();
     let mut parts = nodes;
     parts.push(rename(format!(
-        "{:?}|{}|{}|{}|{:?}|{:?}",
+        "{:?}|{}|{}|{}|{:?}|{:?}|{}",
         s.lock.current(),
         s.lock.last_version(),
         s.t,
         s.faults_left,
         s.max_term,
-        s.violation
+        s.violation,
+        s.coordinated
     )));
     parts.extend(net);
     parts

@@ -100,6 +100,11 @@ pub struct Setup {
     /// The holder of the lock at the start, a candidate gone (its lease of
     /// the candidates' duration, just renewed); `None`: the lock is absent.
     pub held_by: Option<String>,
+    /// Coordinated mode: the nodes are coordinated candidates, and the
+    /// coordinator (as kube-apiserver's leader-election controller behaves)
+    /// steps at most once a tick, its wall clock this many milliseconds ahead
+    /// of the lock's (negative: behind). `None`: classic mode.
+    pub coordinator: Option<i64>,
     /// Once the schedule ends, a fair continuation (every call served and
     /// answered, every timer fired, crashed nodes restarted, no fault) must see
     /// a leader within this much real time.
@@ -141,6 +146,7 @@ impl Setup {
             watch: false,
             symmetry: false,
             held_by: None,
+            coordinator: None,
             settle: Duration::from_secs(12),
         }
     }
@@ -208,6 +214,14 @@ impl Setup {
     pub fn named(mut self, name: impl Into<String>) -> Setup {
         self.name = name.into();
         self
+    }
+
+    /// Coordinated mode, the coordinator's clock `skew_ms` ahead of the lock's.
+    #[must_use]
+    pub fn coordinated(mut self, skew_ms: i64) -> Setup {
+        self.coordinator = Some(skew_ms);
+        self.name = self.name.replacen("classic", "coordinated", 1);
+        self.each(|c| c.mode = election_core::Mode::Coordinated)
     }
 
     /// The lock starts held by `holder`, a candidate gone.

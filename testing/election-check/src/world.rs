@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use election_core::testing::{Pairing, Register};
 use election_core::{
-    Action, Elector, Event, Input, Instant, LockError, LockRecord, Observation, Stamp, Term,
-    WallTime, WatchEvent,
+    Action, Elector, Event, Handover, Input, Instant, LockError, LockRecord, Observation, Stamp,
+    Term, WallTime, WatchEvent,
 };
 
 use crate::setup::Setup;
@@ -31,6 +31,8 @@ pub struct State {
     pub max_term: Option<Term>,
     /// Steps taken since real time last advanced.
     pub since_tick: u16,
+    /// The coordinator stepped in this tick.
+    pub coordinated: bool,
     /// A property a step broke (the step's own checks: terms, releases,
     /// pairing, timers).
     pub violation: Option<String>,
@@ -123,6 +125,9 @@ pub enum Step {
     WorkStopped(u8),
     /// A crashed node starts again.
     Restart(u8),
+    /// The coordinator's step (first in a tick, at most once): assign the
+    /// lock to the best live candidate, or name it as the preferred holder.
+    Coordinate,
     /// Fault: the message at this index is lost.
     Lose(u8),
     /// Fault: the answer at this index is delivered twice.
@@ -206,6 +211,7 @@ impl World {
             faults_left: self.setup.budget,
             max_term: None,
             since_tick: 0,
+            coordinated: false,
             violation: None,
         };
         for _ in &self.setup.nodes {
@@ -375,6 +381,12 @@ impl World {
         if s.violation.is_some() {
             return;
         }
+        // The coordinator steps first in a tick, or not in that tick (it
+        // runs on its own period; its order against the nodes' steps of one
+        // instant is left to them, which keeps the space small).
+        if self.setup.coordinator.is_some() && !s.coordinated && s.since_tick == 0 {
+            out.push(Step::Coordinate);
+        }
         let n = s.nodes.len();
         for i in 0..n {
             if self.due(s, i) {
@@ -490,17 +502,10 @@ impl World {
         let mut s = s.clone();
         s.since_tick = s.since_tick.saturating_add(1);
         match *step {
-            Step::Tick => {
-                let cost = self.tick_cost(&s);
-                s.faults_left = s.faults_left.saturating_sub(cost as u8);
-                for m in &mut s.net {
-                    m.late = true;
-                }
-                for w in s.nodes.iter_mut().filter_map(|n| n.watch.as_mut()) {
-                    w.late = !w.queue.is_empty();
-                }
-                s.t += 1;
-                s.since_tick = 0;
+            Step::Tick => self.tick(&mut s),
+            Step::Coordinate => {
+                s.coordinated = true;
+                self.coordinate(&mut s);
             }
             Step::Fire(i) => {
                 let i = usize::from(i);
@@ -622,6 +627,22 @@ impl World {
         s
     }
 
+    /// Real time advances one tick: what is still in flight is late now
+    /// (charged to the budget), the coordinator may step again.
+    fn tick(&self, s: &mut State) {
+        let cost = self.tick_cost(s);
+        s.faults_left = s.faults_left.saturating_sub(cost as u8);
+        for m in &mut s.net {
+            m.late = true;
+        }
+        for w in s.nodes.iter_mut().filter_map(|n| n.watch.as_mut()) {
+            w.late = !w.queue.is_empty();
+        }
+        s.t += 1;
+        s.since_tick = 0;
+        s.coordinated = false;
+    }
+
     /// A call reaches the lock: applied, its answer sent back (to the life
     /// that sent it: a crashed node's answers are dropped).
     fn serve(&self, s: &mut State, m: Msg) {
@@ -702,6 +723,65 @@ impl World {
         self.broadcast(s, &WatchEvent::Changed(obs));
     }
 
+    /// The coordinator's step, as kube-apiserver's leader-election
+    /// controller takes it (KEP-4355): the best live candidate (one that
+    /// runs, reachable, not shutting down; the lowest index, standing for the
+    /// oldest version) is given an absent, emptied or expired lock (expiry
+    /// judged on the record's renew time and duration against the
+    /// coordinator's wall clock), with the default duration, no acquire time
+    /// and the transitions kept; while another's lease is valid, it is named
+    /// as the preferred holder.
+    fn coordinate(&self, s: &mut State) {
+        let Some(best) = (0..s.nodes.len()).find(|&i| {
+            let n = &s.nodes[i];
+            n.reachable() && n.elector.as_ref().is_some_and(|e| !e.is_shutting_down())
+        }) else {
+            return;
+        };
+        let best_id: std::sync::Arc<str> = self.id(best).into();
+        let assign = |prev: Option<&LockRecord>| LockRecord {
+            holder: best_id.clone(),
+            lease_duration_secs: Some(self.setup.nodes[best].config.lease_duration_secs()),
+            acquire_time: Stamp::Unset,
+            renew_time: Stamp::Now,
+            transitions: prev.map_or(0, |p| p.transitions),
+            strategy: Some("OldestEmulationVersion".into()),
+            ..LockRecord::default()
+        };
+        let skew = self.setup.coordinator.unwrap_or(0);
+        let now_ms = i128::from(s.t) * i128::from(self.tick_nanos) / 1_000_000 + i128::from(skew);
+        let record = match s.lock.current() {
+            None => assign(None),
+            Some(cur) => {
+                let rec = &cur.record;
+                let expired = match (rec.renew_time, rec.lease_duration_secs) {
+                    (Stamp::At(w), Some(d)) => {
+                        let renewed = (i128::from(w.unix_secs) - 1_700_000_000) * 1_000
+                            + i128::from(w.nanos) / 1_000_000;
+                        renewed + i128::from(d) * 1_000 < now_ms
+                    }
+                    _ => true,
+                };
+                if !rec.is_held() || (expired && rec.holder != best_id) {
+                    assign(Some(rec))
+                } else if rec.holder != best_id
+                    && rec.handover.as_ref().is_none_or(|h| h.to != best_id)
+                {
+                    let mut record = rec.clone();
+                    record.handover = Some(Handover {
+                        to: best_id.clone(),
+                        priority: None,
+                    });
+                    record
+                } else {
+                    return;
+                }
+            }
+        };
+        let obs = s.lock.put(record, self.wall(s.t));
+        self.broadcast(s, &WatchEvent::Changed(obs));
+    }
+
     /// The properties that hold in every state: at most one leader, and every
     /// leader within its guard (a committed write of its own sent less than a
     /// renew deadline ago); and the step's own checks.
@@ -774,8 +854,7 @@ impl World {
             let step = match steps.iter().find(|s| **s != Step::Tick) {
                 Some(step) => step.clone(),
                 None if s.t < limit => {
-                    s.t += 1;
-                    s.since_tick = 0;
+                    self.tick(&mut s);
                     continue;
                 }
                 None => {

@@ -123,3 +123,23 @@ fn three_candidates_without_faults_with_symmetry() {
         plain.states
     );
 }
+
+/// Coordinated mode, the coordinator as kube-apiserver's controller behaves
+/// (first in a tick, or not in that tick): its clock 1.5 s ahead (it gives
+/// the lock away early, which the candidates' own wait must make safe) and 1 s
+/// behind, no fault over 6 s; one fault of any kind over 2 s (the deletion
+/// under a claim that was a busy loop: docs/faults.md C2).
+#[test]
+fn coordinated_candidates_every_schedule() {
+    every_schedule(
+        Setup::classic(2, 12, 0)
+            .faults(Faults::NONE)
+            .coordinated(1_500),
+    );
+    every_schedule(
+        Setup::classic(2, 12, 0)
+            .faults(Faults::NONE)
+            .coordinated(-1_000),
+    );
+    every_schedule(Setup::classic(2, 4, 1).coordinated(1_500));
+}
