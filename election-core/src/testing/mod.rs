@@ -13,6 +13,8 @@
 //!   calls wait to be answered and whose every event is checked by [`Pairing`].
 //! - [`Harness`]: a [`Driven`] elector whose calls a [`ScriptedLock`] answers at
 //!   once, with timers fired as they come due.
+//! - [`coordinator_write`]: what Kubernetes' coordinator of coordinated
+//!   election writes, for the simulations that play it.
 //!
 //! The workspace's own drivers are layers on these: the core's scenario tests
 //! (a node is a [`Driven`] answered by the test; a cluster, several over one
@@ -42,6 +44,7 @@
 //!     Event::StoppedLeading { reason: StopReason::DeadlineExceeded, .. })));
 //! ```
 
+mod coordinator;
 mod driven;
 mod harness;
 mod pairing;
@@ -49,6 +52,7 @@ mod register;
 mod reply;
 mod scripted_lock;
 
+pub use coordinator::{STRATEGY, coordinator_write};
 pub use driven::Driven;
 pub use harness::Harness;
 pub use pairing::{Pairing, PairingError};

@@ -6,10 +6,10 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
-use election_core::testing::{Pairing, Register};
+use election_core::testing::{Pairing, Register, coordinator_write};
 use election_core::{
-    Action, Elector, Event, Handover, Input, Instant, LockError, LockRecord, Observation, Stamp,
-    Term, WallTime, WatchEvent,
+    Action, Elector, Event, Input, Instant, LockError, LockRecord, Observation, Stamp, Term,
+    WallTime, WatchEvent,
 };
 
 use crate::setup::Setup;
@@ -739,44 +739,17 @@ impl World {
             return;
         };
         let best_id: std::sync::Arc<str> = self.id(best).into();
-        let assign = |prev: Option<&LockRecord>| LockRecord {
-            holder: best_id.clone(),
-            lease_duration_secs: Some(self.setup.nodes[best].config.lease_duration_secs()),
-            acquire_time: Stamp::Unset,
-            renew_time: Stamp::Now,
-            transitions: prev.map_or(0, |p| p.transitions),
-            strategy: Some("OldestEmulationVersion".into()),
-            ..LockRecord::default()
-        };
-        let skew = self.setup.coordinator.unwrap_or(0);
-        let now_ms = i128::from(s.t) * i128::from(self.tick_nanos) / 1_000_000 + i128::from(skew);
-        let record = match s.lock.current() {
-            None => assign(None),
-            Some(cur) => {
-                let rec = &cur.record;
-                let expired = match (rec.renew_time, rec.lease_duration_secs) {
-                    (Stamp::At(w), Some(d)) => {
-                        let renewed = (i128::from(w.unix_secs) - 1_700_000_000) * 1_000
-                            + i128::from(w.nanos) / 1_000_000;
-                        renewed + i128::from(d) * 1_000 < now_ms
-                    }
-                    _ => true,
-                };
-                if !rec.is_held() || (expired && rec.holder != best_id) {
-                    assign(Some(rec))
-                } else if rec.holder != best_id
-                    && rec.handover.as_ref().is_none_or(|h| h.to != best_id)
-                {
-                    let mut record = rec.clone();
-                    record.handover = Some(Handover {
-                        to: best_id.clone(),
-                        priority: None,
-                    });
-                    record
-                } else {
-                    return;
-                }
-            }
+        let lease_secs = self.setup.nodes[best].config.lease_duration_secs();
+        // The coordinator's wall clock: the lock's, `skew` off.
+        let now = i128::from(s.t) * i128::from(self.tick_nanos)
+            + i128::from(self.setup.coordinator.unwrap_or(0)) * 1_000_000;
+        let wall = WallTime::new(
+            1_700_000_000 + now.div_euclid(1_000_000_000) as i64,
+            now.rem_euclid(1_000_000_000) as u32,
+        );
+        let current = s.lock.current().map(|c| &c.record);
+        let Some(record) = coordinator_write(current, &best_id, lease_secs, wall) else {
+            return;
         };
         let obs = s.lock.put(record, self.wall(s.t));
         self.broadcast(s, &WatchEvent::Changed(obs));

@@ -17,7 +17,8 @@
 //! record's own `leaseDurationSeconds` (its default duration, the base
 //! configuration's lease, goes only into its assignments).
 
-use election_core::{Action, Handover, LockRecord, Stamp, WriteId};
+use election_core::testing::coordinator_write;
+use election_core::{Action, WallTime, WriteId};
 
 use super::{Happening, World};
 
@@ -30,9 +31,6 @@ pub(super) struct Coordinator {
     /// Real nanoseconds between its steps.
     pub(super) tick: u64,
 }
-
-/// The strategy the coordinator writes into the lock.
-const STRATEGY: &str = "OldestEmulationVersion";
 
 impl World {
     /// One step of the coordinator, then the next one scheduled.
@@ -47,61 +45,39 @@ impl World {
         };
         let best_id = self.nodes[best].id.clone();
         let lease_secs = self.opts.config.lease_duration_secs();
-        let assign = |prev: Option<&LockRecord>| LockRecord {
-            holder: best_id.clone(),
-            lease_duration_secs: Some(lease_secs),
-            acquire_time: Stamp::Unset,
-            renew_time: Stamp::Now,
-            transitions: prev.map_or(0, |p| p.transitions),
-            priority: None,
-            handover: None,
-            strategy: Some(STRATEGY.into()),
+        // The coordinator's wall clock: the store's, `skew` off.
+        let now = self.now as i128 + skew as i128;
+        let wall = WallTime::new(
+            1_700_000_000 + now.div_euclid(1_000_000_000) as i64,
+            now.rem_euclid(1_000_000_000) as u32,
+        );
+        let current = self.store.current().cloned();
+        let Some(record) = coordinator_write(
+            current.as_ref().map(|c| &c.record),
+            &best_id,
+            lease_secs,
+            wall,
+        ) else {
+            return Ok(());
         };
-        let action = match self.store.current() {
+        if let Some(cur) = &current
+            && cur.record.is_held()
+            && cur.record.holder != record.holder
+            && let Some(h) = self.node_named(&cur.record.holder)
+            && self.hidden_believer(h, Some(best))
+        {
+            self.hidden_assignments += 1;
+        }
+        let action = match current {
             None => Action::Create {
                 op: WriteId(0),
-                record: assign(None),
+                record,
             },
-            Some(cur) => {
-                let rec = &cur.record;
-                let now = self.now as i128 + skew as i128;
-                let expired = match (rec.renew_time, rec.lease_duration_secs) {
-                    (Stamp::At(w), Some(d)) => {
-                        let renewed = (i128::from(w.unix_secs) - 1_700_000_000) * 1_000_000_000
-                            + i128::from(w.nanos);
-                        renewed + i128::from(d) * 1_000_000_000 < now
-                    }
-                    _ => true,
-                };
-                if !rec.is_held() || (expired && rec.holder != best_id) {
-                    if rec.is_held()
-                        && let Some(h) = self.node_named(&rec.holder)
-                        && self.hidden_believer(h, Some(best))
-                    {
-                        self.hidden_assignments += 1;
-                    }
-                    Action::Update {
-                        op: WriteId(0),
-                        expected: cur.version.clone(),
-                        record: assign(Some(rec)),
-                    }
-                } else if rec.holder != best_id
-                    && rec.handover.as_ref().is_none_or(|h| h.to != best_id)
-                {
-                    let mut record = rec.clone();
-                    record.handover = Some(Handover {
-                        to: best_id.clone(),
-                        priority: None,
-                    });
-                    Action::Update {
-                        op: WriteId(0),
-                        expected: cur.version.clone(),
-                        record,
-                    }
-                } else {
-                    return Ok(());
-                }
-            }
+            Some(cur) => Action::Update {
+                op: WriteId(0),
+                expected: cur.version.clone(),
+                record,
+            },
         };
         self.log(|| format!("coordinator -> {}", super::brief_action(&action)));
         let (_, write) = self.store.apply(&action, "coordinator", self.wall());
