@@ -39,6 +39,10 @@ use test_kit::figures::percentile;
 /// benchmarks call it by.
 pub use test_kit::figures::cpu_model;
 
+/// Another process's CPU time, and the clock ticks it is counted in:
+/// [`test_kit::figures`]' (the fleet's benchmarks read them too).
+pub use test_kit::figures::{clock_ticks_per_second, process_cpu_ticks};
+
 /// A duration as milliseconds with three decimals.
 pub fn millis(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
@@ -60,32 +64,6 @@ pub fn cpu_time() -> Duration {
         u64::try_from(t.tv_sec).unwrap_or(0),
         u32::try_from(t.tv_nsec).unwrap_or(0),
     )
-}
-
-/// The CPU time another process has used, user and system, in clock ticks
-/// (`utime` + `stime` of `/proc/<pid>/stat`; see [`clock_ticks_per_second`]),
-/// or `None` when it cannot be read.
-pub fn process_cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command name in parentheses (which may hold spaces): field 3
-    // (state) on; utime and stime are fields 14 and 15.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
-}
-
-/// The clock ticks per second of `/proc/<pid>/stat`'s times (`getconf
-/// CLK_TCK`; 100 where it cannot be asked).
-pub fn clock_ticks_per_second() -> u64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
-        .filter(|&t| t > 0)
-        .unwrap_or(100)
 }
 
 /// Prints one line of a latency benchmark: `what`, the number of runs, the

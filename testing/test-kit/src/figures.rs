@@ -1,6 +1,6 @@
 //! What the benchmarks and the chaos soak print their figures with: the
-//! nearest-rank percentile and the median of their samples, and the CPU they
-//! ran on.
+//! nearest-rank percentile and the median of their samples, the CPU they
+//! ran on, and what another process (a server, a candidate) spent.
 //!
 //! ```
 //! use test_kit::figures::percentile;
@@ -28,6 +28,40 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 pub fn median<T: Ord + Copy>(mut samples: Vec<T>) -> T {
     samples.sort_unstable();
     samples[samples.len() / 2]
+}
+
+/// The CPU time another process has used, user and system, in clock ticks
+/// (`utime` + `stime` of `/proc/<pid>/stat`; see [`clock_ticks_per_second`]),
+/// or `None` when it cannot be read.
+pub fn process_cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses (which may hold spaces): field 3
+    // (state) on; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The clock ticks per second of `/proc/<pid>/stat`'s times (`CLK_TCK`).
+pub fn clock_ticks_per_second() -> u64 {
+    rustix::param::clock_ticks_per_second()
+}
+
+/// Another process's resident set size in bytes (`VmRSS` of
+/// `/proc/<pid>/status`), or `None` when it cannot be read.
+pub fn process_rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// The CPU's model name, from `/proc/cpuinfo` (`"unknown"` elsewhere).
