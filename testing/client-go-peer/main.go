@@ -138,6 +138,7 @@ type options struct {
 	binaryVersion, emulationVersion  string
 	candidateNamespace               string
 	read                             bool
+	elections                        int
 }
 
 func usageError(format string, a ...any) {
@@ -159,6 +160,7 @@ func parseFlags() options {
 	binaryVersion := fs.String("binary-version", "1.36.0", "the LeaseCandidate's binaryVersion (--coordinated)")
 	emulationVersion := fs.String("emulation-version", "1.36.0", "the LeaseCandidate's emulationVersion (--coordinated)")
 	candidateNamespace := fs.String("candidate-namespace", "", "namespace of the LeaseCandidate (default: --namespace)")
+	elections := fs.Int("elections", 0, "run this many elections in one process, on the Leases <lease>-0 … <lease>-(N-1) (see many.go)")
 	read := fs.Bool("read", false, "print the Lease's record as client-go reads it (one JSON line) and exit; needs only --lease, --namespace, --kubeconfig")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {
@@ -189,6 +191,9 @@ func parseFlags() options {
 			usageError("--%s must be positive, not %d", name, v)
 		}
 	}
+	if *elections < 0 || *elections > 0 && *coordinated {
+		usageError("--elections must be positive, and is not coordinated")
+	}
 	if *candidateNamespace == "" {
 		*candidateNamespace = *namespace
 	}
@@ -201,6 +206,7 @@ func parseFlags() options {
 		coordinated:   *coordinated,
 		binaryVersion: *binaryVersion, emulationVersion: *emulationVersion,
 		candidateNamespace: *candidateNamespace,
+		elections:          *elections,
 	}
 }
 
@@ -221,6 +227,10 @@ func main() {
 		readRecord(client, opts)
 		return
 	}
+	if opts.elections > 0 {
+		runMany(opts, config)
+		return
+	}
 
 	// The lock as client-go builds one from a kubeconfig: its own client
 	// with a request timeout of half the renew deadline (at least 1 s), so
@@ -234,26 +244,19 @@ func main() {
 
 	o := &out{identity: opts.id}
 	w := &work{out: o, tick: opts.tick}
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   opts.leaseDuration,
-		RenewDeadline:   opts.renewDeadline,
-		RetryPeriod:     opts.retryPeriod,
-		ReleaseOnCancel: true,
-		Coordinated:     opts.coordinated,
-		Name:            opts.lease,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: w.start,
-			OnStoppedLeading: w.stop,
-			OnNewLeader: func(identity string) {
-				if identity == "" {
-					o.event("leader")
-				} else {
-					o.event("leader", identity)
-				}
-			},
+	election := electorConfig(opts, lock, opts.lease, leaderelection.LeaderCallbacks{
+		OnStartedLeading: w.start,
+		OnStoppedLeading: w.stop,
+		OnNewLeader: func(identity string) {
+			if identity == "" {
+				o.event("leader")
+			} else {
+				o.event("leader", identity)
+			}
 		},
 	})
+	election.Coordinated = opts.coordinated
+	elector, err := leaderelection.NewLeaderElector(election)
 	if err != nil {
 		usageError("%v", err)
 	}
@@ -337,4 +340,18 @@ func readRecord(client kubernetes.Interface, opts options) {
 		os.Exit(exitLost)
 	}
 	os.Stdout.Write(append(line, '\n'))
+}
+
+// electorConfig is the LeaderElectionConfig of every elector here: the
+// timings of the flags, ReleaseOnCancel.
+func electorConfig(opts options, lock resourcelock.Interface, name string, callbacks leaderelection.LeaderCallbacks) leaderelection.LeaderElectionConfig {
+	return leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   opts.leaseDuration,
+		RenewDeadline:   opts.renewDeadline,
+		RetryPeriod:     opts.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            name,
+		Callbacks:       callbacks,
+	}
 }

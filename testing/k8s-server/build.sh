@@ -14,7 +14,7 @@
 #
 # Idempotent: when both binaries exist and the stamp file beside them names the
 # same pins (the versions and go.sum's checksum), it builds nothing; the same for
-# client-go-peer and its own stamp (its go.mod, go.sum and main.go), so that a
+# client-go-peer and its own stamp (its go.mod, go.sum and .go files), so that a
 # change to the peer rebuilds the peer alone, in seconds. Go's module
 # and build caches stay where Go keeps them ($GOMODCACHE, $GOCACHE), outside the
 # clone, so that a rebuild after a pin change recompiles only what changed.
@@ -60,11 +60,11 @@ stamp_text() {
   echo "go.sum $(sha256sum go.sum | cut -d' ' -f1)"
   echo "build.sh $(sha256sum build.sh | cut -d' ' -f1)"
 }
-# client-go-peer: its sources, pins and this script.
+# client-go-peer: its sources (every .go file), pins and this script.
 peer_stamp_text() {
   local f
-  for f in go.mod go.sum main.go; do
-    echo "client-go-peer/$f $(sha256sum "../client-go-peer/$f" | cut -d' ' -f1)"
+  for f in ../client-go-peer/go.mod ../client-go-peer/go.sum ../client-go-peer/*.go; do
+    echo "${f#../} $(sha256sum "$f" | cut -d' ' -f1)"
   done
   echo "build.sh $(sha256sum build.sh | cut -d' ' -f1)"
 }

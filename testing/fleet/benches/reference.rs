@@ -10,8 +10,11 @@
 //!   library once, the leader restarted after each.
 //!
 //! ```text
-//! cargo bench -p fleet --bench reference [-- --rounds 20 --window 60]
+//! cargo bench -p fleet --bench reference [-- --rounds 20 --window 60 --tsv PATH]
 //! ```
+//!
+//! `--tsv PATH` writes every handover and failover time (`kind`, `library`,
+//! `ms`), which `cargo run -p fleet --bin plots` draws as distributions.
 //!
 //! Needs the built kube-apiserver and client-go peer
 //! (`bash testing/k8s-server/build.sh`). Both fleets are judged at the end
@@ -40,10 +43,16 @@ fn flag(name: &str, default: u64) -> u64 {
 fn main() {
     let rounds = flag("--rounds", 20);
     let window = Duration::from_secs(flag("--window", 60));
-    Runtime::Tokio.block_on(run(rounds, window));
+    let args: Vec<String> = std::env::args().collect();
+    let tsv = args
+        .iter()
+        .position(|a| a == "--tsv")
+        .and_then(|i| args.get(i + 1))
+        .map(std::path::PathBuf::from);
+    Runtime::Tokio.block_on(run(rounds, window, tsv));
 }
 
-async fn run(rounds: u64, window: Duration) {
+async fn run(rounds: u64, window: Duration, tsv: Option<std::path::PathBuf>) {
     let lease = Duration::from_millis(TIMINGS_MS.0);
     let libraries = [
         (Library::ClientGo, "client-go", "g"),
@@ -141,6 +150,15 @@ async fn run(rounds: u64, window: Duration) {
             "  {kind:<9} {name:<13} {:>4} {median:>11.1} {max:>9.1}",
             ms.len()
         );
+    }
+    if let Some(path) = tsv {
+        let mut text = String::from("kind\tlibrary\tms\n");
+        for ((kind, name), ms) in &took {
+            for m in ms {
+                text.push_str(&format!("{kind}\t{name}\t{m:.1}\n"));
+            }
+        }
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
     for kind in ["handover", "failover"] {
         let median = |name| median_max(&took[&(kind, name)]).0;

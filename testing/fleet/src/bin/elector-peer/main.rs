@@ -10,7 +10,14 @@
 //!     --lease-duration-ms N --renew-deadline-ms N --retry-period-ms N
 //!     [--tick-ms 100] [--coordinated] [--binary-version 1.36.0]
 //!     [--emulation-version 1.36.0] [--candidate-namespace NS]
+//!     [--renew-interval-ms N] [--request-timeout-ms N]
+//!     [--elections N [--shared-watch]]
 //! ```
+//!
+//! `--elections N` runs N elections in this process instead (`many.rs`), as the
+//! client-go peer's flag of that name does.
+
+mod many;
 
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
@@ -37,21 +44,32 @@ struct Args {
     binary_version: String,
     emulation_version: String,
     candidate_namespace: Option<String>,
+    /// `--elections N`: N elections on the Leases `<lease>-0` … (`many.rs`).
+    elections: Option<usize>,
+    /// `--shared-watch`: with `--elections`, one watch for all of them.
+    shared_watch: bool,
+    /// `--renew-interval-ms`: how often a leader renews (default: every
+    /// retry period, as client-go).
+    renew_interval: Option<Duration>,
+    /// `--request-timeout-ms` (default: client-go's, half the renew deadline).
+    request_timeout: Option<Duration>,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut get = std::collections::BTreeMap::new();
-    let mut coordinated = false;
+    let (mut coordinated, mut shared_watch) = (false, false);
     while let Some(flag) = args.next() {
         let name = flag
             .strip_prefix("--")
             .ok_or_else(|| format!("unexpected argument {flag:?}"))?;
-        if name == "coordinated" {
-            coordinated = true;
-            continue;
+        match name {
+            "coordinated" => coordinated = true,
+            "shared-watch" => shared_watch = true,
+            _ => {
+                let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+                get.insert(name.to_owned(), value);
+            }
         }
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        get.insert(name.to_owned(), value);
     }
     let mut take = |name: &str| get.remove(name);
     let required = |v: Option<String>, name: &str| v.ok_or_else(|| format!("--{name} is required"));
@@ -74,7 +92,25 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         binary_version: take("binary-version").unwrap_or_else(|| "1.36.0".into()),
         emulation_version: take("emulation-version").unwrap_or_else(|| "1.36.0".into()),
         candidate_namespace: take("candidate-namespace"),
+        elections: take("elections")
+            .map(|n| match n.parse() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!("--elections {n:?}: expected a positive count")),
+            })
+            .transpose()?,
+        shared_watch,
+        renew_interval: take("renew-interval-ms")
+            .map(|v| ms(Some(v), "renew-interval-ms"))
+            .transpose()?,
+        request_timeout: take("request-timeout-ms")
+            .map(|v| ms(Some(v), "request-timeout-ms"))
+            .transpose()?,
     };
+    if (args.shared_watch && args.elections.is_none())
+        || (args.coordinated && args.elections.is_some())
+    {
+        return Err("--shared-watch needs --elections, which is not coordinated".into());
+    }
     match get.keys().next() {
         Some(unknown) => Err(format!("unknown flag --{unknown}")),
         None => Ok(args),
@@ -114,6 +150,15 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         args.renew_deadline,
         args.retry_period,
     );
+    if let Some(every) = args.renew_interval {
+        config = config.renew_interval(every);
+    }
+    if let Some(timeout) = args.request_timeout {
+        config.request_timeout = timeout;
+    }
+    if let Some(elections) = args.elections {
+        return many::run(&args, client, config, elections).await;
+    }
     if args.coordinated {
         config = config.coordinated();
     }
