@@ -22,14 +22,15 @@
 //! ```text
 //! cargo bench -p fleet --bench bill [-- --sizes 100,1000 --window 60
 //!     --series client-go,per-lease,shared --timings 15000,10000,2000
-//!     --renew-ms 5000 --settle 15 --tsv PATH]
+//!     --renew-ms 5000 --request-timeout-ms 4000 --settle 15 --tsv PATH]
 //! ```
 //!
 //! `--tsv PATH` (relative to `testing/fleet`, where cargo runs benchmarks)
 //! appends one line per row (the header first when the file is
 //! new), which `cargo run -p fleet --bin plots` draws (BENCHMARKS.md).
 //! `--timings` sets both libraries' lease, renew deadline and retry period
-//! (ms); `--renew-ms` kube-elector's renew interval (client-go has none);
+//! (ms); `--renew-ms` kube-elector's renew interval (client-go has none) and
+//! `--request-timeout-ms` its request timeout with it;
 //! `--settle` the pause between the last election and the window (a lease by
 //! default; CI's smoke run, `-- --sizes 10 --window 5 --settle 2`, is short).
 //! Needs the built kube-apiserver and client-go peer (`bash
@@ -62,6 +63,10 @@ struct Plan {
     timings_ms: (u64, u64, u64),
     /// kube-elector's renew interval (default: the retry period).
     renew_ms: Option<u64>,
+    /// kube-elector's request timeout with `renew_ms` (default: client-go's,
+    /// half the renew deadline, or less so that a renewal and its request fit
+    /// the renew deadline).
+    request_timeout_ms: Option<u64>,
     /// From the last election to the window.
     settle: Duration,
     window: Duration,
@@ -132,9 +137,9 @@ impl Series {
             cmd.arg("--shared-watch");
         }
         if let (Some(ms), true) = (plan.renew_ms, self != Series::ClientGo) {
-            // A renewal and its request within the renew deadline: the
-            // request timeout is client-go's (half the deadline) or less.
-            let timeout = (renew / 2).min(renew.saturating_sub(ms + 1_000));
+            let timeout = plan
+                .request_timeout_ms
+                .unwrap_or_else(|| (renew / 2).min(renew.saturating_sub(ms + 1_000)));
             cmd.args(["--renew-interval-ms", &ms.to_string()])
                 .args(["--request-timeout-ms", &timeout.to_string()]);
         }
@@ -206,6 +211,19 @@ impl Leaders {
         found
     }
 
+    /// Terms that followed another process's term on their Lease (the rest
+    /// followed the same process's own, or were the first).
+    fn moved(&self) -> usize {
+        self.terms
+            .values()
+            .map(|terms| {
+                let mut by_start: Vec<_> = terms.iter().collect();
+                by_start.sort_by_key(|t| t.1);
+                by_start.windows(2).filter(|w| w[0].0 != w[1].0).count()
+            })
+            .sum()
+    }
+
     /// Terms started in `[from, to)` (`CLOCK_MONOTONIC` ns): all of them
     /// without `from`.
     fn started(&self, from: u64, to: u64) -> usize {
@@ -234,6 +252,8 @@ struct Row {
     terms: usize,
     /// Terms that started in the window: leadership changes in steady state.
     window_terms: usize,
+    /// Terms that followed another process's on their Lease.
+    moved: usize,
     /// Terms of two processes on one Lease that overlapped.
     overlaps: usize,
 }
@@ -277,6 +297,8 @@ fn main() {
     let plan = Plan {
         timings_ms,
         renew_ms: flag(&args, "--renew-ms").map(|ms| ms.parse().expect("--renew-ms: ms")),
+        request_timeout_ms: flag(&args, "--request-timeout-ms")
+            .map(|ms| ms.parse().expect("--request-timeout-ms: ms")),
         settle: Duration::from_secs(flag(&args, "--settle").map_or(timings_ms.0 / 1000, |w| {
             w.parse().expect("--settle: seconds")
         })),
@@ -357,7 +379,7 @@ fn mean(xs: &[u64]) -> f64 {
 fn print_row(r: &Row) {
     let m = |v: &str| r.per_minute.get(v).copied().unwrap_or(0.0);
     println!(
-        "{:>9} {:>9} | {:>10} | {:>14.2} {:>9.2} | {:>9.0} {:>9.0} {:>9.0} {:>9.1} | {:>11.2} | {:>24} | terms {} ({} in the window), overlaps {}",
+        "{:>9} {:>9} | {:>10} | {:>14.2} {:>9.2} | {:>9.0} {:>9.0} {:>9.0} {:>9.1} | {:>11.2} | {:>24} | terms {} ({} in the window, {} after another process's), overlaps {}",
         r.elections,
         r.series.name(),
         match r.elected_after {
@@ -378,6 +400,7 @@ fn print_row(r: &Row) {
             .join(" "),
         r.terms,
         r.window_terms,
+        r.moved,
         r.overlaps,
     );
 }
@@ -544,6 +567,7 @@ fn run(series: Series, n: usize, plan: &Plan) -> Row {
         rss,
         terms: leaders.started(0, u64::MAX),
         window_terms: leaders.started(mono0, mono1),
+        moved: leaders.moved(),
         overlaps: overlaps.len(),
     }
 }
