@@ -39,14 +39,7 @@ spec:
 /// A sidecar `id` at `version`, serving on `addr`; its stderr kept.
 fn sidecar(kubeconfig: &std::path::Path, id: &str, version: &str, addr: &str) -> Child {
     Command::new(common::BIN)
-        .args([
-            "--lease-duration",
-            "2s",
-            "--renew-deadline",
-            "1.5s",
-            "--retry-period",
-            "250ms",
-        ])
+        .args(common::FAST)
         .args(["--coordinated", "--binary-version", version])
         .args(["serve", "--lease", LEASE, "--addr", addr])
         .arg("--kubeconfig")

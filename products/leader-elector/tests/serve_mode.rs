@@ -24,14 +24,7 @@ async fn serve_names_the_holder() {
     let addr = common::free_addr();
     let mut s = Command::new(common::BIN)
         // Go-style durations, as client-go's flags take them.
-        .args([
-            "--lease-duration",
-            "2s",
-            "--renew-deadline",
-            "1.5s",
-            "--retry-period",
-            "250ms",
-        ])
+        .args(common::FAST)
         .args(["serve", "--lease", "served", "--addr", &addr])
         .arg("--kubeconfig")
         .arg(&kubeconfig)
