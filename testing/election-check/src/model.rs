@@ -59,24 +59,26 @@ impl Model for World {
 impl World {
     /// The permutations of the nodes that map each onto one of the same
     /// configuration and clock rate (the identity alone, without symmetry).
-    pub fn permutations(&self) -> Vec<Vec<usize>> {
-        let n = self.setup.nodes.len();
-        let mut all = vec![(0..n).collect::<Vec<_>>()];
-        if !self.setup.symmetry {
-            return all;
-        }
-        let alike = |a: usize, b: usize| {
-            let (x, y) = (&self.setup.nodes[a], &self.setup.nodes[b]);
-            x.rate == y.rate && x.config.clone().identity("") == y.config.clone().identity("")
-        };
-        let mut out = Vec::new();
-        permute(&mut all[0], 0, &mut out);
-        all = out
-            .into_iter()
-            .filter(|p: &Vec<usize>| p.iter().enumerate().all(|(i, &j)| alike(i, j)))
-            .collect();
-        all
+    pub fn permutations(&self) -> &[Vec<usize>] {
+        &self.perms
     }
+}
+
+/// [`World::permutations`], computed from the setup once.
+pub(crate) fn permutations(setup: &crate::setup::Setup) -> Vec<Vec<usize>> {
+    let n = setup.nodes.len();
+    let identity: Vec<usize> = (0..n).collect();
+    if !setup.symmetry {
+        return vec![identity];
+    }
+    let alike = |a: usize, b: usize| {
+        let (x, y) = (&setup.nodes[a], &setup.nodes[b]);
+        x.rate == y.rate && x.config.clone().identity("") == y.config.clone().identity("")
+    };
+    let mut all = Vec::new();
+    permute(&mut identity.clone(), 0, &mut all);
+    all.retain(|p: &Vec<usize>| p.iter().enumerate().all(|(i, &j)| alike(i, j)));
+    all
 }
 
 fn permute(items: &mut Vec<usize>, k: usize, out: &mut Vec<Vec<usize>>) {

@@ -173,13 +173,20 @@ pub struct World {
     /// What is explored.
     pub setup: Setup,
     tick_nanos: u64,
+    /// The node permutations symmetry allows (`model.rs`), computed once.
+    pub(crate) perms: Vec<Vec<usize>>,
 }
 
 impl World {
     /// The model of `setup`.
     pub fn new(setup: Setup) -> World {
         let tick_nanos = u64::try_from(setup.tick.as_nanos()).unwrap_or(u64::MAX);
-        World { setup, tick_nanos }
+        let perms = crate::model::permutations(&setup);
+        World {
+            setup,
+            tick_nanos,
+            perms,
+        }
     }
 
     /// Node `i`'s local clock at real tick `t`.
