@@ -43,8 +43,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use fleet::harness::client_go_peer;
-use fleet::line::mono_now;
+use fleet::harness::{client_go_peer, flag};
+use fleet::line::{Event, Line, mono_now};
 use test_kit::apiserver::{ApiServer, Server, TESTERS_NAMESPACE};
 use test_kit::figures::{clock_ticks_per_second, process_cpu_ticks, process_rss_bytes};
 
@@ -159,29 +159,31 @@ struct Leaders {
 }
 
 impl Leaders {
-    /// Takes one line: `<mono_ns> <wall> <lease>/<id> leading|stopped`, or
-    /// `<mono_ns> <wall> <id> started|exit`.
+    /// Takes one line (`fleet::line`): `<lease>/<id>` `leading` or `stopped`,
+    /// or `<id>` `started` or `exit`.
     fn take(&mut self, line: &str) {
-        let parts: Vec<&str> = line.split_whitespace().collect();
-        let [mono, _wall, who, event] = parts[..] else {
+        let Ok(Line {
+            mono,
+            identity,
+            event,
+            ..
+        }) = Line::parse(line)
+        else {
             return;
         };
-        let Ok(mono) = mono.parse::<u64>() else {
-            return;
-        };
-        if event == "started" {
+        if event == Event::Started {
             self.started += 1;
             return;
         }
-        let Some((lease, id)) = who.split_once('/') else {
+        let Some((lease, id)) = identity.split_once('/') else {
             return;
         };
         let terms = self.terms.entry(lease.to_owned()).or_default();
         let open = |terms: &[(String, u64, Option<u64>)]| terms.iter().any(|t| t.2.is_none());
         let was = open(terms);
         match event {
-            "leading" => terms.push((id.to_owned(), mono, None)),
-            "stopped" => {
+            Event::Leading => terms.push((id.to_owned(), mono, None)),
+            Event::Stopped => {
                 if let Some(t) = terms.iter_mut().rev().find(|t| t.0 == id && t.2.is_none()) {
                     t.2 = Some(mono);
                 }
@@ -258,21 +260,13 @@ struct Row {
     overlaps: usize,
 }
 
-fn flag(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let sizes: Vec<usize> = flag(&args, "--sizes")
+    let sizes: Vec<usize> = flag("--sizes")
         .unwrap_or_else(|| "100,1000".into())
         .split(',')
         .map(|n| n.parse().expect("--sizes: counts separated by commas"))
         .collect();
-    let series: Vec<Series> = match flag(&args, "--series") {
+    let series: Vec<Series> = match flag("--series") {
         None => Series::ALL.to_vec(),
         Some(names) => names
             .split(',')
@@ -284,7 +278,7 @@ fn main() {
             })
             .collect(),
     };
-    let timings_ms = flag(&args, "--timings").map_or(TIMINGS_MS, |t| {
+    let timings_ms = flag("--timings").map_or(TIMINGS_MS, |t| {
         let ms: Vec<u64> = t
             .split(',')
             .map(|v| v.parse().expect("--timings: LEASE,RENEW,RETRY in ms"))
@@ -296,17 +290,17 @@ fn main() {
     });
     let plan = Plan {
         timings_ms,
-        renew_ms: flag(&args, "--renew-ms").map(|ms| ms.parse().expect("--renew-ms: ms")),
-        request_timeout_ms: flag(&args, "--request-timeout-ms")
+        renew_ms: flag("--renew-ms").map(|ms| ms.parse().expect("--renew-ms: ms")),
+        request_timeout_ms: flag("--request-timeout-ms")
             .map(|ms| ms.parse().expect("--request-timeout-ms: ms")),
-        settle: Duration::from_secs(flag(&args, "--settle").map_or(timings_ms.0 / 1000, |w| {
+        settle: Duration::from_secs(flag("--settle").map_or(timings_ms.0 / 1000, |w| {
             w.parse().expect("--settle: seconds")
         })),
         window: Duration::from_secs(
-            flag(&args, "--window").map_or(60, |w| w.parse().expect("--window: seconds")),
+            flag("--window").map_or(60, |w| w.parse().expect("--window: seconds")),
         ),
     };
-    let tsv = flag(&args, "--tsv").map(PathBuf::from);
+    let tsv = flag("--tsv").map(PathBuf::from);
     println!(
         "{} elections x 3 candidate processes, timings {:?} ms{}, window {} s, a fresh kube-apiserver per row",
         sizes

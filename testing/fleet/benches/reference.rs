@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use fleet::harness::{Fleet, TIMINGS_MS, median_max};
+use fleet::harness::{Fleet, TIMINGS_MS, flag, median_max};
 use fleet::line::mono_now;
 use fleet::peer::{Library, Signal};
 use test_kit::runtimes::Runtime;
@@ -31,24 +31,14 @@ use test_kit::runtimes::Runtime;
 /// kube-elector's peer, built by cargo for this benchmark.
 const ELECTOR_PEER: &str = env!("CARGO_BIN_EXE_elector-peer");
 
-fn flag(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+fn number(name: &str, default: u64) -> u64 {
+    flag(name).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn main() {
-    let rounds = flag("--rounds", 20);
-    let window = Duration::from_secs(flag("--window", 60));
-    let args: Vec<String> = std::env::args().collect();
-    let tsv = args
-        .iter()
-        .position(|a| a == "--tsv")
-        .and_then(|i| args.get(i + 1))
-        .map(std::path::PathBuf::from);
+    let rounds = number("--rounds", 20);
+    let window = Duration::from_secs(number("--window", 60));
+    let tsv = flag("--tsv").map(std::path::PathBuf::from);
     Runtime::Tokio.block_on(run(rounds, window, tsv));
 }
 

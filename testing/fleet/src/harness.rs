@@ -30,6 +30,14 @@ pub const TIMINGS_MS: (u64, u64, u64) = (4000, 3000, 1000);
 /// The Lease every peer elects on.
 pub const LEASE: &str = "mixed";
 
+/// The value after `name` among this program's arguments (`--rounds 20`),
+/// for the benchmarks' flags.
+pub fn flag(name: &str) -> Option<String> {
+    let mut args = std::env::args().skip_while(|a| a != name);
+    args.next()?;
+    args.next()
+}
+
 /// The client-go peer built by `testing/k8s-server/build.sh`.
 ///
 /// # Panics
