@@ -372,7 +372,7 @@ fn release_and_terminate(n: &mut Node, lock: &LockRecord, mut version: u32) -> L
     panic!("no release");
 }
 
-/// C3 (issue 36): a stop the user asked for is a shutdown, whatever arrived
+/// C3: a stop the user asked for is a shutdown, whatever arrived
 /// before it. The sidecar withdraws its candidacy before it shuts the elector
 /// down, so the coordinator's `preferredHolder` can come first: the leader
 /// drains for the preemption, then `shutdown` is asked while the work still

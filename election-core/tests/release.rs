@@ -280,7 +280,7 @@ fn shutdown_without_release_leaves_the_lease_to_expire() {
     n.no_action();
 }
 
-/// A stop the user asked for is a shutdown (issue 36): a shutdown asked while a
+/// A stop the user asked for is a shutdown: a shutdown asked while a
 /// step-down drains is reported as `ShutDown` when the work ends. Only the
 /// report changes: the step-down's release is written even without
 /// `release_on_shutdown`, as before.

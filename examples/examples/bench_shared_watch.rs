@@ -540,9 +540,7 @@ fn row(args: &[String], timing: Timing, window: Duration) {
             }
             Err(e) => {
                 // CI builds the server; elsewhere this row is skipped, loudly.
-                eprintln!(
-                    "!!!!!!!! SKIPPED: {elections} elections on kube-apiserver (issue 38): {e}"
-                );
+                eprintln!("!!!!!!!! SKIPPED: {elections} elections on kube-apiserver: {e}");
                 return;
             }
         }

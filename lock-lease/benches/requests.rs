@@ -798,7 +798,7 @@ fn main() {
         }
         Err(e) => {
             eprintln!();
-            eprintln!("!!!!!!!! SKIPPED: the emulator beside kube-apiserver (issue 38): {e}");
+            eprintln!("!!!!!!!! SKIPPED: the emulator beside kube-apiserver: {e}");
             eprintln!();
         }
     }

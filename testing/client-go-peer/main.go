@@ -1,6 +1,6 @@
 // client-go-peer: a leader-election candidate built on client-go's
 // tools/leaderelection, as a Go controller runs it, for tests that run
-// client-go beside kube-elector on a real kube-apiserver (issue 39).
+// client-go beside kube-elector on a real kube-apiserver.
 //
 // It runs leaderelection's LeaderElector on a resourcelock.LeaseLock (built
 // by resourcelock.NewFromKubeconfig: requests time out at half the renew

@@ -1,4 +1,4 @@
-//! A level-triggered controller at rest on a real kube-apiserver (issue 48):
+//! A level-triggered controller at rest on a real kube-apiserver:
 //! three replicas of an `ElectedController` managing N ConfigMaps (100;
 //! `--quick`: 10), nothing changing, and the writes a minute they make to
 //! those objects beyond the Lease's own renewals.
@@ -16,7 +16,7 @@
 //! sooner).
 //!
 //! One row per configuration, each in a fresh namespace with a Lease of its
-//! own, on one server: the term client before issue 48 (a token of each write,
+//! own, on one server: the term client before the idempotent fence (a token of each write,
 //! `write_tokens(true)`, under the fence `--writer any` it needed), the
 //! defaults under the default fence (`--writer pod-name`) and with no fence,
 //! and the stamp off (`term_annotation(false)`) as the floor. A fence is

@@ -1568,7 +1568,7 @@ async fn within<R: Runtime, F: Future>(
     }
 }
 
-/// docs/faults.md H10 (issue 42): a program polling the state stream before
+/// docs/faults.md H10: a program polling the state stream before
 /// the answer of `step_down()` or `shutdown()` reads every state published
 /// before that answer, also when the driver publishes them and answers between
 /// the two polls of one of its rounds (its thread descheduled there, on a
@@ -1694,7 +1694,7 @@ impl Drop for DropFlagWork {
     }
 }
 
-/// docs/faults.md H10 (issue 42): `shutdown()` asked of a driver that has
+/// docs/faults.md H10: `shutdown()` asked of a driver that has
 /// already ended (here on a loss, with `OnLoss::Exit`) has nobody to answer it
 /// and resolves without waiting; a program that polled its state stream just
 /// before the driver ended, and `shutdown()` just after, still reads the
