@@ -1,7 +1,7 @@
 //! A user's first test: three replicas on the memory lock under
 //! tokio's paused time, the leader crashes, and the failover is timed in
-//! virtual time. Written as the README shows it, with no clock option: paused
-//! time must not need one. (A driver reading the boot clock under paused time
+//! virtual time. Written as the testing guide shows it (`docs/guide/testing.md`),
+//! with no clock option: paused time must not need one. (A driver reading the boot clock under paused time
 //! would measure a failover of over an hour of virtual time: tokio's timers
 //! race ahead of it.)
 

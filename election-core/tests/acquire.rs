@@ -11,7 +11,8 @@ use support::*;
 /// The create of an absent lock with the strict lock delay (the default): the
 /// record has transitions 0, and the node holds the lock, renewing, but leads
 /// only one lease duration after it found the lock absent, since a leader of a
-/// deleted lock may still believe (README: departures from DESIGN §4).
+/// deleted lock may still believe (docs/design.md §4 "Absent lock while another
+/// may believe").
 #[test]
 fn absent_lock_is_created_with_zero_transitions_and_leads_after_one_lease() {
     let cfg = fast("a");

@@ -1,4 +1,5 @@
-//! The README snippets together: a Lease election on tokio with a default identity,
+//! The production guide's snippets together (docs/guide/production.md and
+//! fencing.md): a Lease election on tokio with a default identity,
 //! a monitored lock, a guarded `kube::Client`, health and metrics on one endpoint.
 //!
 //! Run against the emulator: `cargo run -p kube-emulator -- --port 6443 --kubeconfig

@@ -164,8 +164,10 @@
 /// The sans-IO election (`election-core`): the `Elector`, the [`Lock`] trait
 /// and what a lock reads and writes (`LockRecord`, `Observation`, `Version`,
 /// `Stamp`, `WallTime`, `WatchEvent`), [`Config`] and its presets, `testing`.
+#[doc(inline)]
 pub use election_core as core;
 /// The async driver (`election-driver`): the builder, the handle, the runtime trait.
+#[doc(inline)]
 pub use election_driver as driver;
 
 pub use election_core::{Config, Event, Lock, LockError, Role, StopReason, Term};
@@ -182,18 +184,21 @@ pub use adapter_smol::SmolRuntime;
 
 /// The Lease lock (`lock-lease`): record mapping, RBAC, Events.
 #[cfg(feature = "lease")]
+#[doc(inline)]
 pub use lock_lease as lease;
 #[cfg(feature = "lease")]
 pub use lock_lease::LeaseLock;
 
 /// The ConfigMap lock (`lock-configmap`).
 #[cfg(feature = "configmap")]
+#[doc(inline)]
 pub use lock_configmap as configmap;
 #[cfg(feature = "configmap")]
 pub use lock_configmap::ConfigMapLock;
 
 /// The in-memory lock with fault injection, for tests (`lock-memory`).
 #[cfg(feature = "memory")]
+#[doc(inline)]
 pub use lock_memory as memory;
 #[cfg(feature = "memory")]
 pub use lock_memory::MemoryStore;
@@ -201,6 +206,7 @@ pub use lock_memory::MemoryStore;
 /// Running it in production (`election-ops`): identities, the monitor and, by
 /// feature, the write guard, health, the HTTP endpoint and metrics.
 #[cfg(feature = "ops")]
+#[doc(inline)]
 pub use election_ops as ops;
 
 /// prometheus-client, at the version the metrics of `ops` register in
@@ -211,21 +217,22 @@ pub use prometheus_client;
 #[cfg(feature = "kube")]
 pub use {k8s_openapi, kube};
 
-/// One watch for the Lease (or ConfigMap) locks of many elections in a
-/// namespace, found by a label (`LeaseLock::shared_watch`,
-/// `LockBuilder::shared_watch`), and the settings of a watch.
+// One watch for the Lease (or ConfigMap) locks of many elections in a namespace
+// (`LeaseLock::shared_watch`), and the settings of a watch: each item's own docs.
 #[cfg(feature = "kube")]
 pub use lock_kube::{SharedWatch, WatchConfig};
 
 /// Coordinated leader election's candidacy: the `LeaseCandidate` a replica
-/// publishes beside an election in `Mode::Coordinated` (README, "Coordinated
-/// leader election").
+/// publishes beside an election in `Mode::Coordinated` (the guide's
+/// `docs/guide/coordinated.md`).
 #[cfg(feature = "kube")]
+#[doc(inline)]
 pub use lock_kube::candidate;
 
 /// kube-runtime controllers that reconcile only while leading, with warm
 /// standby (`election-controller`).
 #[cfg(feature = "controller")]
+#[doc(inline)]
 pub use election_controller as controller;
 #[cfg(feature = "controller")]
 pub use election_controller::{ElectedController, TermContext, Warm};
@@ -236,6 +243,7 @@ pub use kube_runtime as runtime;
 /// Sharded leadership: `S` shard Leases spread fairly over the replicas that
 /// campaign for them (`election-shards`).
 #[cfg(feature = "shards")]
+#[doc(inline)]
 pub use election_shards as shards;
 
 /// Maintenance windows on Nodes: time-boxed Leases (`lease-window`).
@@ -250,10 +258,12 @@ pub use election_shards as shards;
 /// # }
 /// ```
 #[cfg(feature = "window")]
+#[doc(inline)]
 pub use lease_window as window;
 
 /// A lock on one etcd v3 key (`lock-etcd`).
 #[cfg(feature = "etcd")]
+#[doc(inline)]
 pub use lock_etcd as etcd;
 #[cfg(feature = "etcd")]
 pub use lock_etcd::EtcdLock;
@@ -301,3 +311,43 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The guide's controllers page (`docs/guide/controllers.md`), compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/controllers.md")]
+struct GuideControllers;
+
+/// The guide's coordinated election page (`docs/guide/coordinated.md`), compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/coordinated.md")]
+struct GuideCoordinated;
+
+/// The guide's page on writing a lock (`docs/guide/custom-locks.md`), compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/custom-locks.md")]
+struct GuideCustomLocks;
+
+/// The guide's fencing page (`docs/guide/fencing.md`), compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/fencing.md")]
+struct GuideFencing;
+
+/// The guide's maintenance windows page (`docs/guide/maintenance-windows.md`), compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/maintenance-windows.md")]
+struct GuideMaintenanceWindows;
+
+/// The guide's many-elections page (`docs/guide/many-elections.md`), compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/many-elections.md")]
+struct GuideManyElections;
+
+/// The guide's production page (`docs/guide/production.md`), compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/production.md")]
+struct GuideProduction;
+
+/// The guide's testing page (`docs/guide/testing.md`), compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/testing.md")]
+struct GuideTesting;

@@ -1,4 +1,5 @@
-//! The README's controller (`examples/mirror_controller.rs`) as an operator runs it:
+//! The guide's controller (`docs/guide/controllers.md`, `examples/mirror_controller.rs`)
+//! as an operator runs it:
 //! replicas as separate processes against the API emulator, each with its own
 //! token. The first copies the sources; SIGTERM hands over to the second, which
 //! copies the next change in a new term with no LIST; SIGKILL of the second
@@ -180,20 +181,21 @@ async fn controller_replicas_hand_over_on_sigterm_and_fail_over_on_sigkill() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The README's controller is `examples/mirror_controller.rs`, which CI compiles and
-/// the test above runs (and the README's doctests compile, `no_run`).
+/// The guide's controller (`docs/guide/controllers.md`) is
+/// `examples/mirror_controller.rs`, which CI compiles and the test above runs
+/// (and the guide's doctests compile, `no_run`).
 #[test]
-fn the_readme_controller_is_the_example() {
-    let readme = include_str!("../../README.md");
+fn the_guide_controller_is_the_example() {
+    let guide = include_str!("../../docs/guide/controllers.md");
     let example = include_str!("../examples/mirror_controller.rs");
-    let block = readme
-        .split("## Controllers")
+    let block = guide
+        .split("# Controllers\n")
         .nth(1)
         .and_then(|rest| rest.split("```rust,no_run\n").nth(1))
         .and_then(|rest| rest.split("```").next())
-        .expect("a ```rust,no_run block in the README's Controllers section");
+        .expect("a ```rust,no_run block in docs/guide/controllers.md");
     assert_eq!(
         block, example,
-        "README.md's controller differs from examples/mirror_controller.rs"
+        "docs/guide/controllers.md's controller differs from examples/mirror_controller.rs"
     );
 }

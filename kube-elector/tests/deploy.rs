@@ -351,10 +351,17 @@ fn missing(files: &[&str]) -> Vec<(String, String)> {
 }
 
 /// Every `kubectl apply -n <namespace> -f deploy/… -f deploy/…` the manifests'
-/// headers and the README give, as its list of files (placeholders skipped).
+/// headers, the README and the guide's pages (`docs/guide/production.md` holds
+/// the table) give, as its list of files (placeholders skipped).
 fn documented_sets() -> Vec<Vec<String>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut texts = vec![std::fs::read_to_string(root.join("README.md")).expect("README.md")];
+    for entry in std::fs::read_dir(root.join("docs/guide")).expect("docs/guide/") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            texts.push(std::fs::read_to_string(path).expect("a guide page"));
+        }
+    }
     for entry in std::fs::read_dir(deploy_dir()).expect("deploy/") {
         let path = entry.expect("an entry").path();
         if path.extension().is_some_and(|e| e == "yaml") {
@@ -412,4 +419,39 @@ fn every_documented_set_of_manifests_defines_what_it_refers_to() {
             );
         }
     }
+}
+
+/// The Role a Lease election needs has one content: `lock_lease::RBAC_YAML`
+/// (`lock-lease/rbac.yaml`, published with the crate) grants what
+/// `deploy/rbac.yaml` grants (the Role CI runs the quick start and the sidecars
+/// under), rule for rule; only their comments differ.
+#[test]
+fn the_lease_locks_role_is_deploys_role() {
+    fn rules(yaml: &str) -> Vec<String> {
+        let role = yaml
+            .split("\n---\n")
+            .find(|doc| doc.lines().any(|l| l == "kind: Role"))
+            .expect("a Role");
+        role.lines()
+            .map(str::trim)
+            .filter(|l| {
+                ["- apiGroups:", "resources:", "verbs:"]
+                    .iter()
+                    .any(|k| l.starts_with(k))
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+    let deploy = std::fs::read_to_string(deploy_dir().join("rbac.yaml")).expect("deploy/rbac.yaml");
+    let published = rules(kube_elector::lease::RBAC_YAML);
+    assert_eq!(
+        published.len(),
+        6,
+        "two rules of three lines: {published:?}"
+    );
+    assert_eq!(
+        published,
+        rules(&deploy),
+        "lock-lease/rbac.yaml and deploy/rbac.yaml grant different things"
+    );
 }

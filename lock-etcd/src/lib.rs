@@ -1,6 +1,6 @@
 //! A leader-election [`Lock`] on one etcd v3 key: a custom lock backend written
 //! only against the public `Lock` trait of `election-core`, and the worked example
-//! of the README's "Writing your own lock".
+//! of the guide's "Writing your own lock" (`docs/guide/custom-locks.md`).
 //!
 //! - **The record** is the key's value: client-go's `LeaderElectionRecord` as JSON,
 //!   with client-go's field names (`holderIdentity`, `leaseDurationSeconds`,

@@ -71,8 +71,9 @@ pub const HISTORY: usize = 1024;
 const READS: usize = 8;
 
 /// One watch of the objects of a kind carrying `labels` in a namespace, shared
-/// by the locks built with [`LockBuilder::shared_watch`](crate::LockBuilder::shared_watch).
-/// Cheap to clone. See the [module docs](self).
+/// by the locks built with `LockBuilder::shared_watch` (`LeaseLock::builder(…)
+/// .shared_watch(&watch)`). Cheap to clone. The module `lock_kube::shared_watch`
+/// says how a subscription behaves.
 pub struct SharedWatch<K> {
     hub: Arc<Hub<K>>,
 }

@@ -24,7 +24,7 @@
 # release is the newest whose go.mod asks for no newer Go than 1.26: a release
 # that needs Go 1.27 would set `export GOTOOLCHAIN=go1.27.3` here (the approved
 # way to get that toolchain, from the module proxy), and in .ci/run and the
-# README with it.
+# testing guide (docs/guide/testing.md) with it.
 #
 # etcd: kube-apiserver 1.36 runs on Debian's etcd 3.4.23 but finds it lacks
 # RequestWatchProgress (etcd 3.4.31+/3.5.13+), and then serves consistent lists

@@ -663,23 +663,23 @@ fn yaml_args(yaml: &str) -> Vec<String> {
         .collect()
 }
 
-/// `deploy/run-mode.yaml` and the README's lines run the child behind the API
+/// `deploy/run-mode.yaml` and the sidecar guide's lines run the child behind the API
 /// proxy: their arguments parse as the binary parses them, with `--api-proxy`
 /// on 127.0.0.1.
 #[test]
 fn the_shipped_run_mode_serves_the_api_to_its_child() {
-    let readme = include_str!("../../../README.md");
-    let snippet = readme
+    let guide = include_str!("../../../docs/guide/sidecar.md");
+    let snippet = guide
         .split("```yaml\nargs: [run")
         .nth(1)
         .map(|rest| format!("args: [run{rest}"))
-        .expect("the README's --api-proxy lines");
+        .expect("the --api-proxy lines of docs/guide/sidecar.md");
     for (what, yaml) in [
         (
             "deploy/run-mode.yaml",
             include_str!("../../../deploy/run-mode.yaml").to_owned(),
         ),
-        ("README", snippet),
+        ("docs/guide/sidecar.md", snippet),
     ] {
         let args = yaml_args(&yaml);
         let cli = leader_elector::Cli::try_parse_args(

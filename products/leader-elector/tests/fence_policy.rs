@@ -1,5 +1,6 @@
-//! `leader-elector fence-policy`: the README's command prints exactly the
-//! manifests the README shows (so the README cannot drift from the generator),
+//! `leader-elector fence-policy`: the fencing guide's command prints exactly the
+//! manifests the guide shows (`docs/guide/fencing.md`, so the guide cannot drift
+//! from the generator),
 //! and bad input ends it with one line and exit code 2 (never a half-printed
 //! manifest).
 
@@ -16,13 +17,14 @@ use test_kit::apiserver::ADMIN;
 
 use common::{apply_policy, kubectl, run};
 
-/// The README's `fence-policy` command (its arguments) and the YAML block after it.
-fn readme_example() -> (Vec<String>, String) {
-    let readme = include_str!("../../../README.md");
-    let section = readme
-        .split("### Server-side fencing")
+/// The fencing guide's `fence-policy` command (its arguments) and the YAML block
+/// after it (`docs/guide/fencing.md`).
+fn guide_example() -> (Vec<String>, String) {
+    let guide = include_str!("../../../docs/guide/fencing.md");
+    let section = guide
+        .split("## Server-side fencing")
         .nth(1)
-        .expect("the README's fencing section");
+        .expect("the guide's server-side fencing section");
     let command = section
         .split("```text\n")
         .nth(1)
@@ -46,8 +48,8 @@ fn readme_example() -> (Vec<String>, String) {
 }
 
 #[test]
-fn the_readmes_manifests_are_what_the_command_prints() {
-    let (args, yaml) = readme_example();
+fn the_guides_manifests_are_what_the_command_prints() {
+    let (args, yaml) = guide_example();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert!(args.contains(&"fence-policy"), "{args:?}");
     let out = run(&args);
@@ -299,7 +301,7 @@ fn fenced_namespaces_and_exemptions_reach_the_manifests() {
     );
 }
 
-/// The README's manifests go into a cluster with `kubectl apply -f -` (the
+/// The fencing guide's manifests go into a cluster with `kubectl apply -f -` (the
 /// emulator, checking every field against the types' schema), and kubectl lists
 /// the policy and its binding; a manifest with a field the type lacks is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -310,7 +312,7 @@ async fn kubectl_applies_the_manifests_and_lists_them() {
     let kubeconfig = dir.join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, "operator")
         .expect("kubeconfig");
-    let (args, yaml) = readme_example();
+    let (args, yaml) = guide_example();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let printed = String::from_utf8(run(&args).stdout).expect("UTF-8");
     assert_eq!(printed, yaml);
@@ -510,7 +512,7 @@ async fn a_run_mode_child_that_stamps_its_writes_passes_the_fence_on_kube_apiser
     a_run_mode_childs_stamped_write_passes_the_fence(&apiserver_site("fenced")).await;
 }
 
-/// The rollout the README advises: the policy applied with `--warn`
+/// The rollout the fencing guide advises: the policy applied with `--warn`
 /// (`validationActions: [Warn, Audit]`) while a `run` sidecar leads. The
 /// child's unstamped create, which the policy would refuse, is admitted and
 /// stored, and kubectl (the child's client) prints the server's `Warning`

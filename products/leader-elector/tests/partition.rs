@@ -1,9 +1,9 @@
 //! docs/faults.md H12: a partitioned former holder's application never works
 //! beside the new holder's. Two real `serve` sidecars, each reaching the
 //! server through a TCP proxy of its own (`test_kit::proxy`); each Pod's
-//! application asks its own sidecar whether it leads, the two ways the README
-//! gives (`GET /leader`, and `GET /`'s name compared with its own), every few
-//! milliseconds. The leader's traffic is held (a partition): its sidecar stops
+//! application asks its own sidecar whether it leads, the two ways the sidecar
+//! guide (`docs/guide/sidecar.md`) gives (`GET /leader`, and `GET /`'s name
+//! compared with its own), every few milliseconds. The leader's traffic is held (a partition): its sidecar stops
 //! saying it leads at its deadline, before the other's first says so, though
 //! its own view of the Lease still names it (it cannot see the takeover). On
 //! the emulator and on kube-apiserver (the sidecars as the ServiceAccount of
