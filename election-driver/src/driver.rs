@@ -64,7 +64,11 @@ pub struct Builder<L> {
     hooks: Vec<StateHook>,
     watch_idle: Option<Duration>,
     standby: bool,
+    companion: Option<CompanionStart>,
 }
+
+/// What starts a [`Builder::companion`]: its future, given its stop signal.
+type CompanionStart = Box<dyn FnOnce(CancelSignal) -> BoxFuture<()> + Send>;
 
 impl<L: Lock> Builder<L> {
     /// A driver for `lock` with `config`.
@@ -77,6 +81,7 @@ impl<L: Lock> Builder<L> {
             hooks: Vec::new(),
             watch_idle: None,
             standby: false,
+            companion: None,
         }
     }
 
@@ -141,6 +146,26 @@ impl<L: Lock> Builder<L> {
         self
     }
 
+    /// A task that runs beside the election for its whole life, started with the
+    /// driver on its runtime, and stopped first: [`Handle::shutdown`] fires its
+    /// [`CancelSignal`] and awaits its end before the election drains and
+    /// releases. When the driver ends otherwise (an abort, a loss with
+    /// [`OnLoss::Exit`], every handle dropped) the signal fires too, unawaited.
+    ///
+    /// For coordinated election's candidacy (`LeaseCandidate::run`), which must be
+    /// withdrawn before the release, or the coordinator hands the released Lease
+    /// straight back: `.companion(move |stop| async move { candidate.run(stop.cancelled()).await })`.
+    /// Return promptly once the signal fires: the shutdown waits for it.
+    /// Replaces any companion set before.
+    pub fn companion<F, Fut>(mut self, start: F) -> Self
+    where
+        F: FnOnce(CancelSignal) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.companion = Some(Box::new(move |stop| Box::pin(start(stop))));
+        self
+    }
+
     /// Starts the driver on `rt`. Fails only on an invalid configuration.
     pub fn spawn<R: Runtime>(self, rt: R) -> Result<Handle, DriverError> {
         let (driver, handle) = self.build(rt.clone())?;
@@ -183,7 +208,17 @@ impl<L: Lock> Builder<L> {
             Box::new(move || clock.now()),
         );
         let (tx, rx) = mpsc::unbounded();
-        let handle = Handle::new(shared.clone(), tx, identity);
+        let companion = self.companion.map(|start| {
+            let (stop, ended) = (CancelSignal::new(), CancelSignal::new());
+            let (task, done) = (start(stop.clone()), ended.clone());
+            rt.spawn(Box::pin(async move {
+                task.await;
+                done.cancel();
+            }));
+            Companion { stop, ended }
+        });
+        let companion_stop = companion.as_ref().map(|c| StopOnDrop(c.stop.clone()));
+        let handle = Handle::new(shared.clone(), tx, identity, companion);
         let driver = Driver {
             lock: Arc::new(self.lock),
             rt,
@@ -197,8 +232,26 @@ impl<L: Lock> Builder<L> {
             on_loss: self.on_loss,
             step_down_waiters: Vec::new(),
             shutdown_waiters: Vec::new(),
+            _companion_stop: companion_stop,
         };
         Ok((driver, handle))
+    }
+}
+
+/// A running [`Builder::companion`]: the signal that stops it, and the one that
+/// fires when it has ended.
+#[derive(Clone)]
+pub(crate) struct Companion {
+    pub(crate) stop: CancelSignal,
+    pub(crate) ended: CancelSignal,
+}
+
+/// Fires its signal when dropped.
+struct StopOnDrop(CancelSignal);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }
 
@@ -233,6 +286,8 @@ pub struct Driver<L, R> {
     on_loss: OnLoss,
     step_down_waiters: Vec<oneshot::Sender<()>>,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
+    /// Stops the [`Builder::companion`] when the driver ends, however it ends.
+    _companion_stop: Option<StopOnDrop>,
 }
 
 impl<L: Lock, R: Runtime> Driver<L, R> {

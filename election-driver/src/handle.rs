@@ -9,6 +9,7 @@ use election_core::{Instant, Term};
 use futures::FutureExt;
 use futures::channel::{mpsc, oneshot};
 
+use crate::driver::Companion;
 use crate::shared::{Shared, StateStream};
 use crate::state::LeadershipState;
 
@@ -118,6 +119,7 @@ impl core::fmt::Debug for Observer {
 pub struct Handle {
     observer: Observer,
     commands: mpsc::UnboundedSender<Command>,
+    companion: Option<Companion>,
 }
 
 impl Handle {
@@ -125,10 +127,12 @@ impl Handle {
         shared: Arc<Shared>,
         commands: mpsc::UnboundedSender<Command>,
         identity: Arc<str>,
+        companion: Option<Companion>,
     ) -> Self {
         Handle {
             observer: Observer { shared, identity },
             commands,
+            companion,
         }
     }
 
@@ -218,14 +222,19 @@ impl Handle {
         let _ = self.commands.unbounded_send(Command::Standby(standby));
     }
 
-    /// Shuts down: drains and releases if leading (unless the configuration says
-    /// not to release), then ends the driver. Resolves when the driver has ended,
-    /// one poll after its answer, as [`Handle::step_down`] does.
+    /// Shuts down: stops the [companion](crate::Builder::companion) and awaits
+    /// its end, then drains and releases if leading (unless the configuration
+    /// says not to release), then ends the driver. Resolves when the driver has
+    /// ended, one poll after its answer, as [`Handle::step_down`] does.
     ///
     /// Takes `&self` so that a handle shared behind an `Arc` (with a write guard or
     /// a health endpoint) can be shut down without first collecting every clone.
     /// Afterwards the handle reports "not leader" and its commands do nothing.
     pub async fn shutdown(&self) {
+        if let Some(companion) = &self.companion {
+            companion.stop.cancel();
+            companion.ended.cancelled().await;
+        }
         let (tx, rx) = oneshot::channel();
         let sent = self.commands.unbounded_send(Command::Shutdown(tx)).is_ok();
         Answer::new(sent.then_some(rx)).await;

@@ -33,15 +33,11 @@ use test_kit::poll::Poll;
 
 const NS: &str = "default";
 
-/// One replica: its election and, when coordinated, its candidacy's task and
-/// the channel that stops it (deleting the object).
+/// One replica: its election (with, when coordinated, its candidacy beside it,
+/// withdrawn by the shutdown before the release).
 struct Replica {
     name: String,
     handle: Handle,
-    candidacy: Option<(
-        tokio::sync::oneshot::Sender<()>,
-        tokio::task::JoinHandle<()>,
-    )>,
 }
 
 /// Three replicas on one Lease, replaced as they leave.
@@ -82,21 +78,12 @@ impl Pool {
         if self.coordinated {
             config = config.coordinated();
         }
-        let candidacy = self.coordinated.then(|| {
-            let candidate = LeaseCandidate::builder(client.clone(), NS, &name, self.lease)
+        let candidate = self.coordinated.then(|| {
+            LeaseCandidate::builder(client.clone(), NS, &name, self.lease)
                 .binary_version("1.0.0")
                 .request_timeout(config.request_timeout)
                 .build()
-                .expect("candidacy");
-            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            let task = tokio::spawn(async move {
-                candidate
-                    .run(async {
-                        let _ = stopped.await;
-                    })
-                    .await;
-            });
-            (stop, task)
+                .expect("candidacy")
         });
         let (started, stopped) = (self.started.clone(), self.stopped.clone());
         let hook = move |s: &LeadershipState| {
@@ -112,15 +99,15 @@ impl Pool {
             .without_events()
             .build()
             .expect("names");
-        let handle = Builder::new(lock, config)
-            .on_state(hook)
+        let mut builder = Builder::new(lock, config).on_state(hook);
+        if let Some(candidate) = candidate {
+            builder =
+                builder.companion(move |stop| async move { candidate.run(stop.cancelled()).await });
+        }
+        let handle = builder
             .spawn(TokioRuntime::current().expect("tokio"))
             .expect("config");
-        self.replicas.push(Replica {
-            name,
-            handle,
-            candidacy,
-        });
+        self.replicas.push(Replica { name, handle });
     }
 
     /// Who leads now (polled every millisecond, for at most `limit`).
@@ -165,10 +152,6 @@ impl Pool {
         let seen = self.started.lock().unwrap().len();
         let before = self.writes().len();
         let r = self.replicas.remove(i);
-        if let Some((stop, task)) = r.candidacy {
-            let _ = stop.send(());
-            let _ = task.await;
-        }
         r.handle.shutdown().await;
         let measured = self.measure_handover(&r.name, seen, before).await;
         self.add();
@@ -223,10 +206,10 @@ impl Pool {
         let i = self.leader(Duration::from_secs(15)).await?;
         let seen = self.started.lock().unwrap().len();
         let r = self.replicas.remove(i);
+        // The process is gone: its requests go unanswered, so its candidacy,
+        // stopped with the aborted driver, acks nothing and deletes nothing.
+        self.emu.faults(&r.name).hang();
         r.handle.abort();
-        if let Some((_, task)) = &r.candidacy {
-            task.abort(); // the process is gone: nobody acks, nothing is deleted
-        }
         let (_, at) = self.next_start(seen, Duration::from_secs(15)).await?;
         let last = self.writes().iter().rev().find(|(c, _, _)| *c == r.name)?.1;
         let lease = Config::fast("x").lease_duration.as_secs_f64() * 1e3;
@@ -238,10 +221,6 @@ impl Pool {
 
     async fn close(self) {
         for r in self.replicas {
-            if let Some((stop, task)) = r.candidacy {
-                let _ = stop.send(());
-                let _ = task.await;
-            }
             r.handle.shutdown().await;
         }
     }

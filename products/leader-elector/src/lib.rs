@@ -704,12 +704,6 @@ struct Election {
     handle: Arc<Handle>,
     /// The lock's background tasks (its leadership Events).
     lock_tasks: LockTasks,
-    /// With `--coordinated`: what stops the LeaseCandidate's task, and the task,
-    /// which ends once the candidacy is deleted.
-    candidacy: Option<(
-        tokio::sync::oneshot::Sender<()>,
-        tokio::task::JoinHandle<()>,
-    )>,
     /// How long one of them may take: the request timeout bounds each Event write.
     request_timeout: Duration,
 }
@@ -720,12 +714,8 @@ impl Election {
     /// runtime drops them; the lease is released by then, so this wait delays
     /// nobody's election.
     async fn shutdown(&mut self) {
-        // The candidacy first: the coordinator must not give the released
-        // Lease straight back to this candidate.
-        if let Some((stop, task)) = self.candidacy.take() {
-            let _ = stop.send(());
-            let _ = task.await;
-        }
+        // The LeaseCandidate (the election's companion) is withdrawn first: the
+        // coordinator must not give the released Lease straight back.
         self.handle.shutdown().await;
         if !self.lock_tasks.settled(self.request_timeout).await {
             tracing::warn!("a leadership Event was still being written at exit: it may be lost");
@@ -783,15 +773,7 @@ async fn start(
         }
         let candidate = candidate.build()?;
         tracing::info!(spec = ?candidate.spec(), "publishing the LeaseCandidate");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            candidate
-                .run(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
-        Some((stop, task))
+        Some(candidate)
     } else {
         None
     };
@@ -819,6 +801,10 @@ async fn start(
     let lock_tasks = LockTasks::new();
     let lock = Layered::new(monitor.lock(lock), lock_tasks.clone());
     let mut builder = Builder::new(lock, config);
+    if let Some(candidate) = candidacy {
+        builder =
+            builder.companion(move |stop| async move { candidate.run(stop.cancelled()).await });
+    }
     let (work, proxy) = work.unzip();
     let handle_slot = work.as_ref().map(|w| Arc::clone(&w.handle));
     if let Some(work) = work {
@@ -862,7 +848,6 @@ async fn start(
     let election = Election {
         handle,
         lock_tasks,
-        candidacy,
         request_timeout,
     };
     Ok((election, endpoint))

@@ -54,6 +54,7 @@ macro_rules! driver_suite {
             dropped_handle_releases_best_effort,
             leader_crash_fails_over_after_one_lease,
             work_is_cancelled_and_awaited_before_release,
+            companion_ends_before_the_release_and_with_the_driver,
             on_loss_exit_ends_the_driver,
             h1_shutdown_while_renew_in_flight_releases,
             h2_shutdown_while_read_in_flight_exits_promptly,
@@ -594,6 +595,59 @@ pub async fn work_is_cancelled_and_awaited_before_release<R: Runtime>(rt: R) {
     );
     assert!(matches!(notes.first(), Some(Note::Started(_))));
     assert!(notes.iter().any(|x| matches!(x, Note::Cancelled(_))));
+}
+
+/// A companion (coordinated election's candidacy) is stopped on shutdown and has
+/// ended before the release is written, even when it takes a while to end; and
+/// a driver that ends otherwise (an abort) stops its companion too.
+pub async fn companion_ends_before_the_release_and_with_the_driver<R: Runtime>(rt: R) {
+    let c = Cluster::new(rt);
+    let ended_at = Arc::new(Mutex::new(None::<u64>));
+    let (at, store, clock) = (ended_at.clone(), c.store.clone(), c.rt.clone());
+    let (b, _, _) = c.builder("node-a", None, OnLoss::Campaign);
+    let a = b
+        .companion(move |stop| async move {
+            stop.cancelled().await;
+            clock.sleep(ms(100)).await; // a withdrawal takes a request or two
+            *at.lock().unwrap() = Some(log_position(&store));
+        })
+        .spawn(c.rt.clone())
+        .expect("valid configuration");
+    c.until(FIRST_ELECTION, "node-a leads", || a.is_leader())
+        .await;
+    a.shutdown().await;
+    let ended = ended_at
+        .lock()
+        .unwrap()
+        .expect("the companion ended before the shutdown resolved");
+    let releases = c.releases_by("node-a");
+    assert_eq!(releases.len(), 1, "one release");
+    assert!(
+        releases[0].seq > ended,
+        "release (log #{}) before the companion ended (log #{ended})",
+        releases[0].seq
+    );
+
+    let stopped = CancelSignal::new();
+    let seen = stopped.clone();
+    let (b, _, _) = c.builder("node-b", None, OnLoss::Campaign);
+    let b = b
+        .companion(move |stop| async move {
+            stop.cancelled().await;
+            seen.cancel();
+        })
+        .spawn(c.rt.clone())
+        .expect("valid configuration");
+    c.sleep(ms(100)).await;
+    assert!(
+        !stopped.is_cancelled(),
+        "a companion runs while its driver does"
+    );
+    b.abort();
+    c.until(ms(500), "the aborted driver's companion stopped", || {
+        stopped.is_cancelled()
+    })
+    .await;
 }
 
 /// With `OnLoss::Exit`, losing leadership ends the driver (client-go's

@@ -188,7 +188,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let work_observer = Arc::clone(&observer);
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
-    let handle = Builder::new(lock, config)
+    let mut builder = Builder::new(lock, config);
+    if let Some(candidate) = candidate {
+        // Withdrawn by the shutdown before the release.
+        builder =
+            builder.companion(move |stop| async move { candidate.run(stop.cancelled()).await });
+    }
+    let handle = builder
         .leader_work(move |_term, cancel| {
             let (id, observer) = (id.clone(), Arc::clone(&work_observer));
             async move {
@@ -227,26 +233,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     });
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let candidacy = candidate.map(|candidate| {
-        tokio::spawn(async move {
-            candidate
-                .run(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        })
-    });
     tokio::select! {
         _ = terminate.recv() => {}
         _ = interrupt.recv() => {}
     }
-    // The work stops (and prints `stopped`), then the Lease is released.
+    // The candidacy is withdrawn, the work stops (and prints `stopped`), then
+    // the Lease is released.
     handle.shutdown().await;
-    let _ = stop.send(());
-    if let Some(candidacy) = candidacy {
-        let _ = candidacy.await;
-    }
     print(&args.id, Event::Exit);
     Ok(())
 }
