@@ -20,7 +20,7 @@ use futures::channel::{mpsc, oneshot};
 use futures::{FutureExt, StreamExt};
 use tracing::{debug, info, warn};
 
-use crate::handle::{Command, Handle};
+use crate::handle::{Command, Companion, Handle};
 use crate::runtime::{BoxFuture, Runtime};
 use crate::shared::{Shared, StateHook};
 use crate::signal::CancelSignal;
@@ -236,14 +236,6 @@ impl<L: Lock> Builder<L> {
         };
         Ok((driver, handle))
     }
-}
-
-/// A running [`Builder::companion`]: the signal that stops it, and the one that
-/// fires when it has ended.
-#[derive(Clone)]
-pub(crate) struct Companion {
-    pub(crate) stop: CancelSignal,
-    pub(crate) ended: CancelSignal,
 }
 
 /// Fires its signal when dropped.

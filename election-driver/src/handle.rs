@@ -9,8 +9,8 @@ use election_core::{Instant, Term};
 use futures::FutureExt;
 use futures::channel::{mpsc, oneshot};
 
-use crate::driver::Companion;
 use crate::shared::{Shared, StateStream};
+use crate::signal::CancelSignal;
 use crate::state::LeadershipState;
 
 /// A command from the handle to the driver loop.
@@ -19,6 +19,14 @@ pub(crate) enum Command {
     Standby(bool),
     Shutdown(oneshot::Sender<()>),
     Abort,
+}
+
+/// A running [`Builder::companion`](crate::Builder::companion): the signal that
+/// stops it, and the one that fires when it has ended.
+#[derive(Clone)]
+pub(crate) struct Companion {
+    pub(crate) stop: CancelSignal,
+    pub(crate) ended: CancelSignal,
 }
 
 /// A read-only view of a running election: whether this node leads, its
