@@ -14,7 +14,12 @@
 //! - `cargo run --example shards`: sixteen shard Leases over replicas that join,
 //!   leave and crash (`election-shards`);
 //! - `cargo run --release --example bench_coordinated [-- --quick]`: coordinated
-//!   against classic election on the API emulator as coordinator.
+//!   against classic election on the API emulator as coordinator;
+//! - the library crates' benchmarks and examples that need the test tooling
+//!   (here, so that no library imports it): `bench_fence` and `bench_proxy`
+//!   (election-ops), `bench_etcd` (lock-etcd), `cargo bench -p examples --bench
+//!   lease_requests` (lock-lease), `controller`, `bench_controller` and
+//!   `bench_steady` (election-controller), `maintenance` (lease-window).
 //!
 //! The chaos soak, real sidecar processes against the API emulator under seeded
 //! faults, is a test tool of its own: `cargo run -p chaos` (`testing/chaos`).

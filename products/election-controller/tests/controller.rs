@@ -1,9 +1,10 @@
-//! The mirror controller (`examples/mirror`) on the API emulator, with the real
-//! kube client and kube-runtime: who writes, when, and what a takeover costs.
+//! The mirror controller (`tests/mirror`, which the examples crate's
+//! `controller` and `bench_controller` run too) on the API emulator, with the
+//! real kube client and kube-runtime: who writes, when, and what a takeover
+//! costs.
 //! Its handover-and-crash story runs on a real kube-apiserver too
 //! (`test_kit::apiserver`).
 
-#[path = "../examples/mirror/mod.rs"]
 mod mirror;
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! A maintenance window on a Node, against the in-process API emulator.
 //!
-//! `cargo run -p lease-window --example maintenance`
+//! `cargo run --example maintenance`
 //!
 //! The Node `worker-1` is annotated for a 20 s window. The controller
 //! `maint-a` takes the window Lease, cordons and drains the Node, and at the

@@ -23,7 +23,7 @@
 //! default 20). Without the built server (`bash testing/k8s-server/build.sh`)
 //! this part is skipped, saying so; `-- --servers-only` runs it alone.
 //!
-//! Run with `cargo bench -p lock-lease --bench requests` (about 5 minutes).
+//! Run with `cargo bench -p examples --bench lease_requests` (about 5 minutes).
 //! Smoke mode (well under 30 s): `-- --quick`, `BENCH_QUICK=1`, or any run without
 //! cargo bench's `--bench` argument (`cargo test --benches`). Environment:
 //! `BENCH_SECS` = request-count window in seconds (default 60), `BENCH_HANDOVERS`

@@ -13,9 +13,10 @@
 //! write (the emulator's write history); the first reconcile is stamped by the
 //! wall clock of the same machine.
 //!
-//! Run: `cargo run --release -p election-controller --example bench_controller`
+//! Run: `cargo run --release --example bench_controller`
 //! (`-- --quick`: 100 objects, one round, for CI).
 
+#[path = "../../products/election-controller/tests/mirror/mod.rs"]
 mod mirror;
 
 use std::time::{Duration, Instant, SystemTime};

@@ -14,7 +14,7 @@
 //! etcd is a throwaway one (`lock_etcd::testing`, data on tmpfs); the Lease lock
 //! runs against `kube-emulator` in the same process.
 //!
-//! Run: `cargo run --release -p lock-etcd --example bench_etcd` (about two
+//! Run: `cargo run --release --example bench_etcd` (about two
 //! minutes), or `-- --quick` for a smoke run of a few iterations.
 
 use std::future::Future;

@@ -10,7 +10,7 @@
 //!
 //! On the project's API emulator by default; with `--apiserver`, on the real
 //! kube-apiserver too (`test_kit::apiserver`, built by `.ci/install`).
-//! `cargo run --release -p election-ops --example bench_proxy --features proxy`
+//! `cargo run --release --example bench_proxy`
 //! (`-- --quick` for the smoke run). Figures and machine in BENCHMARKS.md.
 
 use std::sync::Arc;

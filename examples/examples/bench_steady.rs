@@ -29,7 +29,7 @@
 //! verb (the audit log). Shown for each row: the users who wrote, and the
 //! reconciles that failed.
 //!
-//! Run: `cargo run --release -p election-controller --example bench_steady`
+//! Run: `cargo run --release --example bench_steady`
 //! (`-- --quick`: 10 objects, 10 s windows, for CI). Needs the built
 //! kube-apiserver (`bash testing/k8s-server/build.sh`). Figures and machine in
 //! BENCHMARKS.md, "Steady state: a level-triggered controller's writes".

@@ -9,8 +9,9 @@
 //! that no new leader listed anything to take over. Exits non-zero if a check
 //! fails.
 //!
-//! Run: `cargo run -p election-controller --example controller` (about 15 s).
+//! Run: `cargo run --example controller` (about 15 s).
 
+#[path = "../../products/election-controller/tests/mirror/mod.rs"]
 mod mirror;
 
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@
 //!   new leader's application gets accepted (it writes once its handle says it
 //!   leads; a refused write is retried every millisecond).
 //!
-//! `cargo run --release -p election-ops --example bench_fence --features fence`
+//! `cargo run --release --example bench_fence`
 //! (`-- --quick` for the smoke run). Figures and machine in BENCHMARKS.md.
 
 use std::sync::Arc;
