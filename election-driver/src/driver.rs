@@ -146,8 +146,9 @@ impl<L: Lock> Builder<L> {
         self
     }
 
-    /// A task that runs beside the election for its whole life, started with the
-    /// driver on its runtime, and stopped first: [`Handle::shutdown`] fires its
+    /// A task that runs beside the election for its whole life, started on the
+    /// driver's runtime when the driver is built ([`Builder::spawn`] or
+    /// [`Builder::build`]), and stopped first: [`Handle::shutdown`] fires its
     /// [`CancelSignal`] and awaits its end before the election drains and
     /// releases. When the driver ends otherwise (an abort, a loss with
     /// [`OnLoss::Exit`], every handle dropped) the signal fires too, unawaited.
