@@ -126,20 +126,20 @@ fn n24_subresource_writes_are_fenced_as_their_object_is() {
         a.create(&PostParams::default(), &deployment)
             .await
             .expect("the holder creates");
-        let stored = || {
-            f.server
-                .object(kube_emulator::Resource::Deployment, &f.ns, "d")
+        let stored = || async {
+            let d = plain.get_opt("d").await.expect("read");
+            d.map(|d| serde_json::to_value(d).expect("JSON"))
         };
         let status = |generation: i64| {
             Patch::Merge(serde_json::json!({ "status": { "observedGeneration": generation } }))
         };
         let pp = PatchParams::default();
 
-        let before = annotation(&stored().expect("stored"), WRITE_ANNOTATION);
+        let before = annotation(&stored().await.expect("stored"), WRITE_ANNOTATION);
         a.patch_status("d", &pp, &status(1))
             .await
             .expect("the holder's status write passes");
-        let after = stored().expect("stored");
+        let after = stored().await.expect("stored");
         assert_eq!(after["status"]["observedGeneration"], 1);
         assert_ne!(
             annotation(&after, WRITE_ANNOTATION),
@@ -185,7 +185,7 @@ fn n24_subresource_writes_are_fenced_as_their_object_is() {
         b.patch_status("d", &pp, &status(5))
             .await
             .expect("the new holder's status write passes");
-        let last = stored().expect("stored");
+        let last = stored().await.expect("stored");
         assert_eq!(last["status"]["observedGeneration"], 5);
         assert_eq!(last["spec"]["replicas"], 1, "no scale write landed");
         assert_eq!(annotation(&last, HOLDER_ANNOTATION), "app-1");

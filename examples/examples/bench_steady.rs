@@ -250,7 +250,7 @@ async fn row(
         "apiGroups": [""], "resources": ["configmaps"],
         "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
     })];
-    test_kit::rbac::grant(admin.clone(), &ns, ACCOUNT, &rules).await;
+    test_kit::rbac::grant(server, &ns, ACCOUNT, &rules).await;
     let configs: Vec<kube::Config> = tokio::task::block_in_place(|| {
         let configs: Vec<_> = PODS
             .iter()

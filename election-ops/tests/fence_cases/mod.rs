@@ -88,15 +88,15 @@ pub async fn fenced_with<'s>(
     static N: AtomicU32 = AtomicU32::new(0);
     let ns = server.namespace();
     let lease = format!("orders-{}", N.fetch_add(1, Ordering::Relaxed));
-    // The Pods' ServiceAccount may write ConfigMaps (the emulator stores the
-    // Role without enforcing it; kube-apiserver enforces it. Not the `edit`
-    // ClusterRole: with no controller-manager to aggregate it, it is empty).
+    // The Pods' ServiceAccount may write ConfigMaps (kube-apiserver enforces
+    // the Role; the emulator enforces no RBAC. Not the `edit` ClusterRole:
+    // with no controller-manager to aggregate it, it is empty).
     let mut all = vec![serde_json::json!({
         "apiGroups": [""], "resources": ["configmaps"],
         "verbs": ["get", "create", "update", "patch", "delete"],
     })];
     all.extend_from_slice(rules);
-    test_kit::rbac::grant(server.client(ADMIN), &ns, "app", &all).await;
+    test_kit::rbac::grant(server, &ns, "app", &all).await;
     make(&ns, &lease)
         .apply(server.client(ADMIN))
         .await

@@ -145,7 +145,7 @@ async fn n20_a_live_leaders_finalizer_and_delete_pass_the_default_fence_on_kube_
         "apiGroups": [""], "resources": ["configmaps"],
         "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
     })];
-    test_kit::rbac::grant(server.client(ADMIN), &ns, "app", &rules).await;
+    test_kit::rbac::grant(server, &ns, "app", &rules).await;
     let (leader, deposed) = (
         server.pod_config(&ns, "app", "app-0"),
         server.pod_config(&ns, "app", "app-1"),

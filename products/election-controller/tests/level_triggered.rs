@@ -301,7 +301,7 @@ async fn granted_namespace(server: &ApiServer) -> String {
         "apiGroups": [""], "resources": ["configmaps"],
         "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
     })];
-    test_kit::rbac::grant(server.client(ADMIN), &ns, "app", &rules).await;
+    test_kit::rbac::grant(server, &ns, "app", &rules).await;
     ns
 }
 

@@ -164,9 +164,14 @@ async fn follow_the_coordinator(site: &Site<'_>, kubeconfig: &std::path::Path, w
     let status = common::wait_leading(&addr_b, within).await;
     assert_eq!(status["is_leader"], true, "{status}");
 
-    // kubectl lists the candidacies with their versions.
-    match kube_emulator::kubectl_output(&site.operator, &["get", "leasecandidates", "-n", ns], None)
-    {
+    // kubectl lists the candidacies with their versions (its own columns:
+    // the emulator prints no Tables).
+    let columns = "-o=custom-columns=NAME:.metadata.name,VERSION:.spec.binaryVersion";
+    match kube_emulator::kubectl_output(
+        &site.operator,
+        &["get", "leasecandidates", "-n", ns, columns],
+        None,
+    ) {
         Ok(out) => {
             let text = String::from_utf8_lossy(&out.stdout);
             assert!(

@@ -36,12 +36,6 @@ pub(crate) fn api_versions(addr: &str) -> Value {
 const GROUPS: &[&str] = &[
     "coordination.k8s.io",
     "events.k8s.io",
-    #[cfg(feature = "workloads")]
-    "rbac.authorization.k8s.io",
-    #[cfg(feature = "workloads")]
-    "apps",
-    #[cfg(feature = "workloads")]
-    "policy",
     "admissionregistration.k8s.io",
 ];
 
@@ -102,14 +96,6 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Value {
                 Resource::EventV1 => doc["shortNames"] = json!(["ev"]),
                 Resource::Namespace => doc["shortNames"] = json!(["ns"]),
                 Resource::Node => doc["shortNames"] = json!(["no"]),
-                #[cfg(feature = "workloads")]
-                Resource::ServiceAccount => doc["shortNames"] = json!(["sa"]),
-                #[cfg(feature = "workloads")]
-                Resource::Deployment => doc["shortNames"] = json!(["deploy"]),
-                #[cfg(feature = "workloads")]
-                Resource::PodDisruptionBudget => doc["shortNames"] = json!(["pdb"]),
-                #[cfg(feature = "workloads")]
-                Resource::Role | Resource::RoleBinding => {}
                 Resource::Lease
                 | Resource::LeaseCandidate
                 | Resource::ValidatingAdmissionPolicy

@@ -53,8 +53,8 @@ impl Server {
 
     /// Answers `method` on `target`, a path with an optional query string
     /// (`/api/v1/namespaces/default/configmaps?limit=1`), from the client
-    /// (bearer token) `client`, with the `Content-Type` and `Accept` headers
-    /// and the body given: the status code and the JSON body answered. An
+    /// (bearer token) `client`, with the `Content-Type` header and the body
+    /// given: the status code and the JSON body answered. An
     /// unknown method is 405.
     pub fn request(
         &self,
@@ -62,7 +62,6 @@ impl Server {
         method: &str,
         target: &str,
         content_type: Option<&str>,
-        accept: Option<&str>,
         body: &[u8],
     ) -> (u16, Value) {
         let Ok(method) = Method::from_bytes(method.as_bytes()) else {
@@ -72,20 +71,11 @@ impl Server {
             Some((path, query)) => (path, Some(query)),
             None => (target, None),
         };
-        crate::server::plain_request(
-            &self.0,
-            client,
-            &method,
-            path,
-            query,
-            content_type,
-            accept,
-            body,
-        )
+        crate::server::plain_request(&self.0, client, &method, path, query, content_type, body)
     }
 }
 
-/// A request body as the server decodes it (`null` when empty; protobuf when
+/// A request body as the server decodes it (`null` when empty; refused when
 /// `content_type` is `application/vnd.kubernetes.protobuf`, else JSON).
 pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, Refused> {
     crate::server::decode_body(content_type, body).map_err(Refused::from)

@@ -14,18 +14,15 @@
 //! (`coordination.k8s.io/v1beta1`), ConfigMaps, Events (core and
 //! `events.k8s.io/v1`), Namespaces and Nodes (with owner garbage collection),
 //! and ValidatingAdmissionPolicies with their bindings (evaluated on every
-//! write they match, with a real CEL interpreter: server-side fencing); with
-//! the feature `workloads` (see [Features](#features)), also the kinds a
-//! deployment of a controller is made of. It serves them with the API
+//! write they match, with a real CEL interpreter: server-side fencing). It
+//! serves them with the API
 //! server's rules: get, list, create, update (PUT), patch
 //! (merge and JSON patch), delete and watch; one global, growing resourceVersion;
 //! `metav1.Status` errors worded as `k8s.io/apimachinery/pkg/api/errors` words
 //! them (409 `Conflict` on a stale version, 409 `AlreadyExists`, 404 `NotFound`,
 //! 422 `Invalid` with the Lease and LeaseCandidate validation rules); `fieldValidation` (`Strict`,
-//! `Warn`, `Ignore`) for fields a kind does not have, and the OpenAPI v3
-//! discovery that tells kubectl so; create-on-update for Leases and
-//! LeaseCandidates; the Tables `kubectl get` prints for them;
-//! lists with label and field selectors, pages (`limit`, `continue`) and
+//! `Warn`, `Ignore`) for fields a kind does not have; create-on-update for
+//! Leases and LeaseCandidates; lists with label and field selectors, pages (`limit`, `continue`) and
 //! `resourceVersion` / `resourceVersionMatch`; watches with selectors, bookmarks,
 //! `timeoutSeconds`, resume from a
 //! version, and a 410 `Expired` ERROR event when the version left the history.
@@ -114,31 +111,24 @@
 //!
 //! # Features
 //!
-//! Both are off by default.
+//! `client` (off by default) adds `Emulator::kube_config` and
+//! `Emulator::client`; off so that the binary builds without choosing a
+//! k8s-openapi version (the test that enables it picks one, as above).
 //!
-//! - `client` adds `Emulator::kube_config` and `Emulator::client`; off so
-//!   that the binary builds without choosing a k8s-openapi version (the test
-//!   that enables it picks one, as above).
-//! - `workloads` serves the kinds a deployment of a controller is made of
-//!   besides the election's own: ServiceAccounts, Roles and RoleBindings
-//!   (`rbac.authorization.k8s.io/v1`), Deployments (`apps/v1`) and
-//!   PodDisruptionBudgets (`policy/v1`), stored, schema-checked (the whole pod
-//!   template) and validated, so that `kubectl apply --dry-run=server -f
-//!   <manifests>` refuses what a real API server refuses; nothing runs them
-//!   and RBAC is not enforced. For the tests of a deployment's manifests, or
-//!   of fencing that writes the Pods' Role. (The real kube-apiserver checks
-//!   manifests better: `kubectl apply --dry-run=server` there is the
-//!   reference.)
+//! # What it serves, and where to test the rest
 //!
-//! A request for a kind the build does not serve, or for its API group, gets
-//! a 404 `NotFound` `Status` that says so, e.g. `the server could not find the
-//! requested resource: deployments.apps is served by kube-emulator only with
-//! its cargo feature "workloads"`. Discovery does not list it, so kubectl
-//! refuses before it asks (`kubectl get deployments`: `the server doesn't have
-//! a resource type "deployments"`; `kubectl apply -f` of a Deployment: `error
-//! validating data: the server could not find the requested resource`, or
-//! with `--validate=false` `no matches for kind "Deployment" in version
-//! "apps/v1"`). A path no build serves gets the API server's bare 404.
+//! The kinds of leader election and of its fencing, nothing more: a
+//! controller's own kinds (Pods, Deployments, Roles, custom resources) are
+//! not served, nor server-side apply, protobuf bodies, server-side printing
+//! (Tables) or OpenAPI documents. Test code that needs them on kube-apiserver
+//! (`test_kit::apiserver` builds and starts one; the workspace's guide,
+//! `docs/guide/testing.md`, says how). A request for a kind a deployment is
+//! made of (Pods, Deployments, PodDisruptionBudgets, ServiceAccounts, Roles,
+//! RoleBindings), or for its API group, gets a 404 `NotFound` `Status` that
+//! says so: `the server could not find the requested resource:
+//! deployments.apps is not served by kube-emulator, which serves the kinds of
+//! leader election only; test this on kube-apiserver`. Any other path it does
+//! not serve gets the API server's bare 404.
 //!
 //! # API server rules worth knowing
 //!
@@ -246,38 +236,19 @@
 //!
 //! `cargo run -p kube-emulator -- --port 6443` prints where it listens and
 //! writes a kubeconfig (`--kubeconfig PATH` to choose where, `--token` for the
-//! client's name); then `KUBECONFIG=<path> kubectl get leases -A`. `kubectl
-//! create -f`, `apply -f` (client-side) and `replace -f` work with kubectl's
-//! default validation: it finds `fieldValidation` in the emulator's OpenAPI v3
-//! documents and lets the server refuse a misspelled field.
-//! `--coordinated-leader-election` turns the [`Coordinator`] on, and
-//! `--coordinator-scale 0.1` runs it ten times faster. Built with `--features
-//! workloads`, it also takes `kubectl apply --dry-run=server -f <manifests>`
-//! of Deployments and RBAC objects.
+//! client's name); then `KUBECONFIG=<path> kubectl get leases -A`. kubectl's
+//! `get`, `patch`, `label`, `annotate`, `cordon` and `delete` work as on a real
+//! server (`get` prints NAME and AGE: no Tables); `create -f`, `apply -f` and
+//! `edit` need `--validate=false` (kubectl validates by the OpenAPI documents,
+//! which are not served); typed creates (`kubectl create configmap`) send
+//! protobuf and get 415. `--coordinated-leader-election` turns the
+//! [`Coordinator`] on, and `--coordinator-scale 0.1` runs it ten times faster.
 //!
 //! # Differences from a real API server
 //!
-//! - Plain HTTP (no TLS), HTTP/1.1. Answers are JSON (a `meta.k8s.io` Table
-//!   for a client that asks for one, as `kubectl get` does, of Leases and
-//!   LeaseCandidates; other kinds are answered as objects, and kubectl prints
-//!   their NAME and AGE). Request bodies
-//!   are JSON, or protobuf for Leases, LeaseCandidates, ConfigMaps, Namespaces and Nodes (as
-//!   `kubectl create namespace` and `kubectl create configmap` send them),
-//!   decoded to the same JSON; a protobuf body of any other kind gets 415
-//!   (`kubectl apply` sends JSON).
-//! - With the feature `workloads`, Deployments, PodDisruptionBudgets,
-//!   ServiceAccounts, Roles and RoleBindings are objects only: no controller
-//!   creates Pods, no status is
-//!   filled, nothing is evicted, the Roles are not enforced (check a client's
-//!   requests against one with [`rbac`]). Their fields and JSON types are
-//!   checked against the Go types of Kubernetes 1.34, except inside a Pod's
-//!   `affinity`, the volume sources other than configMap, secret, emptyDir,
-//!   projected, downwardAPI, persistentVolumeClaim, hostPath and csi, and two
-//!   integer lists (`supplementalGroups`, a restart rule's exit codes); their
-//!   validation covers the rules a manifest most often breaks (a Deployment's
-//!   selector against its template's labels, a container's name and image, a
-//!   PodDisruptionBudget's two bounds, a Role's verbs, a RoleBinding's
-//!   reference), not the whole of the API server's.
+//! - Plain HTTP (no TLS), HTTP/1.1. Request and answer bodies are JSON: a
+//!   protobuf body gets 415, and a client that asks for a `meta.k8s.io`
+//!   Table gets the object (kubectl then prints NAME and AGE).
 //! - ValidatingAdmissionPolicies are evaluated as the API server evaluates them,
 //!   for the parts its admission module names (resource rules, namespace
 //!   selectors by labels, match conditions, a Lease or other served kind as the
@@ -300,9 +271,9 @@
 //!   LeaseCandidates are ignored but not deleted (the API server's garbage
 //!   collector deletes them). Its writes are counted and recorded, but faults
 //!   are not injected into them (they do not cross HTTP).
-//! - OpenAPI: `/openapi/v3` and its group-version documents hold the served
-//!   paths and operations with `fieldValidation`, no object schemas
-//!   (`kubectl explain` finds nothing); `/openapi/v2` is not served.
+//! - No OpenAPI documents (`/openapi/v3` and `/openapi/v2` are 404), so kubectl
+//!   sends no `fieldValidation` and validates nothing itself unless told
+//!   `--validate=false`; a client that sends `fieldValidation` gets it.
 //! - `fieldValidation` knows every field of the served kinds except inside
 //!   the opaque ones (`metadata.managedFields`, a Node's or Namespace's
 //!   `status`, a Node's `spec.configSource`, the timestamps the server sets),
@@ -330,9 +301,7 @@ mod faults;
 #[doc(hidden)]
 pub mod fuzzing;
 mod list;
-mod openapi;
 mod patch;
-mod protobuf;
 pub mod rbac;
 mod resource;
 mod schema;
@@ -341,7 +310,6 @@ mod semver;
 mod server;
 mod status;
 mod store;
-mod table;
 mod time;
 mod unserved;
 mod validation;

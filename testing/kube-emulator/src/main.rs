@@ -8,9 +8,7 @@ use kube_emulator::{Coordinator, Emulator};
 /// A Kubernetes API emulator on 127.0.0.1, for kubectl and other clients.
 ///
 /// It serves Leases and LeaseCandidates, ConfigMaps, Events, Namespaces,
-/// Nodes, and ValidatingAdmissionPolicies with their bindings; built with the
-/// feature `workloads`, also ServiceAccounts, Roles, RoleBindings, Deployments
-/// and PodDisruptionBudgets.
+/// Nodes, and ValidatingAdmissionPolicies with their bindings.
 /// With --coordinated-leader-election it also elects the holders of the Leases
 /// that LeaseCandidates name, as the API server's leader-election controller
 /// does.

@@ -4,8 +4,8 @@ use std::fmt;
 
 /// A resource type served by the emulator.
 ///
-/// Non-exhaustive: the feature `workloads` adds five variants, and features
-/// must stay additive (a match elsewhere needs a wildcard arm).
+/// Non-exhaustive: a kind the elections come to need may be added (a match
+/// elsewhere needs a wildcard arm).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Resource {
@@ -26,25 +26,6 @@ pub enum Resource {
     /// Core `v1` Node (cluster-scoped): metadata and `spec` as written (cordon is
     /// `spec.unschedulable`); no kubelet fills its status.
     Node,
-    /// Core `v1` ServiceAccount (feature `workloads`).
-    #[cfg(feature = "workloads")]
-    ServiceAccount,
-    /// `rbac.authorization.k8s.io/v1` Role: stored and validated, not enforced
-    /// (feature `workloads`).
-    #[cfg(feature = "workloads")]
-    Role,
-    /// `rbac.authorization.k8s.io/v1` RoleBinding: stored and validated, not
-    /// enforced (feature `workloads`).
-    #[cfg(feature = "workloads")]
-    RoleBinding,
-    /// `apps/v1` Deployment: stored and validated; no controller runs it
-    /// (feature `workloads`).
-    #[cfg(feature = "workloads")]
-    Deployment,
-    /// `policy/v1` PodDisruptionBudget: stored and validated; nothing evicts
-    /// (feature `workloads`).
-    #[cfg(feature = "workloads")]
-    PodDisruptionBudget,
     /// `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy
     /// (cluster-scoped): stored and validated.
     ValidatingAdmissionPolicy,
@@ -54,8 +35,7 @@ pub enum Resource {
 }
 
 impl Resource {
-    /// Every resource the emulator serves (the build's: with feature
-    /// `workloads`, its five kinds too).
+    /// Every resource the emulator serves.
     pub const ALL: &'static [Resource] = &[
         Resource::Lease,
         Resource::LeaseCandidate,
@@ -64,16 +44,6 @@ impl Resource {
         Resource::EventV1,
         Resource::Namespace,
         Resource::Node,
-        #[cfg(feature = "workloads")]
-        Resource::ServiceAccount,
-        #[cfg(feature = "workloads")]
-        Resource::Role,
-        #[cfg(feature = "workloads")]
-        Resource::RoleBinding,
-        #[cfg(feature = "workloads")]
-        Resource::Deployment,
-        #[cfg(feature = "workloads")]
-        Resource::PodDisruptionBudget,
         Resource::ValidatingAdmissionPolicy,
         Resource::ValidatingAdmissionPolicyBinding,
     ];
@@ -83,18 +53,10 @@ impl Resource {
         match self {
             Resource::Lease | Resource::LeaseCandidate => "coordination.k8s.io",
             Resource::EventV1 => "events.k8s.io",
-            #[cfg(feature = "workloads")]
-            Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io",
-            #[cfg(feature = "workloads")]
-            Resource::Deployment => "apps",
-            #[cfg(feature = "workloads")]
-            Resource::PodDisruptionBudget => "policy",
             Resource::ValidatingAdmissionPolicy | Resource::ValidatingAdmissionPolicyBinding => {
                 "admissionregistration.k8s.io"
             }
             Resource::ConfigMap | Resource::Event | Resource::Namespace | Resource::Node => "",
-            #[cfg(feature = "workloads")]
-            Resource::ServiceAccount => "",
         }
     }
 
@@ -112,18 +74,10 @@ impl Resource {
             Resource::Lease => "coordination.k8s.io/v1",
             Resource::LeaseCandidate => "coordination.k8s.io/v1beta1",
             Resource::EventV1 => "events.k8s.io/v1",
-            #[cfg(feature = "workloads")]
-            Resource::Role | Resource::RoleBinding => "rbac.authorization.k8s.io/v1",
-            #[cfg(feature = "workloads")]
-            Resource::Deployment => "apps/v1",
-            #[cfg(feature = "workloads")]
-            Resource::PodDisruptionBudget => "policy/v1",
             Resource::ValidatingAdmissionPolicy | Resource::ValidatingAdmissionPolicyBinding => {
                 "admissionregistration.k8s.io/v1"
             }
             Resource::ConfigMap | Resource::Event | Resource::Namespace | Resource::Node => "v1",
-            #[cfg(feature = "workloads")]
-            Resource::ServiceAccount => "v1",
         }
     }
 
@@ -136,16 +90,6 @@ impl Resource {
             Resource::Event | Resource::EventV1 => "events",
             Resource::Namespace => "namespaces",
             Resource::Node => "nodes",
-            #[cfg(feature = "workloads")]
-            Resource::ServiceAccount => "serviceaccounts",
-            #[cfg(feature = "workloads")]
-            Resource::Role => "roles",
-            #[cfg(feature = "workloads")]
-            Resource::RoleBinding => "rolebindings",
-            #[cfg(feature = "workloads")]
-            Resource::Deployment => "deployments",
-            #[cfg(feature = "workloads")]
-            Resource::PodDisruptionBudget => "poddisruptionbudgets",
             Resource::ValidatingAdmissionPolicy => "validatingadmissionpolicies",
             Resource::ValidatingAdmissionPolicyBinding => "validatingadmissionpolicybindings",
         }
@@ -160,16 +104,6 @@ impl Resource {
             Resource::Event | Resource::EventV1 => "Event",
             Resource::Namespace => "Namespace",
             Resource::Node => "Node",
-            #[cfg(feature = "workloads")]
-            Resource::ServiceAccount => "ServiceAccount",
-            #[cfg(feature = "workloads")]
-            Resource::Role => "Role",
-            #[cfg(feature = "workloads")]
-            Resource::RoleBinding => "RoleBinding",
-            #[cfg(feature = "workloads")]
-            Resource::Deployment => "Deployment",
-            #[cfg(feature = "workloads")]
-            Resource::PodDisruptionBudget => "PodDisruptionBudget",
             Resource::ValidatingAdmissionPolicy => "ValidatingAdmissionPolicy",
             Resource::ValidatingAdmissionPolicyBinding => "ValidatingAdmissionPolicyBinding",
         }

@@ -1,26 +1,16 @@
 //! The fields of each served kind, as the Go types of `k8s.io/api` and
-//! `k8s.io/apimachinery` declare them: the JSON name, the protobuf field
-//! number (from their `generated.proto` files), and how the value is shaped.
+//! `k8s.io/apimachinery` declare them: the JSON name and how the value is
+//! shaped.
 //!
-//! One table per message serves three readers:
+//! One table per message serves two readers:
 //!
-//! - [`crate::protobuf`] decodes a protobuf body with it (Lease,
-//!   LeaseCandidate, ConfigMap, Namespace and Node; Events are not decoded
-//!   from protobuf, nor are the ValidatingAdmissionPolicies and, with the
-//!   feature `workloads`, the workload and RBAC kinds, whose tables in
-//!   `admission`, `pod`, `workloads` and `rbac` carry no field numbers);
 //! - [`crate::validation::drop_unknown_fields`] finds the fields of a JSON
 //!   body that the kind does not have, for `fieldValidation`;
 //! - `validation::types` checks the JSON type of each field of the
-//!   admission kinds and of the workload and RBAC kinds (the older kinds
-//!   have checks of their own).
-//!
-//! The tables of the workload and RBAC kinds (`pod`, `workloads`, `rbac`) are
-//! compiled with the feature `workloads` only.
+//!   admission kinds (the older kinds have checks of their own).
 //!
 //! Every field of these kinds is named, so that a body the real server takes
 //! is taken here. A field marked [`Shape::Opaque`] is known by name only: the
-//! protobuf decoder skips it (the server sets it, or it is a status) and the
 //! unknown-field check does not look inside it. These are the timestamps the
 //! server sets, `metadata.managedFields`, a Namespace's and a Node's `status`,
 //! a Node's `spec.configSource`, and the `metav1.Time` fields of Events.
@@ -30,14 +20,8 @@ use crate::resource::Resource;
 mod admission;
 mod label_selector;
 mod lease_candidate;
-#[cfg(feature = "workloads")]
-mod pod;
-#[cfg(feature = "workloads")]
-mod rbac;
 #[cfg(test)]
 mod round_trip;
-#[cfg(feature = "workloads")]
-mod workloads;
 
 /// How one field becomes JSON. Go leaves out a zero value of a non-pointer
 /// field (`omitempty`) and keeps a pointer field that was sent.
@@ -61,37 +45,24 @@ pub(crate) enum Shape {
     Base64,
     /// `repeated string`.
     Strings,
-    /// A `map<string, …>`: repeated entries `{key = 1, value = 2}`.
+    /// A `map<string, …>`: an object of `key` to `value`.
     Map(&'static Schema),
-    /// `meta/v1.MicroTime` (`{seconds = 1, nanos = 2}`), as RFC 3339 with microseconds.
+    /// `meta/v1.MicroTime`, as RFC 3339 with microseconds.
     MicroTime,
     /// A nested message.
     Message(&'static Schema),
     /// `repeated` messages.
     Messages(&'static Schema),
-    /// `intstr.IntOrString`: a JSON integer or string (a port by number or
-    /// name, a percentage). Kinds with such fields are JSON only (the pod
-    /// template's, feature `workloads`).
-    #[cfg(feature = "workloads")]
-    IntOrStr,
-    /// `resource.Quantity`: a JSON string (`"500m"`, `"1Gi"`) or number.
-    /// Kinds with such fields are JSON only (the pod template's, feature
-    /// `workloads`).
-    #[cfg(feature = "workloads")]
-    Quantity,
-    /// Known by name, taken as written: not decoded from protobuf, not looked
-    /// into by the unknown-field check.
+    /// Known by name, taken as written: not looked into by the unknown-field
+    /// check.
     Opaque,
 }
 
-/// A message: its name (for errors) and its fields, by number and JSON name.
-/// The number is the protobuf field number; it is 0 in the messages of kinds
-/// that are taken as JSON only (the workloads and RBAC kinds, see
-/// [`crate::protobuf`]), where it would never be read.
+/// A message: its name (for errors) and its fields, by JSON name.
 #[derive(Debug)]
 pub(crate) struct Schema {
     pub(crate) name: &'static str,
-    pub(crate) fields: &'static [(u64, &'static str, Shape)],
+    pub(crate) fields: &'static [(&'static str, Shape)],
 }
 
 impl Schema {
@@ -99,56 +70,55 @@ impl Schema {
     pub(crate) fn field(&self, json_name: &str) -> Option<Shape> {
         self.fields
             .iter()
-            .find(|(_, name, _)| *name == json_name)
-            .map(|&(_, _, shape)| shape)
+            .find(|(name, _)| *name == json_name)
+            .map(|&(_, shape)| shape)
     }
 }
 
 /// An entry of a `map<string, string>`.
 pub(crate) static STRING_ENTRY: Schema = Schema {
     name: "MapEntry",
-    fields: &[(1, "key", Shape::StrKept), (2, "value", Shape::StrKept)],
+    fields: &[("key", Shape::StrKept), ("value", Shape::StrKept)],
 };
 
 /// An entry of a `map<string, bytes>`.
 pub(crate) static BYTES_ENTRY: Schema = Schema {
     name: "MapEntry",
-    fields: &[(1, "key", Shape::StrKept), (2, "value", Shape::Base64)],
+    fields: &[("key", Shape::StrKept), ("value", Shape::Base64)],
 };
 
 /// `meta/v1.OwnerReference`.
 static OWNER_REFERENCE: Schema = Schema {
     name: "OwnerReference",
     fields: &[
-        (5, "apiVersion", Shape::StrKept),
-        (1, "kind", Shape::StrKept),
-        (3, "name", Shape::StrKept),
-        (4, "uid", Shape::StrKept),
-        (6, "controller", Shape::BoolKept),
-        (7, "blockOwnerDeletion", Shape::BoolKept),
+        ("apiVersion", Shape::StrKept),
+        ("kind", Shape::StrKept),
+        ("name", Shape::StrKept),
+        ("uid", Shape::StrKept),
+        ("controller", Shape::BoolKept),
+        ("blockOwnerDeletion", Shape::BoolKept),
     ],
 };
 
-/// `meta/v1.ObjectMeta`. The fields the server sets are opaque: a protobuf
-/// body's values of them are dropped, as before the server sets them.
+/// `meta/v1.ObjectMeta`. The fields the server sets are opaque.
 static OBJECT_META: Schema = Schema {
     name: "ObjectMeta",
     fields: &[
-        (1, "name", Shape::Str),
-        (2, "generateName", Shape::Str),
-        (3, "namespace", Shape::Str),
-        (4, "selfLink", Shape::Opaque),
-        (5, "uid", Shape::Str),
-        (6, "resourceVersion", Shape::Str),
-        (7, "generation", Shape::Int64),
-        (8, "creationTimestamp", Shape::Opaque),
-        (9, "deletionTimestamp", Shape::Opaque),
-        (10, "deletionGracePeriodSeconds", Shape::Opaque),
-        (11, "labels", Shape::Map(&STRING_ENTRY)),
-        (12, "annotations", Shape::Map(&STRING_ENTRY)),
-        (13, "ownerReferences", Shape::Messages(&OWNER_REFERENCE)),
-        (14, "finalizers", Shape::Strings),
-        (17, "managedFields", Shape::Opaque),
+        ("name", Shape::Str),
+        ("generateName", Shape::Str),
+        ("namespace", Shape::Str),
+        ("selfLink", Shape::Opaque),
+        ("uid", Shape::Str),
+        ("resourceVersion", Shape::Str),
+        ("generation", Shape::Int64),
+        ("creationTimestamp", Shape::Opaque),
+        ("deletionTimestamp", Shape::Opaque),
+        ("deletionGracePeriodSeconds", Shape::Opaque),
+        ("labels", Shape::Map(&STRING_ENTRY)),
+        ("annotations", Shape::Map(&STRING_ENTRY)),
+        ("ownerReferences", Shape::Messages(&OWNER_REFERENCE)),
+        ("finalizers", Shape::Strings),
+        ("managedFields", Shape::Opaque),
     ],
 };
 
@@ -156,26 +126,26 @@ static OBJECT_META: Schema = Schema {
 static CONFIG_MAP: Schema = Schema {
     name: "ConfigMap",
     fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "data", Shape::Map(&STRING_ENTRY)),
-        (3, "binaryData", Shape::Map(&BYTES_ENTRY)),
-        (4, "immutable", Shape::BoolKept),
+        ("metadata", Shape::Message(&OBJECT_META)),
+        ("data", Shape::Map(&STRING_ENTRY)),
+        ("binaryData", Shape::Map(&BYTES_ENTRY)),
+        ("immutable", Shape::BoolKept),
     ],
 };
 
 /// core/v1 `NamespaceSpec`.
 static NAMESPACE_SPEC: Schema = Schema {
     name: "NamespaceSpec",
-    fields: &[(1, "finalizers", Shape::Strings)],
+    fields: &[("finalizers", Shape::Strings)],
 };
 
 /// core/v1 `Namespace` (its `status` is the server's).
 static NAMESPACE: Schema = Schema {
     name: "Namespace",
     fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "spec", Shape::Message(&NAMESPACE_SPEC)),
-        (3, "status", Shape::Opaque),
+        ("metadata", Shape::Message(&OBJECT_META)),
+        ("spec", Shape::Message(&NAMESPACE_SPEC)),
+        ("status", Shape::Opaque),
     ],
 };
 
@@ -183,10 +153,10 @@ static NAMESPACE: Schema = Schema {
 static TAINT: Schema = Schema {
     name: "Taint",
     fields: &[
-        (1, "key", Shape::StrKept),
-        (2, "value", Shape::Str),
-        (3, "effect", Shape::StrKept),
-        (4, "timeAdded", Shape::Opaque),
+        ("key", Shape::StrKept),
+        ("value", Shape::Str),
+        ("effect", Shape::StrKept),
+        ("timeAdded", Shape::Opaque),
     ],
 };
 
@@ -194,13 +164,13 @@ static TAINT: Schema = Schema {
 static NODE_SPEC: Schema = Schema {
     name: "NodeSpec",
     fields: &[
-        (1, "podCIDR", Shape::Str),
-        (7, "podCIDRs", Shape::Strings),
-        (3, "providerID", Shape::Str),
-        (4, "unschedulable", Shape::Bool),
-        (5, "taints", Shape::Messages(&TAINT)),
-        (2, "externalID", Shape::Opaque),
-        (6, "configSource", Shape::Opaque),
+        ("podCIDR", Shape::Str),
+        ("podCIDRs", Shape::Strings),
+        ("providerID", Shape::Str),
+        ("unschedulable", Shape::Bool),
+        ("taints", Shape::Messages(&TAINT)),
+        ("externalID", Shape::Opaque),
+        ("configSource", Shape::Opaque),
     ],
 };
 
@@ -208,9 +178,9 @@ static NODE_SPEC: Schema = Schema {
 static NODE: Schema = Schema {
     name: "Node",
     fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "spec", Shape::Message(&NODE_SPEC)),
-        (3, "status", Shape::Opaque),
+        ("metadata", Shape::Message(&OBJECT_META)),
+        ("spec", Shape::Message(&NODE_SPEC)),
+        ("status", Shape::Opaque),
     ],
 };
 
@@ -218,13 +188,13 @@ static NODE: Schema = Schema {
 static LEASE_SPEC: Schema = Schema {
     name: "LeaseSpec",
     fields: &[
-        (1, "holderIdentity", Shape::StrKept),
-        (2, "leaseDurationSeconds", Shape::Int32Kept),
-        (3, "acquireTime", Shape::MicroTime),
-        (4, "renewTime", Shape::MicroTime),
-        (5, "leaseTransitions", Shape::Int32Kept),
-        (6, "strategy", Shape::StrKept),
-        (7, "preferredHolder", Shape::StrKept),
+        ("holderIdentity", Shape::StrKept),
+        ("leaseDurationSeconds", Shape::Int32Kept),
+        ("acquireTime", Shape::MicroTime),
+        ("renewTime", Shape::MicroTime),
+        ("leaseTransitions", Shape::Int32Kept),
+        ("strategy", Shape::StrKept),
+        ("preferredHolder", Shape::StrKept),
     ],
 };
 
@@ -232,8 +202,8 @@ static LEASE_SPEC: Schema = Schema {
 static LEASE: Schema = Schema {
     name: "Lease",
     fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "spec", Shape::Message(&LEASE_SPEC)),
+        ("metadata", Shape::Message(&OBJECT_META)),
+        ("spec", Shape::Message(&LEASE_SPEC)),
     ],
 };
 
@@ -241,28 +211,28 @@ static LEASE: Schema = Schema {
 static OBJECT_REFERENCE: Schema = Schema {
     name: "ObjectReference",
     fields: &[
-        (1, "kind", Shape::Str),
-        (2, "namespace", Shape::Str),
-        (3, "name", Shape::Str),
-        (4, "uid", Shape::Str),
-        (5, "apiVersion", Shape::Str),
-        (6, "resourceVersion", Shape::Str),
-        (7, "fieldPath", Shape::Str),
+        ("kind", Shape::Str),
+        ("namespace", Shape::Str),
+        ("name", Shape::Str),
+        ("uid", Shape::Str),
+        ("apiVersion", Shape::Str),
+        ("resourceVersion", Shape::Str),
+        ("fieldPath", Shape::Str),
     ],
 };
 
 /// core/v1 `EventSource`.
 static EVENT_SOURCE: Schema = Schema {
     name: "EventSource",
-    fields: &[(1, "component", Shape::Str), (2, "host", Shape::Str)],
+    fields: &[("component", Shape::Str), ("host", Shape::Str)],
 };
 
 /// core/v1 and events.k8s.io/v1 `EventSeries` (the same two fields).
 static EVENT_SERIES: Schema = Schema {
     name: "EventSeries",
     fields: &[
-        (1, "count", Shape::Int32),
-        (2, "lastObservedTime", Shape::MicroTime),
+        ("count", Shape::Int32),
+        ("lastObservedTime", Shape::MicroTime),
     ],
 };
 
@@ -270,21 +240,21 @@ static EVENT_SERIES: Schema = Schema {
 static EVENT: Schema = Schema {
     name: "Event",
     fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "involvedObject", Shape::Message(&OBJECT_REFERENCE)),
-        (3, "reason", Shape::Str),
-        (4, "message", Shape::Str),
-        (5, "source", Shape::Message(&EVENT_SOURCE)),
-        (6, "firstTimestamp", Shape::Opaque),
-        (7, "lastTimestamp", Shape::Opaque),
-        (8, "count", Shape::Int32),
-        (9, "type", Shape::Str),
-        (10, "eventTime", Shape::MicroTime),
-        (11, "series", Shape::Message(&EVENT_SERIES)),
-        (12, "action", Shape::Str),
-        (13, "related", Shape::Message(&OBJECT_REFERENCE)),
-        (14, "reportingComponent", Shape::Str),
-        (15, "reportingInstance", Shape::Str),
+        ("metadata", Shape::Message(&OBJECT_META)),
+        ("involvedObject", Shape::Message(&OBJECT_REFERENCE)),
+        ("reason", Shape::Str),
+        ("message", Shape::Str),
+        ("source", Shape::Message(&EVENT_SOURCE)),
+        ("firstTimestamp", Shape::Opaque),
+        ("lastTimestamp", Shape::Opaque),
+        ("count", Shape::Int32),
+        ("type", Shape::Str),
+        ("eventTime", Shape::MicroTime),
+        ("series", Shape::Message(&EVENT_SERIES)),
+        ("action", Shape::Str),
+        ("related", Shape::Message(&OBJECT_REFERENCE)),
+        ("reportingComponent", Shape::Str),
+        ("reportingInstance", Shape::Str),
     ],
 };
 
@@ -292,26 +262,26 @@ static EVENT: Schema = Schema {
 static EVENT_V1: Schema = Schema {
     name: "Event",
     fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "eventTime", Shape::MicroTime),
-        (3, "series", Shape::Message(&EVENT_SERIES)),
-        (4, "reportingController", Shape::Str),
-        (5, "reportingInstance", Shape::Str),
-        (6, "action", Shape::Str),
-        (7, "reason", Shape::Str),
-        (8, "regarding", Shape::Message(&OBJECT_REFERENCE)),
-        (9, "related", Shape::Message(&OBJECT_REFERENCE)),
-        (10, "note", Shape::Str),
-        (11, "type", Shape::Str),
-        (12, "deprecatedSource", Shape::Message(&EVENT_SOURCE)),
-        (13, "deprecatedFirstTimestamp", Shape::Opaque),
-        (14, "deprecatedLastTimestamp", Shape::Opaque),
-        (15, "deprecatedCount", Shape::Int32),
+        ("metadata", Shape::Message(&OBJECT_META)),
+        ("eventTime", Shape::MicroTime),
+        ("series", Shape::Message(&EVENT_SERIES)),
+        ("reportingController", Shape::Str),
+        ("reportingInstance", Shape::Str),
+        ("action", Shape::Str),
+        ("reason", Shape::Str),
+        ("regarding", Shape::Message(&OBJECT_REFERENCE)),
+        ("related", Shape::Message(&OBJECT_REFERENCE)),
+        ("note", Shape::Str),
+        ("type", Shape::Str),
+        ("deprecatedSource", Shape::Message(&EVENT_SOURCE)),
+        ("deprecatedFirstTimestamp", Shape::Opaque),
+        ("deprecatedLastTimestamp", Shape::Opaque),
+        ("deprecatedCount", Shape::Int32),
     ],
 };
 
-/// The message of a kind (without `apiVersion` and `kind`, which are the
-/// protobuf envelope's and every JSON object's).
+/// The message of a kind (without `apiVersion` and `kind`, which every
+/// object has).
 pub(crate) fn of(resource: Resource) -> &'static Schema {
     match resource {
         Resource::Lease => &LEASE,
@@ -321,16 +291,6 @@ pub(crate) fn of(resource: Resource) -> &'static Schema {
         Resource::Node => &NODE,
         Resource::Event => &EVENT,
         Resource::EventV1 => &EVENT_V1,
-        #[cfg(feature = "workloads")]
-        Resource::ServiceAccount => &rbac::SERVICE_ACCOUNT,
-        #[cfg(feature = "workloads")]
-        Resource::Role => &rbac::ROLE,
-        #[cfg(feature = "workloads")]
-        Resource::RoleBinding => &rbac::ROLE_BINDING,
-        #[cfg(feature = "workloads")]
-        Resource::Deployment => &workloads::DEPLOYMENT,
-        #[cfg(feature = "workloads")]
-        Resource::PodDisruptionBudget => &workloads::POD_DISRUPTION_BUDGET,
         Resource::ValidatingAdmissionPolicy => &admission::VALIDATING_ADMISSION_POLICY,
         Resource::ValidatingAdmissionPolicyBinding => {
             &admission::VALIDATING_ADMISSION_POLICY_BINDING
@@ -342,18 +302,16 @@ pub(crate) fn of(resource: Resource) -> &'static Schema {
 mod tests {
     use super::*;
 
-    /// No message names a field or a number twice (0, the number of the
-    /// JSON-only kinds' fields, is no number).
+    /// No message names a field twice.
     #[test]
-    fn names_and_numbers_are_unique_per_message() {
+    fn names_are_unique_per_message() {
         fn check(schema: &'static Schema, seen: &mut Vec<&'static str>) {
             if seen.contains(&schema.name) && schema.name != "MapEntry" {
                 return;
             }
             seen.push(schema.name);
-            for (i, (n, name, shape)) in schema.fields.iter().enumerate() {
-                for (m, other, _) in &schema.fields[i + 1..] {
-                    assert!(*n == 0 || n != m, "{}: number {n} twice", schema.name);
+            for (i, (name, shape)) in schema.fields.iter().enumerate() {
+                for (other, _) in &schema.fields[i + 1..] {
                     assert_ne!(name, other, "{}: {name} twice", schema.name);
                 }
                 if let Shape::Map(inner) | Shape::Message(inner) | Shape::Messages(inner) = shape {

@@ -22,12 +22,10 @@ use tokio::sync::{Notify, watch};
 
 use crate::faults::{Control, Fault, Plan, WriteRecord, lock};
 use crate::list::ListRequest;
-use crate::openapi::Answer;
 use crate::resource::{Resource, Verb};
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{PatchKind, Reply, Store};
-use crate::table::TableRequest;
 use crate::time::Timestamp;
 use crate::unserved::{self, Unserved};
 use crate::validation::FieldValidation;
@@ -264,8 +262,6 @@ fn truthy(v: Option<&str>) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Route {
     Discovery(Value),
-    /// The OpenAPI v3 document of a group-version: `api/v1`, `apis/g/v`.
-    OpenApi(String),
     /// A collection, in one namespace or (None) across all.
     Collection {
         resource: Resource,
@@ -295,8 +291,6 @@ fn route(path: &str, shared: &Shared) -> Route {
         .unwrap_or_default();
     let (group, version, rest): (&str, &str, &[&str]) = match s.as_slice() {
         ["version"] => return Route::Discovery(crate::discovery::version()),
-        ["openapi", "v3"] => return Route::Discovery(crate::openapi::root()),
-        ["openapi", "v3", key @ ..] => return Route::OpenApi(key.join("/")),
         ["api"] => return Route::Discovery(crate::discovery::api_versions(&addr)),
         ["apis"] => return Route::Discovery(crate::discovery::api_group_list()),
         ["api", "v1"] => return Route::Discovery(crate::discovery::resource_list("", "v1")),
@@ -362,18 +356,7 @@ fn route(path: &str, shared: &Shared) -> Route {
     unserved::kind(group, version, plural).map_or(routed, Route::Unserved)
 }
 
-/// The refusal of `GET /openapi/v3/<key>` for a group-version not served: a
-/// bare 404, or one naming the feature that serves it.
-fn openapi_not_served(key: &str) -> ApiError {
-    let (group, version) = match key.split('/').collect::<Vec<_>>().as_slice() {
-        ["apis", g, v] => ((*g).to_owned(), (*v).to_owned()),
-        _ => return ApiError::no_route(),
-    };
-    unserved::group(&group, Some(&version)).map_or_else(ApiError::no_route, Unserved::group_refusal)
-}
-
-/// The content type (without parameters) and the body as JSON: parsed, or
-/// decoded from protobuf for the kinds [`crate::protobuf`] knows.
+/// The content type (without parameters) and the body as JSON.
 async fn read_json(req: Request<Incoming>) -> Result<(Option<String>, Value), ApiError> {
     let content_type = req
         .headers()
@@ -414,24 +397,30 @@ fn verb_of(
     (!outside_namespace).then_some(verb)
 }
 
-/// A request body as JSON: `null` when empty, decoded from protobuf for the
-/// kinds [`crate::protobuf`] knows, else parsed; 400 when it is neither.
+/// A request body as JSON: `null` when empty, else parsed; 415 for a
+/// protobuf body (kubectl's typed writes, `kubectl create configmap`), 400
+/// for a body that is not JSON.
 pub(crate) fn decode_body(content_type: Option<&str>, bytes: &[u8]) -> Result<Value, ApiError> {
     if bytes.is_empty() {
         return Ok(Value::Null);
     }
-    if content_type == Some(crate::protobuf::MEDIA_TYPE) {
-        return crate::protobuf::decode(bytes);
+    if content_type == Some(PROTOBUF) {
+        return Err(ApiError::unsupported_body(format!(
+            "a {PROTOBUF} body is not decoded by kube-emulator, which takes JSON only; test a client that sends protobuf on kube-apiserver"
+        )));
     }
     serde_json::from_slice(bytes)
         .map_err(|e| ApiError::bad_request(format!("error decoding the request body as JSON: {e}")))
 }
 
+/// The media type of kubectl's typed writes, which the emulator refuses.
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
 /// One request as [`handle`] answers it, without HTTP, faults or watches (a
 /// watch request is checked, then answered 200 without a stream), for the fuzz
 /// targets ([`crate::fuzzing`]): the path routed, the query read, the body
-/// decoded, the store read or written through admission, a Table printed when
-/// `accept` asks for one. The status code and the body answered.
+/// decoded, the store read or written through admission. The status code
+/// and the body answered.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plain_request(
     shared: &Arc<Shared>,
@@ -440,21 +429,12 @@ pub(crate) fn plain_request(
     path: &str,
     query: Option<&str>,
     content_type: Option<&str>,
-    accept: Option<&str>,
     body: &[u8],
 ) -> (u16, Value) {
     let pairs = query_pairs(query);
     let failed = |e: ApiError| (e.code, e.to_status());
     let (resource, namespace, name, collection) = match route(path, shared) {
         Route::Discovery(doc) => return (200, doc),
-        Route::OpenApi(key) => {
-            return match crate::openapi::group_version(&key, param(&pairs, "hash"), accept) {
-                None => failed(openapi_not_served(&key)),
-                Some(Answer::Document(doc)) => (200, doc),
-                Some(Answer::NotAcceptable) => failed(ApiError::not_acceptable("application/json")),
-                Some(Answer::Moved(url)) => (301, Value::String(url)),
-            };
-        }
         Route::Unserved(u) => return failed(u.refusal()),
         Route::UnservedGroup(u) => return failed(u.group_refusal()),
         Route::Unknown => return failed(ApiError::no_route()),
@@ -468,7 +448,6 @@ pub(crate) fn plain_request(
             name,
         } => (resource, Some(namespace), name, false),
     };
-    let table = TableRequest::of(accept, param(&pairs, "includeObject"));
     let watching = truthy(param(&pairs, "watch"));
     let Some(verb) = verb_of(method, collection, watching, resource, namespace.as_deref()) else {
         return failed(ApiError::method_not_allowed(method.as_str()));
@@ -508,18 +487,9 @@ pub(crate) fn plain_request(
         &pairs,
         Vec::new(),
         false,
-        table,
     );
     match outcome {
-        Outcome::Reply(r, _) => {
-            let r = match table {
-                Some(wanted) if matches!(verb, Verb::Get | Verb::List) => {
-                    wanted.print(resource, r, Timestamp::now())
-                }
-                _ => r,
-            };
-            (r.code, r.body)
-        }
+        Outcome::Reply(r, _) => (r.code, r.body),
         Outcome::Error(e) => failed(e),
         Outcome::Stream(_) => (200, Value::Null),
     }
@@ -544,39 +514,6 @@ async fn hang(shared: &Shared, reset: Option<&Notify>) -> Response<Body> {
     error_response(&ApiError::injected(503, None))
 }
 
-/// `GET /openapi/v3/<key>`: the document, a 301 to its current hash, or 406.
-fn open_api<B>(
-    req: &Request<B>,
-    method: &Method,
-    key: &str,
-    pairs: &[(String, String)],
-) -> Response<Body> {
-    if method != Method::GET {
-        return error_response(&ApiError::method_not_allowed(method.as_str()));
-    }
-    let accept = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok());
-    match crate::openapi::group_version(key, param(pairs, "hash"), accept) {
-        None => error_response(&openapi_not_served(key)),
-        Some(Answer::Document(doc)) => full(200, &doc),
-        Some(Answer::NotAcceptable) => {
-            error_response(&ApiError::not_acceptable("application/json"))
-        }
-        Some(Answer::Moved(url)) => match HeaderValue::from_str(&url) {
-            Ok(location) => {
-                let empty = Full::new(Bytes::new()).map_err(|never| match never {});
-                let mut resp = Response::new(empty.boxed());
-                *resp.status_mut() = StatusCode::MOVED_PERMANENTLY;
-                resp.headers_mut().insert(header::LOCATION, location);
-                resp
-            }
-            Err(_) => error_response(&ApiError::no_route()),
-        },
-    }
-}
-
 /// What the store produced for a request, before after-commit faults.
 enum Outcome {
     /// A success, and whether it changed the store.
@@ -597,7 +534,6 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
                 error_response(&ApiError::method_not_allowed(method.as_str()))
             };
         }
-        Route::OpenApi(key) => return open_api(&req, &method, &key, &pairs),
         Route::Unserved(u) => return error_response(&u.refusal()),
         Route::UnservedGroup(u) => return error_response(&u.group_refusal()),
         Route::Unknown => return error_response(&ApiError::no_route()),
@@ -611,12 +547,6 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
             name,
         } => (resource, Some(namespace), name, false),
     };
-    let table = TableRequest::of(
-        req.headers()
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok()),
-        param(&pairs, "includeObject"),
-    );
     let watching = truthy(param(&pairs, "watch"));
     let Some(verb) = verb_of(
         &method,
@@ -690,7 +620,6 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
         &pairs,
         plan.watch.clone(),
         plan.stale_read,
-        table,
     );
 
     if verb.is_write() {
@@ -715,12 +644,6 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
     }
     match outcome {
         Outcome::Reply(r, _) => {
-            let r = match table {
-                Some(wanted) if matches!(verb, Verb::Get | Verb::List) => {
-                    wanted.print(resource, r, Timestamp::now())
-                }
-                _ => r,
-            };
             let mut resp = full(r.code, &r.body);
             for text in &r.warnings {
                 if let Some(value) = warning_header(text) {
@@ -747,7 +670,6 @@ fn execute(
     pairs: &[(String, String)],
     watch_faults: Vec<Fault>,
     stale_read: bool,
-    table: Option<TableRequest>,
 ) -> Outcome {
     let now = Timestamp::from_system(SystemTime::now());
     let ns = namespace.clone().unwrap_or_default();
@@ -781,7 +703,6 @@ fn execute(
                 send_initial_events: truthy(param(pairs, "sendInitialEvents")),
                 timeout,
                 faults: watch_faults,
-                table,
             };
             let stream = watching::start(shared.clone(), req).map(|item| {
                 item.map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
@@ -1076,15 +997,6 @@ mod tests {
             route("/apis/coordination.k8s.io/v1/namespaces", &shared),
             Route::Unknown
         );
-        #[cfg(feature = "workloads")]
-        assert_eq!(
-            route("/apis/apps/v1/namespaces/default/deployments", &shared),
-            Route::Collection {
-                resource: Resource::Deployment,
-                namespace: Some("default".to_owned())
-            }
-        );
-        #[cfg(not(feature = "workloads"))]
         {
             let deployments = unserved::kind("apps", "v1", "deployments").expect("left out");
             for path in [

@@ -52,17 +52,6 @@ impl FieldError {
         }
     }
 
-    /// `Duplicate value: "c"`; `value` as the message shows it (a pod's
-    /// container names, feature `workloads`).
-    #[cfg(feature = "workloads")]
-    pub(crate) fn duplicate(field: &str, value: &str) -> Self {
-        FieldError {
-            reason: "FieldValueDuplicate",
-            field: field.to_owned(),
-            detail: format!("Duplicate value: {value}"),
-        }
-    }
-
     pub(crate) fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
         let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
         FieldError {
@@ -210,10 +199,11 @@ impl ApiError {
         )
     }
 
-    /// 404 for a path of a kind (`what`: `deployments.apps`) or API group the
-    /// emulator serves only with the cargo feature `feature`, which this build
-    /// lacks: the server's words for a path it does not know, then why.
-    pub(crate) fn not_compiled_in(what: &str, group: &str, plural: &str, feature: &str) -> Self {
+    /// 404 for a path of a kind (`what`: `deployments.apps`) or API group
+    /// the emulator does not serve, which a controller's tests may well ask
+    /// for: the server's words for a path it does not know, then where to
+    /// test such code.
+    pub(crate) fn not_served(what: &str, group: &str, plural: &str) -> Self {
         let mut details = serde_json::Map::new();
         if !group.is_empty() {
             details.insert("group".into(), json!(group));
@@ -225,21 +215,10 @@ impl ApiError {
             404,
             "NotFound",
             format!(
-                "the server could not find the requested resource: {what} is served by kube-emulator only with its cargo feature {feature:?}"
+                "the server could not find the requested resource: {what} is not served by kube-emulator, which serves the kinds of leader election only; test this on kube-apiserver"
             ),
             Value::Object(details),
         )
-    }
-
-    /// 406 for an `Accept` header that takes none of the media types served.
-    pub(crate) fn not_acceptable(served: &str) -> Self {
-        ApiError {
-            code: 406,
-            reason: "NotAcceptable",
-            message: format!("only the following media types are accepted: {served}"),
-            details: None,
-            retry_after: None,
-        }
     }
 
     /// 405 for a verb the path does not support.

@@ -358,15 +358,6 @@ impl Store {
                 check_types(resource, obj)?;
                 errs.extend(validate_admission(resource, obj));
             }
-            #[cfg(feature = "workloads")]
-            Resource::ServiceAccount
-            | Resource::Role
-            | Resource::RoleBinding
-            | Resource::Deployment
-            | Resource::PodDisruptionBudget => {
-                check_types(resource, obj)?;
-                errs.extend(crate::validation::validate_workload(resource, obj));
-            }
         }
         errs.extend(validate_owner_references(obj));
         Ok(errs)

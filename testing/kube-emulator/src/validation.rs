@@ -36,8 +36,6 @@ use serde_json::{Map, Value};
 mod admission;
 mod lease_candidate;
 mod types;
-#[cfg(feature = "workloads")]
-mod workloads;
 
 pub(crate) use admission::validate as validate_admission;
 pub(crate) use lease_candidate::{
@@ -45,8 +43,6 @@ pub(crate) use lease_candidate::{
     update_errors as lease_candidate_update_errors,
 };
 pub(crate) use types::check_types;
-#[cfg(feature = "workloads")]
-pub(crate) use workloads::validate as validate_workload;
 
 use crate::resource::Resource;
 use crate::schema::{Schema, Shape};
@@ -211,25 +207,6 @@ pub(crate) fn validate_name(resource: Resource, name: &str) -> Vec<FieldError> {
     match resource {
         // `ValidatePathSegmentName`: RBAC names may be anything a URL path
         // segment can hold (`system:controller:x` is a Role's name).
-        #[cfg(feature = "workloads")]
-        Resource::Role | Resource::RoleBinding => {
-            if name == "." || name == ".." {
-                errs.push(FieldError::invalid(
-                    "metadata.name",
-                    &quoted,
-                    &format!("may not be '{name}'"),
-                ));
-            }
-            for bad in ["/", "%"] {
-                if name.contains(bad) {
-                    errs.push(FieldError::invalid(
-                        "metadata.name",
-                        &quoted,
-                        &format!("may not contain '{bad}'"),
-                    ));
-                }
-            }
-        }
         // `ValidLeaseCandidateName` is `IsConfigMapKey`: letters of either
         // case, digits, '-', '_' and '.'.
         Resource::LeaseCandidate => {

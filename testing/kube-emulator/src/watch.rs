@@ -1,7 +1,6 @@
 //! Watch streams: newline-delimited `{"type": ..., "object": ...}` events,
 //! replayed from the history after a resourceVersion, with bookmarks,
-//! `timeoutSeconds`, and a 410 `Expired` ERROR event for a compacted version;
-//! objects printed as Tables for `kubectl get -w` ([`crate::table`]).
+//! `timeoutSeconds`, and a 410 `Expired` ERROR event for a compacted version.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -18,8 +17,6 @@ use crate::selector::Selectors;
 use crate::server::{Shared, stopped};
 use crate::status::ApiError;
 use crate::store::Change;
-use crate::table::TableRequest;
-use crate::time::Timestamp;
 
 /// What a watch asks for.
 #[derive(Debug, Clone)]
@@ -36,8 +33,6 @@ pub(crate) struct WatchRequest {
     pub(crate) send_initial_events: bool,
     pub(crate) timeout: Duration,
     pub(crate) faults: Vec<Fault>,
-    /// The Table its objects are printed in (`kubectl get -w`), if asked for.
-    pub(crate) table: Option<TableRequest>,
 }
 
 /// An error that aborts the connection mid-body (the watch "breaks").
@@ -71,16 +66,9 @@ fn event(kind: &str, object: &Value) -> Bytes {
 }
 
 impl State {
-    /// An ADDED, MODIFIED or DELETED event of `object`, printed as a Table
-    /// when the watch asked for one.
+    /// An ADDED, MODIFIED or DELETED event of `object`.
     fn object_event(&self, kind: &str, object: &Value) -> Bytes {
-        match self.req.table {
-            Some(table) => event(
-                kind,
-                &table.event_object(self.req.resource, object, Timestamp::now()),
-            ),
-            None => event(kind, object),
-        }
+        event(kind, object)
     }
 
     fn matches(&self, change: &Change) -> bool {

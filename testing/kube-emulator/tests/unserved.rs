@@ -1,9 +1,8 @@
-//! What a build does not serve is refused with a `metav1.Status`, never a
-//! panic: a kind of a cargo feature the build lacks (`workloads`: Deployments,
-//! PodDisruptionBudgets, ServiceAccounts, Roles, RoleBindings) with a 404
-//! `NotFound` that names the resource and the feature; a path no build
-//! serves with the API server's bare 404. With the feature, those kinds are
-//! served.
+//! What the emulator does not serve is refused with a `metav1.Status`, never
+//! a panic: a kind a deployment of a controller is made of (Deployments,
+//! PodDisruptionBudgets, Pods, ServiceAccounts, Roles, RoleBindings) with a
+//! 404 `NotFound` that names the resource and says to test it on
+//! kube-apiserver; any other path with the API server's bare 404.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, PostParams};
@@ -40,17 +39,16 @@ fn deployment() -> Value {
     })
 }
 
-/// Without the feature `workloads`, every path of its kinds (collection,
-/// object, across namespaces; POST, GET, PUT, DELETE) and the discovery of
-/// its API groups answer 404 `NotFound` in a `Status` that names the resource
-/// and the feature; the discovery of the groups served leaves them out, and
-/// the kube client gets the `Status` as its error.
-#[cfg(not(feature = "workloads"))]
+/// Every path of those kinds (collection, object, across namespaces; POST,
+/// GET, PUT, DELETE) and the discovery of their API groups answer 404
+/// `NotFound` in a `Status` that names the resource and where to test it;
+/// the discovery of the groups served leaves them out, and the kube client
+/// gets the `Status` as its error.
 #[tokio::test]
-async fn a_kind_not_compiled_in_is_refused_with_a_status_naming_its_feature() {
+async fn a_kind_not_served_is_refused_with_a_status_saying_where_to_test_it() {
     let emu = Emulator::start().await.expect("start");
     let client = emu.client("unserved").expect("client");
-    let deployments = "the server could not find the requested resource: deployments.apps is served by kube-emulator only with its cargo feature \"workloads\"";
+    let deployments = "the server could not find the requested resource: deployments.apps is not served by kube-emulator, which serves the kinds of leader election only; test this on kube-apiserver";
     for (method, uri, body) in [
         (
             "POST",
@@ -104,12 +102,9 @@ async fn a_kind_not_compiled_in_is_refused_with_a_status_naming_its_feature() {
             "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
             "poddisruptionbudgets.policy",
         ),
+        ("/api/v1/namespaces/default/pods/p", "pods"),
         ("/apis/apps", "the API group \"apps\""),
         ("/apis/policy/v1", "the API group \"policy\""),
-        (
-            "/openapi/v3/apis/rbac.authorization.k8s.io/v1",
-            "the API group \"rbac.authorization.k8s.io\"",
-        ),
     ] {
         let (code, status) = send(&client, "GET", uri, None).await;
         assert_eq!(
@@ -120,7 +115,7 @@ async fn a_kind_not_compiled_in_is_refused_with_a_status_naming_its_feature() {
         assert_eq!(
             status["message"],
             format!(
-                "the server could not find the requested resource: {what} is served by kube-emulator only with its cargo feature \"workloads\""
+                "the server could not find the requested resource: {what} is not served by kube-emulator, which serves the kinds of leader election only; test this on kube-apiserver"
             ),
             "{uri}"
         );
@@ -161,36 +156,17 @@ async fn a_kind_not_compiled_in_is_refused_with_a_status_naming_its_feature() {
     );
 }
 
-/// With the feature `workloads`, its kinds are served: a Deployment is
-/// created, read back and listed in discovery.
-#[cfg(feature = "workloads")]
+/// Any other path gets the API server's bare 404 `Status`.
 #[tokio::test]
-async fn the_workload_kinds_are_served_with_the_feature() {
-    let emu = Emulator::start().await.expect("start");
-    let client = emu.client("workloads").expect("client");
-    let api: Api<Deployment> = Api::default_namespaced(client.clone());
-    let typed: Deployment = serde_json::from_value(deployment()).expect("a Deployment");
-    api.create(&PostParams::default(), &typed)
-        .await
-        .expect("created");
-    assert!(
-        emu.object(kube_emulator::Resource::Deployment, "default", "d")
-            .is_some()
-    );
-    let (code, apps) = send(&client, "GET", "/apis/apps", None).await;
-    assert_eq!((code, &apps["name"]), (200, &json!("apps")));
-}
-
-/// A path that no build serves gets the API server's bare 404 `Status`.
-#[tokio::test]
-async fn a_path_no_build_serves_gets_the_bare_not_found_status() {
+async fn any_other_path_gets_the_bare_not_found_status() {
     let emu = Emulator::start().await.expect("start");
     let client = emu.client("unknown").expect("client");
     for uri in [
         "/apis/batch/v1/namespaces/default/jobs",
         "/apis/batch",
         "/api/v1/namespaces/default/secrets/s",
-        "/openapi/v3/apis/batch/v1",
+        "/openapi/v3",
+        "/openapi/v2",
     ] {
         let (code, status) = send(&client, "GET", uri, None).await;
         assert_eq!(code, 404, "{uri}");

@@ -1,7 +1,7 @@
 //! admissionregistration.k8s.io/v1 `ValidatingAdmissionPolicy` and
 //! `ValidatingAdmissionPolicyBinding`, as the Go types of `k8s.io/api` 1.34
 //! declare them. The policy's `status` is the API server's type checker's and is
-//! opaque. Both kinds are taken as JSON only: the field numbers are 0.
+//! opaque.
 
 use super::label_selector::LABEL_SELECTOR;
 use super::{OBJECT_META, Schema, Shape};
@@ -9,19 +9,19 @@ use super::{OBJECT_META, Schema, Shape};
 /// `ParamKind`.
 static PARAM_KIND: Schema = Schema {
     name: "ParamKind",
-    fields: &[(0, "apiVersion", Shape::Str), (0, "kind", Shape::Str)],
+    fields: &[("apiVersion", Shape::Str), ("kind", Shape::Str)],
 };
 
 /// `NamedRuleWithOperations`.
 static NAMED_RULE_WITH_OPERATIONS: Schema = Schema {
     name: "NamedRuleWithOperations",
     fields: &[
-        (0, "apiGroups", Shape::Strings),
-        (0, "apiVersions", Shape::Strings),
-        (0, "operations", Shape::Strings),
-        (0, "resourceNames", Shape::Strings),
-        (0, "resources", Shape::Strings),
-        (0, "scope", Shape::Str),
+        ("apiGroups", Shape::Strings),
+        ("apiVersions", Shape::Strings),
+        ("operations", Shape::Strings),
+        ("resourceNames", Shape::Strings),
+        ("resources", Shape::Strings),
+        ("scope", Shape::Str),
     ],
 };
 
@@ -30,15 +30,13 @@ static MATCH_RESOURCES: Schema = Schema {
     name: "MatchResources",
     fields: &[
         (
-            0,
             "excludeResourceRules",
             Shape::Messages(&NAMED_RULE_WITH_OPERATIONS),
         ),
-        (0, "matchPolicy", Shape::Str),
-        (0, "namespaceSelector", Shape::Message(&LABEL_SELECTOR)),
-        (0, "objectSelector", Shape::Message(&LABEL_SELECTOR)),
+        ("matchPolicy", Shape::Str),
+        ("namespaceSelector", Shape::Message(&LABEL_SELECTOR)),
+        ("objectSelector", Shape::Message(&LABEL_SELECTOR)),
         (
-            0,
             "resourceRules",
             Shape::Messages(&NAMED_RULE_WITH_OPERATIONS),
         ),
@@ -49,51 +47,42 @@ static MATCH_RESOURCES: Schema = Schema {
 static VALIDATION: Schema = Schema {
     name: "Validation",
     fields: &[
-        (0, "expression", Shape::StrKept),
-        (0, "message", Shape::Str),
-        (0, "messageExpression", Shape::Str),
-        (0, "reason", Shape::Str),
+        ("expression", Shape::StrKept),
+        ("message", Shape::Str),
+        ("messageExpression", Shape::Str),
+        ("reason", Shape::Str),
     ],
 };
 
 /// `AuditAnnotation`.
 static AUDIT_ANNOTATION: Schema = Schema {
     name: "AuditAnnotation",
-    fields: &[
-        (0, "key", Shape::StrKept),
-        (0, "valueExpression", Shape::StrKept),
-    ],
+    fields: &[("key", Shape::StrKept), ("valueExpression", Shape::StrKept)],
 };
 
 /// `MatchCondition`.
 static MATCH_CONDITION: Schema = Schema {
     name: "MatchCondition",
-    fields: &[
-        (0, "expression", Shape::StrKept),
-        (0, "name", Shape::StrKept),
-    ],
+    fields: &[("expression", Shape::StrKept), ("name", Shape::StrKept)],
 };
 
 /// `Variable`.
 static VARIABLE: Schema = Schema {
     name: "Variable",
-    fields: &[
-        (0, "expression", Shape::StrKept),
-        (0, "name", Shape::StrKept),
-    ],
+    fields: &[("expression", Shape::StrKept), ("name", Shape::StrKept)],
 };
 
 /// `ValidatingAdmissionPolicySpec`.
 static VALIDATING_ADMISSION_POLICY_SPEC: Schema = Schema {
     name: "ValidatingAdmissionPolicySpec",
     fields: &[
-        (0, "auditAnnotations", Shape::Messages(&AUDIT_ANNOTATION)),
-        (0, "failurePolicy", Shape::Str),
-        (0, "matchConditions", Shape::Messages(&MATCH_CONDITION)),
-        (0, "matchConstraints", Shape::Message(&MATCH_RESOURCES)),
-        (0, "paramKind", Shape::Message(&PARAM_KIND)),
-        (0, "validations", Shape::Messages(&VALIDATION)),
-        (0, "variables", Shape::Messages(&VARIABLE)),
+        ("auditAnnotations", Shape::Messages(&AUDIT_ANNOTATION)),
+        ("failurePolicy", Shape::Str),
+        ("matchConditions", Shape::Messages(&MATCH_CONDITION)),
+        ("matchConstraints", Shape::Message(&MATCH_RESOURCES)),
+        ("paramKind", Shape::Message(&PARAM_KIND)),
+        ("validations", Shape::Messages(&VALIDATION)),
+        ("variables", Shape::Messages(&VARIABLE)),
     ],
 };
 
@@ -101,9 +90,9 @@ static VALIDATING_ADMISSION_POLICY_SPEC: Schema = Schema {
 pub(crate) static VALIDATING_ADMISSION_POLICY: Schema = Schema {
     name: "ValidatingAdmissionPolicy",
     fields: &[
-        (0, "metadata", Shape::Message(&OBJECT_META)),
-        (0, "spec", Shape::Message(&VALIDATING_ADMISSION_POLICY_SPEC)),
-        (0, "status", Shape::Opaque),
+        ("metadata", Shape::Message(&OBJECT_META)),
+        ("spec", Shape::Message(&VALIDATING_ADMISSION_POLICY_SPEC)),
+        ("status", Shape::Opaque),
     ],
 };
 
@@ -111,10 +100,10 @@ pub(crate) static VALIDATING_ADMISSION_POLICY: Schema = Schema {
 static PARAM_REF: Schema = Schema {
     name: "ParamRef",
     fields: &[
-        (0, "name", Shape::Str),
-        (0, "namespace", Shape::Str),
-        (0, "parameterNotFoundAction", Shape::Str),
-        (0, "selector", Shape::Message(&LABEL_SELECTOR)),
+        ("name", Shape::Str),
+        ("namespace", Shape::Str),
+        ("parameterNotFoundAction", Shape::Str),
+        ("selector", Shape::Message(&LABEL_SELECTOR)),
     ],
 };
 
@@ -122,10 +111,10 @@ static PARAM_REF: Schema = Schema {
 static VALIDATING_ADMISSION_POLICY_BINDING_SPEC: Schema = Schema {
     name: "ValidatingAdmissionPolicyBindingSpec",
     fields: &[
-        (0, "matchResources", Shape::Message(&MATCH_RESOURCES)),
-        (0, "paramRef", Shape::Message(&PARAM_REF)),
-        (0, "policyName", Shape::Str),
-        (0, "validationActions", Shape::Strings),
+        ("matchResources", Shape::Message(&MATCH_RESOURCES)),
+        ("paramRef", Shape::Message(&PARAM_REF)),
+        ("policyName", Shape::Str),
+        ("validationActions", Shape::Strings),
     ],
 };
 
@@ -133,9 +122,8 @@ static VALIDATING_ADMISSION_POLICY_BINDING_SPEC: Schema = Schema {
 pub(crate) static VALIDATING_ADMISSION_POLICY_BINDING: Schema = Schema {
     name: "ValidatingAdmissionPolicyBinding",
     fields: &[
-        (0, "metadata", Shape::Message(&OBJECT_META)),
+        ("metadata", Shape::Message(&OBJECT_META)),
         (
-            0,
             "spec",
             Shape::Message(&VALIDATING_ADMISSION_POLICY_BINDING_SPEC),
         ),

@@ -1,7 +1,5 @@
 //! meta/v1 `LabelSelector`, for the selectors of a ValidatingAdmissionPolicy
-//! (`namespaceSelector`, `objectSelector`) and, with the feature `workloads`,
-//! of the kinds that hold a pod template. Taken as JSON only: the field
-//! numbers are 0.
+//! (`namespaceSelector`, `objectSelector`).
 
 use super::{STRING_ENTRY, Schema, Shape};
 
@@ -10,11 +8,10 @@ pub(crate) static LABEL_SELECTOR: Schema = Schema {
     name: "LabelSelector",
     fields: &[
         (
-            0,
             "matchExpressions",
             Shape::Messages(&LABEL_SELECTOR_REQUIREMENT),
         ),
-        (0, "matchLabels", Shape::Map(&STRING_ENTRY)),
+        ("matchLabels", Shape::Map(&STRING_ENTRY)),
     ],
 };
 
@@ -22,9 +19,9 @@ pub(crate) static LABEL_SELECTOR: Schema = Schema {
 static LABEL_SELECTOR_REQUIREMENT: Schema = Schema {
     name: "LabelSelectorRequirement",
     fields: &[
-        (0, "key", Shape::StrKept),
-        (0, "operator", Shape::StrKept),
-        (0, "values", Shape::Strings),
+        ("key", Shape::StrKept),
+        ("operator", Shape::StrKept),
+        ("values", Shape::Strings),
     ],
 };
 

@@ -1,6 +1,5 @@
 //! coordination.k8s.io/v1beta1 `LeaseCandidate`, as the Go type of
-//! `k8s.io/api` declares it, with the field numbers of its `generated.proto`:
-//! it is decoded from protobuf too, as client-go's leader election sends it.
+//! `k8s.io/api` declares it.
 //! `leaseName` and `binaryVersion` have no `omitempty` (kept even when empty);
 //! `emulationVersion` and `strategy` have.
 
@@ -10,12 +9,12 @@ use super::{OBJECT_META, Schema, Shape};
 static LEASE_CANDIDATE_SPEC: Schema = Schema {
     name: "LeaseCandidateSpec",
     fields: &[
-        (1, "leaseName", Shape::StrKept),
-        (2, "pingTime", Shape::MicroTime),
-        (3, "renewTime", Shape::MicroTime),
-        (4, "binaryVersion", Shape::StrKept),
-        (5, "emulationVersion", Shape::Str),
-        (6, "strategy", Shape::Str),
+        ("leaseName", Shape::StrKept),
+        ("pingTime", Shape::MicroTime),
+        ("renewTime", Shape::MicroTime),
+        ("binaryVersion", Shape::StrKept),
+        ("emulationVersion", Shape::Str),
+        ("strategy", Shape::Str),
     ],
 };
 
@@ -23,8 +22,8 @@ static LEASE_CANDIDATE_SPEC: Schema = Schema {
 pub(crate) static LEASE_CANDIDATE: Schema = Schema {
     name: "LeaseCandidate",
     fields: &[
-        (1, "metadata", Shape::Message(&OBJECT_META)),
-        (2, "spec", Shape::Message(&LEASE_CANDIDATE_SPEC)),
+        ("metadata", Shape::Message(&OBJECT_META)),
+        ("spec", Shape::Message(&LEASE_CANDIDATE_SPEC)),
     ],
 };
 

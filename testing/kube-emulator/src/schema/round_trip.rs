@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 /// value of its shape, nested messages filled in turn.
 fn filled(schema: &Schema) -> Value {
     let mut object = Map::new();
-    for &(_, name, shape) in schema.fields {
+    for &(name, shape) in schema.fields {
         if let Some(value) = value_of(shape) {
             object.insert(name.to_owned(), value);
         }
@@ -36,10 +36,6 @@ fn value_of(shape: Shape) -> Option<Value> {
         Shape::MicroTime => json!("2026-01-01T00:00:00.000000Z"),
         Shape::Message(inner) => filled(inner),
         Shape::Messages(inner) => json!([filled(inner)]),
-        #[cfg(feature = "workloads")]
-        Shape::IntOrStr => json!(1),
-        #[cfg(feature = "workloads")]
-        Shape::Quantity => json!("1"),
         Shape::Opaque => return None,
     })
 }
