@@ -262,15 +262,31 @@ impl Config {
         (renew_deadline / 2).max(Duration::from_secs(1))
     }
 
-    /// Sets the three timings, and the request timeout by client-go's rule
-    /// ([`Config::client_go_request_timeout`]); [`Config::validate`] then checks them.
+    /// Sets the three timings; [`Config::validate`] then checks them. A request
+    /// timeout that follows client-go's rule ([`Config::client_go_request_timeout`]
+    /// of the old renew deadline, as the presets' do) follows it to the new one;
+    /// one set apart from the rule (the field, or [`Config::fast`]'s 500 ms) is
+    /// kept as set.
     #[must_use]
     pub fn timings(mut self, lease: Duration, renew_deadline: Duration, retry: Duration) -> Self {
+        if self.request_timeout == Self::client_go_request_timeout(self.renew_deadline) {
+            self.request_timeout = Self::client_go_request_timeout(renew_deadline);
+        }
         self.lease_duration = lease;
         self.renew_deadline = renew_deadline;
         self.retry_period = retry;
-        self.request_timeout = Self::client_go_request_timeout(renew_deadline);
         self
+    }
+
+    /// How long the leader work may take to drain on a graceful give-up (a
+    /// shutdown, a step-down) with the release still written: the elector gives
+    /// the drain and the release write one renew deadline together, and the
+    /// write may take one request timeout, so `renew_deadline - request_timeout`.
+    /// The sidecar waits this long for its child, the controller for its
+    /// reconciles; work that takes longer is given up on without a release
+    /// (the lease then expires on its own).
+    pub fn drain_budget(&self) -> Duration {
+        self.renew_deadline.saturating_sub(self.request_timeout)
     }
 
     /// Sets how often a leader renews ([`Config::renew_interval`](Config#structfield.renew_interval)):
@@ -466,9 +482,25 @@ mod tests {
         assert_eq!(Config::client_go("a").request_timeout, ms(5_000));
         assert_eq!(Config::openshift("a").request_timeout, ms(53_500));
         assert_eq!(Config::client_go_request_timeout(ms(1_500)), ms(1_000));
-        let c = Config::fast("a").timings(ms(15_000), ms(10_000), ms(2_000));
-        assert_eq!(c.request_timeout, ms(5_000));
+        let c = Config::client_go("a").timings(ms(2_000), ms(1_500), ms(250));
+        assert_eq!(c.request_timeout, ms(1_000), "follows client-go's rule");
         assert_eq!(c.renew_every(), c.retry_period);
+        assert_eq!(c.drain_budget(), ms(500));
+    }
+
+    /// A request timeout set apart from client-go's rule survives new timings
+    /// (it was reset silently before); one that follows the rule follows it.
+    #[test]
+    fn timings_keep_a_request_timeout_that_was_set() {
+        let c = Config::fast("a").timings(ms(15_000), ms(10_000), ms(2_000));
+        assert_eq!(c.request_timeout, ms(500), "fast's own");
+        let mut c = Config::client_go("a");
+        c.request_timeout = ms(3_000);
+        let c = c.timings(ms(20_000), ms(12_000), ms(2_000));
+        assert_eq!(c.request_timeout, ms(3_000));
+        assert_eq!(c.drain_budget(), ms(9_000));
+        let c = Config::openshift("a").timings(ms(15_000), ms(10_000), ms(2_000));
+        assert_eq!(c.request_timeout, ms(5_000));
     }
 
     /// A renew every third of the lease at client-go's timings is accepted once

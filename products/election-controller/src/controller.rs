@@ -134,7 +134,7 @@ impl<K: Cached> ElectedController<K> {
         E: std::error::Error + Send + 'static,
     {
         let config = election.config();
-        let budget = config.renew_deadline.saturating_sub(config.request_timeout);
+        let budget = config.drain_budget();
         let drain = match self.drain {
             Some(drain) if drain > budget => {
                 return Err(ControllerError::DrainTooLong { drain, budget });

@@ -36,6 +36,9 @@ fn sidecar_with(kubeconfig: &Path, id: &str, child: &[&str], stderr: Stdio) -> C
             "1500",
             "--retry-period-ms",
             "250",
+            // A drain budget of 1 s (renew deadline - request timeout).
+            "--request-timeout",
+            "500ms",
         ])
         .args(["run", "--lease", "sidecar", "--kill-after-ms", "300", "--"])
         .args(child)
@@ -349,8 +352,8 @@ async fn the_childs_exit_code_is_passed_through() {
 }
 
 /// A graceful give-up (SIGTERM to the sidecar while it leads) waits for the child
-/// beyond `--kill-after-ms` (up to `renew_deadline - retry_period`): a child that
-/// takes 0.8 s to clean up finishes. After a loss (partitioned past its deadline)
+/// beyond `--kill-after-ms` (up to the drain budget, `renew_deadline -
+/// request_timeout`: 1 s here): a child that takes 0.6 s to clean up finishes. After a loss (partitioned past its deadline)
 /// the short bound holds: the same child is SIGKILLed before it finishes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_graceful_stop_waits_for_the_child_and_a_loss_does_not() {
@@ -359,7 +362,7 @@ async fn a_graceful_stop_waits_for_the_child_and_a_loss_does_not() {
     let log = dir.join("children.log");
     let script = format!(
         "id=$LEADER_ELECTOR_IDENTITY; \
-         trap 'sleep 0.8; echo \"cleaned $id 0\" >> {log}; exit 0' TERM; \
+         trap 'sleep 0.6; echo \"cleaned $id 0\" >> {log}; exit 0' TERM; \
          echo \"up $id $$\" >> {log}; \
          while :; do sleep 0.05; done",
         log = log.display()
