@@ -18,10 +18,18 @@ pub fn command_line(args: &[String]) -> Result<String, String> {
         Mode::FencePolicy(fence) => fence.to_yaml(cli.namespace.as_deref().unwrap_or("fuzz")),
         Mode::ExecChild { parent, command } => Ok(format!("exec {command:?} under {parent}")),
         Mode::Serve { .. } | Mode::Run { .. } => {
-            let explicit = Some(cli.identity.clone().unwrap_or_else(|| "fuzz".to_owned()));
+            let explicit = Some(
+                cli.election
+                    .identity
+                    .clone()
+                    .unwrap_or_else(|| "fuzz".to_owned()),
+            );
             let id = election_ops::identity::identity_from(explicit, None, None)
                 .map_err(|e| e.to_string())?;
-            let config = cli.election_config(id).map_err(|e| e.to_string())?;
+            let config = cli
+                .election
+                .election_config(id)
+                .map_err(|e| e.to_string())?;
             Ok(format!("{config:?}"))
         }
     }

@@ -15,9 +15,9 @@
 //!   group, so whatever it started (a shell's children) stops with it. On a graceful
 //!   give-up (SIGTERM or SIGINT to the sidecar, or a step-down, while this node still
 //!   leads and renews) the group gets SIGTERM and the child is waited for up to
-//!   `renew_deadline - retry_period` (the driver waits one renew deadline for the
-//!   leader work before it gives up without releasing; one retry period is left for
-//!   the release write), then SIGKILL, before the lease is released. On a loss (the
+//!   `renew_deadline - request_timeout` ([`Config::drain_budget`]: the driver
+//!   gives the drain and the release write one renew deadline, and the write may
+//!   take one request timeout), then SIGKILL, before the lease is released. On a loss (the
 //!   deadline passed, another holder, or a drain the driver stopped waiting for) the
 //!   group gets SIGTERM and, at most `--kill-after` later (capped at half of
 //!   `lease_duration - renew_deadline`, the least time before another candidate can
@@ -157,6 +157,20 @@ pub struct Cli {
     /// in-cluster configuration).
     #[arg(long, global = true)]
     pub kubeconfig: Option<PathBuf>,
+    /// The flags of the modes that campaign, `serve` and `run`.
+    #[command(flatten)]
+    pub election: ElectionArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub mode: Mode,
+}
+
+/// The flags of the modes that campaign, `serve` and `run`: the identity, the
+/// timings, coordinated election and the log format. Global (given before or
+/// after the subcommand); `fence-policy`, which campaigns for nothing, refuses
+/// them by name and leaves them out of its `--help`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ElectionArgs {
     /// This candidate's identity, the Lease's holder while it leads (default:
     /// `ELECTION_IDENTITY`, else `POD_NAME` or the hostname plus a random suffix).
     #[arg(long, global = true, value_name = "NAME")]
@@ -217,9 +231,6 @@ pub struct Cli {
     /// `info`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-    /// What to do.
-    #[command(subcommand)]
-    pub mode: Mode,
 }
 
 /// What to do: `serve`, `run` or `fence-policy` (and the child shim, internal).
@@ -393,13 +404,13 @@ impl FencePolicyArgs {
 /// The name of the `fence-policy` subcommand.
 const FENCE_POLICY: &str = "fence-policy";
 
-/// The global flags `fence-policy` uses; it refuses the others (the election's),
-/// and its `--help` does not list them.
-const FENCE_POLICY_GLOBALS: [&str; 2] = ["namespace", "kubeconfig"];
-
-/// Whether `arg` is a global flag `fence-policy` does not use.
+/// Whether `arg` is one of [`ElectionArgs`], which `fence-policy` refuses and
+/// its `--help` does not list.
 fn election_only(arg: &clap::Arg) -> bool {
-    arg.is_global_set() && !FENCE_POLICY_GLOBALS.contains(&arg.get_id().as_str())
+    use clap::Args;
+    ElectionArgs::augment_args(clap::Command::new("election"))
+        .get_arguments()
+        .any(|a| a.get_id() == arg.get_id())
 }
 
 /// The command line as the binary reads it: [`Cli`]'s, with the global flags
@@ -514,7 +525,9 @@ impl Cli {
         }
         Ok(cli)
     }
+}
 
+impl ElectionArgs {
     /// The timings given, with client-go's defaults for those not given.
     pub fn timings(&self) -> Timings {
         let pick = |d: Option<Duration>, ms: Option<u64>, default| {
@@ -667,7 +680,7 @@ pub fn main() -> ExitCode {
         Mode::FencePolicy(args) => return print_fence_policy(&cli, args),
         Mode::Serve { .. } | Mode::Run { .. } => {}
     }
-    if let Err(e) = logging::init(cli.log_format) {
+    if let Err(e) = logging::init(cli.election.log_format) {
         eprintln!("leader-elector: {e}");
         return ExitCode::from(2);
     }
@@ -755,7 +768,7 @@ async fn start(
         .and_then(|(_, proxy)| proxy.as_ref())
         .map(|_| kube_config.clone());
     let client = lock_kube::lock_client(kube_config)?;
-    let candidacy = if cli.coordinated {
+    let candidacy = if cli.election.coordinated {
         let mut candidate = lock_kube::candidate::LeaseCandidate::builder(
             client.clone(),
             &namespace,
@@ -763,12 +776,13 @@ async fn start(
             lease,
         )
         .binary_version(
-            cli.binary_version
+            cli.election
+                .binary_version
                 .clone()
                 .unwrap_or_else(|| env!("CARGO_PKG_VERSION").into()),
         )
         .request_timeout(config.request_timeout);
-        if let Some(v) = &cli.emulation_version {
+        if let Some(v) = &cli.election.emulation_version {
             candidate = candidate.emulation_version(v.clone());
         }
         let candidate = candidate.build()?;
@@ -888,9 +902,9 @@ async fn terminated() {
 }
 
 async fn run(cli: Cli) -> Result<u8, StartError> {
-    let id = cli.identity()?;
+    let id = cli.election.identity()?;
     // Checked before anything else: a bad combination names its rule at once.
-    let config = cli.election_config(id.clone())?;
+    let config = cli.election.election_config(id.clone())?;
     match &cli.mode {
         Mode::Serve { lease, addr } => {
             let kube_config = kube_config(&cli).await?;
@@ -918,9 +932,7 @@ async fn run(cli: Cli) -> Result<u8, StartError> {
             // After a loss, another candidate may lead `lease - renew` after our
             // deadline at the earliest: the child must be gone well before.
             let slack = config.lease_duration.saturating_sub(config.renew_deadline) / 2;
-            // The driver waits one renew deadline for the work to drain before it
-            // gives up without releasing: leave one retry period for the release.
-            let graceful = config.renew_deadline.saturating_sub(config.retry_period);
+            let graceful = config.drain_budget();
             let kill_after = kill_after
                 .or(kill_after_ms.map(Duration::from_millis))
                 .unwrap_or(DEFAULT_KILL_AFTER);
@@ -974,7 +986,7 @@ mod tests {
 
     #[test]
     fn timings_default_to_client_go_and_take_go_style_durations() {
-        let t = cli(&[]).timings();
+        let t = cli(&[]).election.timings();
         assert_eq!(
             (
                 t.lease_duration,
@@ -994,6 +1006,7 @@ mod tests {
             "--request-timeout",
             "500ms",
         ])
+        .election
         .timings();
         assert_eq!(
             (
@@ -1018,6 +1031,7 @@ mod tests {
             "--retry-period-ms",
             "1500",
         ])
+        .election
         .timings();
         assert_eq!(t.renew_interval, None);
         assert_eq!(
@@ -1034,7 +1048,7 @@ mod tests {
             "20s",
         ])
         .expect("valid");
-        assert_eq!(after.timings().lease_duration, s(20));
+        assert_eq!(after.election.timings().lease_duration, s(20));
     }
 
     #[test]
@@ -1087,7 +1101,10 @@ mod tests {
     /// unless `--request-timeout` sets it; the result is validated.
     #[test]
     fn the_request_timeout_follows_client_go_unless_given() {
-        let config = cli(&[]).election_config("a".into()).expect("valid");
+        let config = cli(&[])
+            .election
+            .election_config("a".into())
+            .expect("valid");
         assert_eq!(
             config.request_timeout,
             Config::client_go_request_timeout(s(10))
@@ -1101,45 +1118,58 @@ mod tests {
             "--retry-period",
             "250ms",
         ])
+        .election
         .election_config("a".into())
         .expect("valid");
         assert_eq!(config.request_timeout, s(1), "max(renew / 2, 1 s)");
         let config = cli(&["--request-timeout", "3s"])
+            .election
             .election_config("a".into())
             .expect("valid");
         assert_eq!(config.request_timeout, s(3));
         assert!(matches!(
-            cli(&["--request-timeout", "8s"]).election_config("a".into()),
+            cli(&["--request-timeout", "8s"])
+                .election
+                .election_config("a".into()),
             Err(ConfigError::RetryPlusTimeoutNotBelowRenewDeadline { .. })
         ));
         assert!(matches!(
-            cli(&["--lease-duration", "1.5s"]).election_config("a".into()),
+            cli(&["--lease-duration", "1.5s"])
+                .election
+                .election_config("a".into()),
             Err(ConfigError::LeaseNotWholeSeconds(_))
         ));
         // The renew interval is the retry period unless given, and checked.
         assert_eq!(
             cli(&[])
+                .election
                 .election_config("a".into())
                 .expect("valid")
                 .renew_every(),
             s(2)
         );
         let config = cli(&["--renew-interval", "5s", "--request-timeout", "4s"])
+            .election
             .election_config("a".into())
             .expect("valid");
         assert_eq!(config.renew_every(), s(5));
         assert!(matches!(
-            cli(&["--renew-interval", "5s"]).election_config("a".into()),
+            cli(&["--renew-interval", "5s"])
+                .election
+                .election_config("a".into()),
             Err(ConfigError::RenewIntervalPlusTimeoutNotBelowRenewDeadline { .. })
         ));
         // The fleet's longest lease, for a rollout that changes the duration.
         let config = cli(&["--fleet-lease-duration", "30s"])
+            .election
             .election_config("a".into())
             .expect("valid");
         assert_eq!(config.fleet_lease_duration, Some(s(30)));
         assert_eq!(config.unseen_holder_lease(), s(30));
         assert!(matches!(
-            cli(&["--fleet-lease-duration", "2h"]).election_config("a".into()),
+            cli(&["--fleet-lease-duration", "2h"])
+                .election
+                .election_config("a".into()),
             Err(ConfigError::FleetLeaseOutOfRange(_))
         ));
     }
@@ -1147,10 +1177,18 @@ mod tests {
     #[test]
     fn the_identity_flag_is_taken_as_given_and_checked() {
         assert_eq!(
-            &*cli(&["--identity", "pod-a"]).identity().expect("valid"),
+            &*cli(&["--identity", "pod-a"])
+                .election
+                .identity()
+                .expect("valid"),
             "pod-a"
         );
-        assert!(cli(&["--identity", "two words"]).identity().is_err());
+        assert!(
+            cli(&["--identity", "two words"])
+                .election
+                .identity()
+                .is_err()
+        );
     }
 
     #[test]
@@ -1229,8 +1267,8 @@ mod tests {
             let cli =
                 Cli::try_parse_args(std::iter::once("leader-elector").chain(args.iter().copied()))
                     .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-            assert_eq!(cli.identity.as_deref(), Some("a"), "{args:?}");
-            assert_eq!(cli.timings().lease_duration, s(20), "{args:?}");
+            assert_eq!(cli.election.identity.as_deref(), Some("a"), "{args:?}");
+            assert_eq!(cli.election.timings().lease_duration, s(20), "{args:?}");
         }
     }
 
