@@ -39,6 +39,7 @@ use futures::StreamExt;
 use kube_emulator::{Emulator, Resource, Verb};
 use lock_lease::LeaseLock;
 use test_kit::apiserver::{ApiServer, Server};
+use test_kit::figures::percentile;
 use test_kit::poll::Poll;
 use tokio::sync::mpsc;
 
@@ -728,17 +729,6 @@ fn report_servers(figures: &[ServerFigures], window: Duration) {
 }
 
 // ---------------------------------------------------------------- report
-
-fn percentile(xs: &[f64], p: f64) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    // Nearest rank.
-    let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
-    v[rank - 1]
-}
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)

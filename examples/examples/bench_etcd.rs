@@ -230,15 +230,6 @@ async fn measure<B: Backend>(
     figures
 }
 
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v[((v.len() - 1) as f64 * q).round() as usize]
-}
-
 fn print(name: &str, f: &Figures) {
     println!("{name}");
     for (what, v) in [
@@ -254,9 +245,9 @@ fn print(name: &str, f: &Figures) {
         println!(
             "  {what}: runs {}, median {:.1} ms, p90 {:.1} ms, max {:.1} ms",
             v.len(),
-            quantile(v, 0.5),
-            quantile(v, 0.9),
-            quantile(v, 1.0)
+            test_kit::figures::percentile(v, 0.5),
+            test_kit::figures::percentile(v, 0.9),
+            test_kit::figures::percentile(v, 1.0)
         );
     }
     println!(

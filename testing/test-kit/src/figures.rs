@@ -4,20 +4,25 @@
 //!
 //! ```
 //! use test_kit::figures::percentile;
-//! let sorted = [1.0, 2.0, 3.0, 4.0, 5.0];
-//! assert_eq!(percentile(&sorted, 0.5), 3.0);
-//! assert_eq!(percentile(&sorted, 0.9), 5.0);
+//! let samples = [5.0, 2.0, 3.0, 1.0, 4.0];
+//! assert_eq!(percentile(&samples, 0.5), 3.0);
+//! assert_eq!(percentile(&samples, 0.9), 5.0);
+//! assert_eq!(percentile(&[1.0, 2.0], 0.5), 1.0); // the lower of two
+//! assert!(percentile(&[], 0.5).is_nan());
 //! assert_eq!(test_kit::figures::median(vec![3, 1, 2]), 2);
 //! ```
 
-/// The `p` quantile (0 to 1) of `sorted`, by the nearest rank.
-///
-/// # Panics
-///
-/// If `sorted` is empty.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
+/// The `p` quantile (0 to 1) of `samples`, in any order, by the nearest rank
+/// (the smallest sample with at least `p` of them at or below it: rank
+/// `ceil(p * n)`); NaN when there are none.
+pub fn percentile(samples: &[f64], p: f64) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
 }
 
 /// The median of `samples` (the upper one of an even count).
