@@ -742,7 +742,7 @@ fn main() {
     let quick = args.iter().any(|a| a == "--quick")
         || std::env::var("BENCH_QUICK").is_ok_and(|v| v != "0")
         || !args.iter().any(|a| a == "--bench");
-    let window = Duration::from_secs(env_or("BENCH_SECS", if quick { 5 } else { 60 }).max(1));
+    let window = Duration::from_secs(env_or("BENCH_SECS", if quick { 2 } else { 60 }).max(1));
     let handovers = env_or("BENCH_HANDOVERS", if quick { 3 } else { 15 }).max(1) as usize;
     let crashes = env_or("BENCH_CRASHES", if quick { 2 } else { 8 }).max(1) as usize;
     let rounds = env_or("BENCH_ROUNDS", if quick { 2 } else { 20 }).max(1) as usize;

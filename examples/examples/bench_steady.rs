@@ -22,7 +22,7 @@
 //! and the stamp off (`term_annotation(false)`) as the floor. A fence is
 //! applied after the admin created the ConfigMaps (the admin does not stamp)
 //! and before the replicas start. Once a leader's first pass has annotated
-//! every object and a few seconds passed, a window (60 s; `--quick`: 10 s)
+//! every object and a few seconds passed, a window (60 s; `--quick`: 4 s)
 //! counts, per minute: the ConfigMap write requests by verb (the API server's
 //! audit log, which audits ConfigMap writes), the new versions of the
 //! ConfigMaps a watch sees, the reconciles, and the Lease's own requests by
@@ -30,7 +30,7 @@
 //! reconciles that failed.
 //!
 //! Run: `cargo run --release --example bench_steady`
-//! (`-- --quick`: 10 objects, 10 s windows, for CI). Needs the built
+//! (`-- --quick`: 10 objects, 4 s windows, for CI). Needs the built
 //! kube-apiserver (`bash testing/k8s-server/build.sh`). Figures and machine in
 //! BENCHMARKS.md, "Steady state: a level-triggered controller's writes".
 
@@ -381,7 +381,7 @@ async fn row(
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (objects, window, settle) = if quick {
-        (10, Duration::from_secs(10), Duration::from_secs(2))
+        (10, Duration::from_secs(4), Duration::from_secs(1))
     } else {
         (100, Duration::from_secs(60), Duration::from_secs(5))
     };

@@ -32,7 +32,7 @@
 //! (ms); `--renew-ms` kube-elector's renew interval (client-go has none) and
 //! `--request-timeout-ms` its request timeout with it;
 //! `--settle` the pause between the last election and the window (a lease by
-//! default; CI's smoke run, `-- --sizes 10 --window 5 --settle 2`, is short).
+//! default; CI's smoke run, `-- --sizes 10 --window 2 --settle 1`, is short).
 //! Needs the built kube-apiserver and client-go peer (`bash
 //! testing/k8s-server/build.sh`).
 
