@@ -35,19 +35,36 @@ use lock_memory::{
 
 use crate::stall::StallWatch;
 
-/// Instantiates the suite as `#[test]` functions.
+/// Instantiates the suite.
 ///
 /// `block_on` is a function running a future to completion on the runtime (for
 /// tokio, a paused current-thread runtime); `runtime` an expression evaluated
-/// inside it that yields the [`Runtime`].
+/// inside it that yields the [`Runtime`]. Each case becomes a `#[test]`
+/// function:
 ///
 /// ```text
-/// test_kit::driver_suite!(block_on = smol::block_on, runtime = adapter_smol::SmolRuntime::new());
+/// test_kit::driver_suite!(block_on = my_block_on, runtime = MyRuntime::new());
+/// ```
+///
+/// With `main` first, for the runtimes that run in real time, it becomes the
+/// test binary's `main` instead (a `[[test]]` with `harness = false`), running
+/// every case at once through [`harness`]: the cases mostly wait on timers, so
+/// the suite takes about as long as its longest case (8 s on smol) instead of
+/// their sum over two test threads (46 s).
+///
+/// ```text
+/// test_kit::driver_suite!(main, block_on = smol::block_on, runtime = adapter_smol::SmolRuntime::new());
 /// ```
 #[macro_export]
 macro_rules! driver_suite {
     (block_on = $block_on:path, runtime = $rt:expr) => {
-        $crate::driver_suite!(@cases $block_on, $rt;
+        $crate::driver_suite!(@list tests, $block_on, $rt);
+    };
+    (main, block_on = $block_on:path, runtime = $rt:expr) => {
+        $crate::driver_suite!(@list main, $block_on, $rt);
+    };
+    (@list $mode:ident, $block_on:path, $rt:expr) => {
+        $crate::driver_suite!(@run $mode; $block_on, $rt;
             three_candidates_elect_exactly_one,
             leader_shutdown_hands_over,
             leader_step_down_hands_over,
@@ -78,7 +95,7 @@ macro_rules! driver_suite {
             h10_a_reader_polling_the_stream_first_reads_the_states_of_a_driver_ended_before_shutdown,
         );
     };
-    (@cases $block_on:path, $rt:expr; $($case:ident,)*) => {
+    (@run tests; $block_on:path, $rt:expr; $($case:ident,)*) => {
         $(
             #[test]
             fn $case() {
@@ -86,6 +103,110 @@ macro_rules! driver_suite {
             }
         )*
     };
+    (@run main; $block_on:path, $rt:expr; $($case:ident,)*) => {
+        $(
+            fn $case() {
+                $block_on(async { $crate::driver_suite::$case($rt).await })
+            }
+        )*
+        fn main() -> std::process::ExitCode {
+            $crate::driver_suite::harness(&[$((stringify!($case), $case as fn())),*])
+        }
+    };
+}
+
+/// The harness of [`driver_suite!`]`(main, …)`: every selected case on a
+/// thread of its own, all at once, reported as libtest reports tests, with
+/// libtest's command line as far as cargo passes it: name filters
+/// (substrings, or whole names with `--exact`), `--skip NAME`, `--list`,
+/// `--ignored` (no case is ignored, so none runs) and `--include-ignored`;
+/// other flags (`--nocapture`, `--test-threads N`, …) are taken and do
+/// nothing. A case fails by panicking; any failure fails the binary (exit
+/// code 101, as libtest's).
+pub fn harness(cases: &[(&'static str, fn())]) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    const WITH_VALUE: [&str; 6] = [
+        "--skip",
+        "--test-threads",
+        "--color",
+        "--format",
+        "--logfile",
+        "-Z",
+    ];
+    let (mut filters, mut skips) = (Vec::new(), Vec::new());
+    let (mut exact, mut list, mut ignored_only) = (false, false, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--exact" => exact = true,
+            "--list" => list = true,
+            "--ignored" => ignored_only = true,
+            "--skip" => skips.extend(args.next()),
+            flag if WITH_VALUE.contains(&flag) => {
+                args.next();
+            }
+            flag if flag.starts_with('-') => {}
+            filter => filters.push(filter.to_owned()),
+        }
+    }
+    let named = |name: &str, pattern: &str| {
+        if exact {
+            name == pattern
+        } else {
+            name.contains(pattern)
+        }
+    };
+    let chosen: Vec<_> = cases
+        .iter()
+        .filter(|_| !ignored_only)
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| named(name, f)))
+        .filter(|(name, _)| !skips.iter().any(|s| named(name, s)))
+        .collect();
+    if list {
+        for (name, _) in &chosen {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
+    println!("\nrunning {} tests", chosen.len());
+    let started = std::time::Instant::now();
+    let running: Vec<_> = chosen
+        .iter()
+        .map(|&&(name, case)| {
+            let thread = std::thread::Builder::new()
+                .name(name.to_owned())
+                .spawn(case)
+                .expect("a thread for the case");
+            (name, thread)
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for (name, thread) in running {
+        let ok = thread.join().is_ok();
+        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
+        if !ok {
+            failed.push(name);
+        }
+    }
+    if !failed.is_empty() {
+        println!("\nfailures:");
+        for name in &failed {
+            println!("    {name}");
+        }
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        chosen.len() - failed.len(),
+        failed.len(),
+        cases.len() - chosen.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(101)
+    }
 }
 
 // ---- timings (Config::fast) ----
