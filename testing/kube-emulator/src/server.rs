@@ -279,6 +279,39 @@ enum Route {
     Unknown,
 }
 
+/// What a path names: the kind, the namespace, the object's name (empty for
+/// a collection) and whether it is a collection.
+type Target = (Resource, Option<String>, String, bool);
+
+/// What answers a request whose path names no collection or object.
+enum Elsewhere {
+    /// A discovery document.
+    Document(Value),
+    /// The refusal of a path that names nothing served.
+    Refused(ApiError),
+}
+
+impl Route {
+    /// The collection or object the path names, or what answers instead.
+    fn target(self) -> Result<Target, Elsewhere> {
+        match self {
+            Route::Discovery(doc) => Err(Elsewhere::Document(doc)),
+            Route::Unserved(u) => Err(Elsewhere::Refused(u.refusal())),
+            Route::UnservedGroup(u) => Err(Elsewhere::Refused(u.group_refusal())),
+            Route::Unknown => Err(Elsewhere::Refused(ApiError::no_route())),
+            Route::Collection {
+                resource,
+                namespace,
+            } => Ok((resource, namespace, String::new(), true)),
+            Route::Object {
+                resource,
+                namespace,
+                name,
+            } => Ok((resource, Some(namespace), name, false)),
+        }
+    }
+}
+
 fn route(path: &str, shared: &Shared) -> Route {
     let segs: Vec<String> = path
         .split('/')
@@ -433,20 +466,10 @@ pub(crate) fn plain_request(
 ) -> (u16, Value) {
     let pairs = query_pairs(query);
     let failed = |e: ApiError| (e.code, e.to_status());
-    let (resource, namespace, name, collection) = match route(path, shared) {
-        Route::Discovery(doc) => return (200, doc),
-        Route::Unserved(u) => return failed(u.refusal()),
-        Route::UnservedGroup(u) => return failed(u.group_refusal()),
-        Route::Unknown => return failed(ApiError::no_route()),
-        Route::Collection {
-            resource,
-            namespace,
-        } => (resource, namespace, String::new(), true),
-        Route::Object {
-            resource,
-            namespace,
-            name,
-        } => (resource, Some(namespace), name, false),
+    let (resource, namespace, name, collection) = match route(path, shared).target() {
+        Ok(target) => target,
+        Err(Elsewhere::Document(doc)) => return (200, doc),
+        Err(Elsewhere::Refused(e)) => return failed(e),
     };
     let watching = truthy(param(&pairs, "watch"));
     let Some(verb) = verb_of(method, collection, watching, resource, namespace.as_deref()) else {
@@ -526,26 +549,13 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>, kill: Arc<Notify>) 
     let client = client_of(&req);
     let method = req.method().clone();
     let pairs = query_pairs(req.uri().query());
-    let (resource, namespace, name, collection) = match route(req.uri().path(), &shared) {
-        Route::Discovery(doc) => {
-            return if method == Method::GET {
-                full(200, &doc)
-            } else {
-                error_response(&ApiError::method_not_allowed(method.as_str()))
-            };
+    let (resource, namespace, name, collection) = match route(req.uri().path(), &shared).target() {
+        Ok(target) => target,
+        Err(Elsewhere::Document(doc)) if method == Method::GET => return full(200, &doc),
+        Err(Elsewhere::Document(_)) => {
+            return error_response(&ApiError::method_not_allowed(method.as_str()));
         }
-        Route::Unserved(u) => return error_response(&u.refusal()),
-        Route::UnservedGroup(u) => return error_response(&u.group_refusal()),
-        Route::Unknown => return error_response(&ApiError::no_route()),
-        Route::Collection {
-            resource,
-            namespace,
-        } => (resource, namespace, String::new(), true),
-        Route::Object {
-            resource,
-            namespace,
-            name,
-        } => (resource, Some(namespace), name, false),
+        Err(Elsewhere::Refused(e)) => return error_response(&e),
     };
     let watching = truthy(param(&pairs, "watch"));
     let Some(verb) = verb_of(
