@@ -26,10 +26,7 @@ pub fn command_line(args: &[String]) -> Result<String, String> {
             );
             let id = election_ops::identity::identity_from(explicit, None, None)
                 .map_err(|e| e.to_string())?;
-            let config = cli
-                .election
-                .election_config(id)
-                .map_err(|e| e.to_string())?;
+            let config = cli.election.config(id).map_err(|e| e.to_string())?;
             Ok(format!("{config:?}"))
         }
     }

@@ -566,7 +566,7 @@ impl ElectionArgs {
     /// client-go's configuration with the timings of the command line
     /// ([`Config::timings`], which sets the request timeout by client-go's rule,
     /// unless `--request-timeout` overrides it), checked ([`Config::validate`]).
-    pub fn election_config(&self, identity: Arc<str>) -> Result<Config, ConfigError> {
+    pub fn config(&self, identity: Arc<str>) -> Result<Config, ConfigError> {
         let t = self.timings();
         let mut config =
             Config::client_go(identity).timings(t.lease_duration, t.renew_deadline, t.retry_period);
@@ -904,7 +904,7 @@ async fn terminated() {
 async fn run(cli: Cli) -> Result<u8, StartError> {
     let id = cli.election.identity()?;
     // Checked before anything else: a bad combination names its rule at once.
-    let config = cli.election.election_config(id.clone())?;
+    let config = cli.election.config(id.clone())?;
     match &cli.mode {
         Mode::Serve { lease, addr } => {
             let kube_config = kube_config(&cli).await?;
@@ -1101,10 +1101,7 @@ mod tests {
     /// unless `--request-timeout` sets it; the result is validated.
     #[test]
     fn the_request_timeout_follows_client_go_unless_given() {
-        let config = cli(&[])
-            .election
-            .election_config("a".into())
-            .expect("valid");
+        let config = cli(&[]).election.config("a".into()).expect("valid");
         assert_eq!(
             config.request_timeout,
             Config::client_go_request_timeout(s(10))
@@ -1119,57 +1116,55 @@ mod tests {
             "250ms",
         ])
         .election
-        .election_config("a".into())
+        .config("a".into())
         .expect("valid");
         assert_eq!(config.request_timeout, s(1), "max(renew / 2, 1 s)");
         let config = cli(&["--request-timeout", "3s"])
             .election
-            .election_config("a".into())
+            .config("a".into())
             .expect("valid");
         assert_eq!(config.request_timeout, s(3));
         assert!(matches!(
             cli(&["--request-timeout", "8s"])
                 .election
-                .election_config("a".into()),
+                .config("a".into()),
             Err(ConfigError::RetryPlusTimeoutNotBelowRenewDeadline { .. })
         ));
         assert!(matches!(
             cli(&["--lease-duration", "1.5s"])
                 .election
-                .election_config("a".into()),
+                .config("a".into()),
             Err(ConfigError::LeaseNotWholeSeconds(_))
         ));
         // The renew interval is the retry period unless given, and checked.
         assert_eq!(
             cli(&[])
                 .election
-                .election_config("a".into())
+                .config("a".into())
                 .expect("valid")
                 .renew_every(),
             s(2)
         );
         let config = cli(&["--renew-interval", "5s", "--request-timeout", "4s"])
             .election
-            .election_config("a".into())
+            .config("a".into())
             .expect("valid");
         assert_eq!(config.renew_every(), s(5));
         assert!(matches!(
-            cli(&["--renew-interval", "5s"])
-                .election
-                .election_config("a".into()),
+            cli(&["--renew-interval", "5s"]).election.config("a".into()),
             Err(ConfigError::RenewIntervalPlusTimeoutNotBelowRenewDeadline { .. })
         ));
         // The fleet's longest lease, for a rollout that changes the duration.
         let config = cli(&["--fleet-lease-duration", "30s"])
             .election
-            .election_config("a".into())
+            .config("a".into())
             .expect("valid");
         assert_eq!(config.fleet_lease_duration, Some(s(30)));
         assert_eq!(config.unseen_holder_lease(), s(30));
         assert!(matches!(
             cli(&["--fleet-lease-duration", "2h"])
                 .election
-                .election_config("a".into()),
+                .config("a".into()),
             Err(ConfigError::FleetLeaseOutOfRange(_))
         ));
     }
