@@ -44,9 +44,10 @@ fn value(text: &str, series: &str) -> Option<f64> {
 }
 
 /// A lock whose updates block the calling thread while `wedged` is set (up to 10 s):
-/// a hung call the driver cannot time out.
+/// a hung call the driver cannot time out. `blocked` is set once one does.
 struct Wedging {
     wedged: Arc<AtomicBool>,
+    blocked: Arc<AtomicBool>,
     release: Arc<Mutex<std::sync::mpsc::Receiver<()>>>,
 }
 
@@ -58,6 +59,7 @@ impl<L: Lock> Layer<L> for Wedging {
         record: &LockRecord,
     ) -> Result<Observation, LockError> {
         if self.wedged.load(Ordering::SeqCst) {
+            self.blocked.store(true, Ordering::SeqCst);
             let rx = self.release.lock().unwrap();
             let _ = rx.recv_timeout(Duration::from_secs(10));
         }
@@ -74,11 +76,13 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
         .build()
         .expect("lock");
     let wedged = Arc::new(AtomicBool::new(false));
+    let blocked = Arc::new(AtomicBool::new(false));
     let (unblock, rx) = std::sync::mpsc::channel();
     let lock = Layered::new(
         lease,
         Wedging {
             wedged: Arc::clone(&wedged),
+            blocked: Arc::clone(&blocked),
             release: Arc::new(Mutex::new(rx)),
         },
     );
@@ -121,6 +125,10 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
         .await
     );
     wedged.store(true, Ordering::SeqCst);
+    // The deadline is final once a renew blocks: one that was past the wedge
+    // when it was set may still have moved it (read before, the check below
+    // waited for a deadline already renewed past, and /healthz said 200).
+    assert!(wait_until(Duration::from_secs(5), || blocked.load(Ordering::SeqCst)).await);
     let deadline = handle.deadline().expect("leading");
     // The next renew hangs the driver; past deadline + tolerance liveness fails.
     assert!(
