@@ -14,9 +14,9 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use kube_emulator::rbac::{not_granted, role_rules, unused};
 use kube_emulator::{Emulator, Resource, Verb};
 use test_kit::apiserver::{ApiServer, Server};
+use test_kit::rbac::{not_granted, role_rules, unused};
 mod support;
 
 use support::{example_binary, read_until};

@@ -16,9 +16,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{Site, get};
-use kube_emulator::rbac::{not_granted, role_rules, unused};
 use kube_emulator::{Coordinator, Emulator, Resource};
 use test_kit::apiserver::ApiServer;
+use test_kit::rbac::{not_granted, role_rules, unused};
 use tokio::process::{Child, Command};
 
 const LEASE: &str = "coordinated";

@@ -385,7 +385,7 @@ fn run_mode(site: &Site<'_>, id: &str, lease: &str, script: &str) -> tokio::proc
         "kubectl --kubeconfig {kc} --cache-dir {}",
         cache.to_str().expect("UTF-8 path")
     );
-    let validate = if site.server.name() == "emulator" {
+    let validate = if site.server.is_emulator() {
         " --validate=false"
     } else {
         ""

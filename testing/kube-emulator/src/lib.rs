@@ -30,8 +30,8 @@
 //! Faults are injected per client, told apart by bearer token: latency, error
 //! codes (429 with `Retry-After`), a 500 after the write committed, requests
 //! that hang, dropped connections, watches that close, break or go silent.
-//! Request counts and a write history with server timestamps are kept, and
-//! [`rbac`] checks the counted requests against an RBAC Role.
+//! Request counts and a write history with server timestamps are kept (the
+//! workspace's tests check the counts against the RBAC Roles it ships).
 //!
 //! On request it also runs coordinated leader election (KEP-4355) as the API
 //! server's leader-election controller does: see [`Coordinator`]. It depends on
@@ -122,13 +122,11 @@
 //! not served, nor server-side apply, protobuf bodies, server-side printing
 //! (Tables) or OpenAPI documents. Test code that needs them on kube-apiserver
 //! (`test_kit::apiserver` builds and starts one; the workspace's guide,
-//! `docs/guide/testing.md`, says how). A request for a kind a deployment is
-//! made of (Pods, Deployments, PodDisruptionBudgets, ServiceAccounts, Roles,
-//! RoleBindings), or for its API group, gets a 404 `NotFound` `Status` that
-//! says so: `the server could not find the requested resource:
-//! deployments.apps is not served by kube-emulator, which serves the kinds of
-//! leader election only; test this on kube-apiserver`. Any other path it does
-//! not serve gets the API server's bare 404.
+//! `docs/guide/testing.md`, says how). A request for a kind or an API group
+//! it does not serve gets a 404 `NotFound` `Status` that says so: `the server
+//! could not find the requested resource: deployments.apps is not served by
+//! kube-emulator, which serves the kinds of leader election only; test this
+//! on kube-apiserver`. A path outside the API gets the API server's bare 404.
 //!
 //! # API server rules worth knowing
 //!
@@ -302,7 +300,6 @@ mod faults;
 pub mod fuzzing;
 mod list;
 mod patch;
-pub mod rbac;
 mod resource;
 mod schema;
 mod selector;
@@ -311,7 +308,6 @@ mod server;
 mod status;
 mod store;
 mod time;
-mod unserved;
 mod validation;
 mod watch;
 

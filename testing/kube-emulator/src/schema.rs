@@ -23,24 +23,17 @@ mod lease_candidate;
 #[cfg(test)]
 mod round_trip;
 
-/// How one field becomes JSON. Go leaves out a zero value of a non-pointer
-/// field (`omitempty`) and keeps a pointer field that was sent.
+/// How one field is shaped in JSON.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Shape {
-    /// `string`, left out when empty.
+    /// A string.
     Str,
-    /// `*string`, or a string without `omitempty`: kept even when empty.
-    StrKept,
-    /// `int64`, left out when zero.
+    /// An `int64`.
     Int64,
-    /// `int32`, left out when zero.
+    /// An `int32`.
     Int32,
-    /// `*int32`, kept even when zero.
-    Int32Kept,
-    /// `bool`, left out when false.
+    /// A boolean.
     Bool,
-    /// `*bool`.
-    BoolKept,
     /// `bytes`, as base64.
     Base64,
     /// `repeated string`.
@@ -78,25 +71,25 @@ impl Schema {
 /// An entry of a `map<string, string>`.
 pub(crate) static STRING_ENTRY: Schema = Schema {
     name: "MapEntry",
-    fields: &[("key", Shape::StrKept), ("value", Shape::StrKept)],
+    fields: &[("key", Shape::Str), ("value", Shape::Str)],
 };
 
 /// An entry of a `map<string, bytes>`.
 pub(crate) static BYTES_ENTRY: Schema = Schema {
     name: "MapEntry",
-    fields: &[("key", Shape::StrKept), ("value", Shape::Base64)],
+    fields: &[("key", Shape::Str), ("value", Shape::Base64)],
 };
 
 /// `meta/v1.OwnerReference`.
 static OWNER_REFERENCE: Schema = Schema {
     name: "OwnerReference",
     fields: &[
-        ("apiVersion", Shape::StrKept),
-        ("kind", Shape::StrKept),
-        ("name", Shape::StrKept),
-        ("uid", Shape::StrKept),
-        ("controller", Shape::BoolKept),
-        ("blockOwnerDeletion", Shape::BoolKept),
+        ("apiVersion", Shape::Str),
+        ("kind", Shape::Str),
+        ("name", Shape::Str),
+        ("uid", Shape::Str),
+        ("controller", Shape::Bool),
+        ("blockOwnerDeletion", Shape::Bool),
     ],
 };
 
@@ -129,7 +122,7 @@ static CONFIG_MAP: Schema = Schema {
         ("metadata", Shape::Message(&OBJECT_META)),
         ("data", Shape::Map(&STRING_ENTRY)),
         ("binaryData", Shape::Map(&BYTES_ENTRY)),
-        ("immutable", Shape::BoolKept),
+        ("immutable", Shape::Bool),
     ],
 };
 
@@ -153,9 +146,9 @@ static NAMESPACE: Schema = Schema {
 static TAINT: Schema = Schema {
     name: "Taint",
     fields: &[
-        ("key", Shape::StrKept),
+        ("key", Shape::Str),
         ("value", Shape::Str),
-        ("effect", Shape::StrKept),
+        ("effect", Shape::Str),
         ("timeAdded", Shape::Opaque),
     ],
 };
@@ -188,13 +181,13 @@ static NODE: Schema = Schema {
 static LEASE_SPEC: Schema = Schema {
     name: "LeaseSpec",
     fields: &[
-        ("holderIdentity", Shape::StrKept),
-        ("leaseDurationSeconds", Shape::Int32Kept),
+        ("holderIdentity", Shape::Str),
+        ("leaseDurationSeconds", Shape::Int32),
         ("acquireTime", Shape::MicroTime),
         ("renewTime", Shape::MicroTime),
-        ("leaseTransitions", Shape::Int32Kept),
-        ("strategy", Shape::StrKept),
-        ("preferredHolder", Shape::StrKept),
+        ("leaseTransitions", Shape::Int32),
+        ("strategy", Shape::Str),
+        ("preferredHolder", Shape::Str),
     ],
 };
 

@@ -8,83 +8,23 @@
 //!   candidates: it also takes a leading `v`, surrounding spaces, leading zeros
 //!   and a short `1.33` (read `1.33.0`).
 //!
+//! Both are read by the `semver` crate, which follows the same grammar.
 //! Versions are ordered by semver precedence: the numbers, then a version
 //! without a pre-release above one with it, pre-release identifiers compared
 //! one by one (numbers below words); build metadata is ignored.
 
 use std::cmp::Ordering;
 
-/// One dot-separated identifier of a pre-release.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Identifier {
-    /// All digits: compared as a number, and below any word.
-    Number(u64),
-    /// Letters, digits and `-`: compared as text.
-    Word(String),
-}
-
-/// A parsed semantic version (build metadata dropped: it takes no part in the order).
+/// A parsed semantic version, ordered by precedence (build metadata takes no
+/// part in the order, as in blang's `Compare`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Version {
-    major: u64,
-    minor: u64,
-    patch: u64,
-    pre: Vec<Identifier>,
-}
-
-/// A number of a version: digits only, no leading zero (but `0` itself).
-fn number(text: &str) -> Option<u64> {
-    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
-    if !digits || (text.len() > 1 && text.starts_with('0')) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-fn alphanumeric(text: &str) -> bool {
-    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-}
+pub(crate) struct Version(semver::Version);
 
 impl Version {
     /// The strict reading (blang's `Parse`): `None` for anything that is not
-    /// `MAJOR.MINOR.PATCH[-PRE][+BUILD]`.
+    /// `MAJOR.MINOR.PATCH[-PRE][+BUILD]`, numbers without leading zeros.
     pub(crate) fn parse(text: &str) -> Option<Version> {
-        let mut parts = text.splitn(3, '.');
-        let (major, minor, rest) = (parts.next()?, parts.next()?, parts.next()?);
-        let (rest, build) = match rest.split_once('+') {
-            Some((rest, build)) => (rest, Some(build)),
-            None => (rest, None),
-        };
-        if let Some(build) = build
-            && !build.split('.').all(alphanumeric)
-        {
-            return None;
-        }
-        let (patch, pre) = match rest.split_once('-') {
-            Some((patch, pre)) => (patch, Some(pre)),
-            None => (rest, None),
-        };
-        let pre = match pre {
-            None => Vec::new(),
-            Some(pre) => pre
-                .split('.')
-                .map(|id| {
-                    if !alphanumeric(id) {
-                        None
-                    } else if id.bytes().all(|b| b.is_ascii_digit()) {
-                        number(id).map(Identifier::Number)
-                    } else {
-                        Some(Identifier::Word(id.to_owned()))
-                    }
-                })
-                .collect::<Option<Vec<_>>>()?,
-        };
-        Some(Version {
-            major: number(major)?,
-            minor: number(minor)?,
-            patch: number(patch)?,
-            pre,
-        })
+        semver::Version::parse(text).ok().map(Version)
     }
 
     /// The tolerant reading (blang's `ParseTolerant`): spaces and a leading
@@ -119,30 +59,19 @@ impl Version {
     /// The tolerant reading, or `0.0.0` where there is none: how the
     /// coordinator ranks a version it cannot read.
     pub(crate) fn tolerant_or_zero(text: &str) -> Version {
-        Version::parse_tolerant(text).unwrap_or(Version {
-            major: 0,
-            minor: 0,
-            patch: 0,
-            pre: Vec::new(),
-        })
+        Version::parse_tolerant(text).unwrap_or(Version(semver::Version::new(0, 0, 0)))
     }
 
     /// Whether this is `0.0.0` (with no pre-release).
     pub(crate) fn is_zero(&self) -> bool {
-        self.major == 0 && self.minor == 0 && self.patch == 0 && self.pre.is_empty()
+        let v = &self.0;
+        v.major == 0 && v.minor == 0 && v.patch == 0 && v.pre.is_empty()
     }
 }
 
 impl Ord for Version {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.major, self.minor, self.patch)
-            .cmp(&(other.major, other.minor, other.patch))
-            .then_with(|| match (self.pre.is_empty(), other.pre.is_empty()) {
-                (true, true) => Ordering::Equal,
-                (true, false) => Ordering::Greater,
-                (false, true) => Ordering::Less,
-                (false, false) => self.pre.cmp(&other.pre),
-            })
+        self.0.cmp_precedence(&other.0)
     }
 }
 

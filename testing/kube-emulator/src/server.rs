@@ -27,7 +27,6 @@ use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{PatchKind, Reply, Store};
 use crate::time::Timestamp;
-use crate::unserved::{self, Unserved};
 use crate::validation::FieldValidation;
 use crate::watch::{self as watching, WatchRequest};
 
@@ -60,7 +59,7 @@ impl Shared {
         bookmark_interval: Duration,
         default_watch_timeout: Duration,
     ) -> Shared {
-        let store = Store::new(history_limit, Timestamp::from_system(SystemTime::now()));
+        let store = Store::new(history_limit, Timestamp::now());
         let rv = store.resource_version();
         Shared {
             store: Mutex::new(store),
@@ -194,56 +193,26 @@ fn too_many_requests_plain(retry_after: u32) -> Response<Body> {
 
 /// Who is asking: the bearer token, else the user agent, else "anonymous".
 pub(crate) fn client_of<B>(req: &Request<B>) -> String {
-    let headers = req.headers();
-    if let Some(token) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
+    let get = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    get(header::AUTHORIZATION)
         .and_then(|v| v.strip_prefix("Bearer "))
-    {
-        return token.trim().to_owned();
-    }
-    if let Some(ua) = headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-    {
-        return ua.to_owned();
-    }
-    "anonymous".to_owned()
+        .map(str::trim)
+        .or_else(|| get(header::USER_AGENT))
+        .unwrap_or("anonymous")
+        .to_owned()
 }
 
+/// A path segment, percent-decoded (an invalid escape is kept as written).
 fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
-                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(v) => {
-                        out.push(v);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
+/// The query's `key=value` pairs, decoded as a form (`+` is a space).
 fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
-    query
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) => (percent_decode(k), percent_decode(v)),
-            None => (percent_decode(p), String::new()),
-        })
+    form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .into_owned()
         .collect()
 }
 
@@ -272,10 +241,12 @@ enum Route {
         namespace: String,
         name: String,
     },
-    /// A kind this build leaves out (a cargo feature serves it).
-    Unserved(Unserved),
-    /// The discovery of an API group whose kinds this build leaves out.
-    UnservedGroup(Unserved),
+    /// A kind (by its plural) or, with no plural, an API group that the
+    /// emulator does not serve.
+    NotServed {
+        group: String,
+        plural: String,
+    },
     Unknown,
 }
 
@@ -296,8 +267,9 @@ impl Route {
     fn target(self) -> Result<Target, Elsewhere> {
         match self {
             Route::Discovery(doc) => Err(Elsewhere::Document(doc)),
-            Route::Unserved(u) => Err(Elsewhere::Refused(u.refusal())),
-            Route::UnservedGroup(u) => Err(Elsewhere::Refused(u.group_refusal())),
+            Route::NotServed { group, plural } => {
+                Err(Elsewhere::Refused(ApiError::not_served(&group, &plural)))
+            }
             Route::Unknown => Err(Elsewhere::Refused(ApiError::no_route())),
             Route::Collection {
                 resource,
@@ -328,65 +300,50 @@ fn route(path: &str, shared: &Shared) -> Route {
         ["apis"] => return Route::Discovery(crate::discovery::api_group_list()),
         ["api", "v1"] => return Route::Discovery(crate::discovery::resource_list("", "v1")),
         ["apis", g] => {
-            return crate::discovery::api_group(g).map_or_else(
-                || unserved::group(g, None).map_or(Route::Unknown, Route::UnservedGroup),
-                Route::Discovery,
-            );
+            return crate::discovery::api_group(g)
+                .map_or_else(|| not_served(g, ""), Route::Discovery);
         }
         ["apis", g, v] => {
             let list = crate::discovery::resource_list(g, v);
             return if list["resources"].as_array().is_some_and(|r| !r.is_empty()) {
                 Route::Discovery(list)
             } else {
-                unserved::group(g, Some(v)).map_or(Route::Unknown, Route::UnservedGroup)
+                not_served(g, "")
             };
         }
         ["api", "v1", rest @ ..] => ("", "v1", rest),
         ["apis", g, v, rest @ ..] => (g, v, rest),
         _ => return Route::Unknown,
     };
-    let lookup = |plural: &str| Resource::lookup(group, version, plural);
-    let routed = match rest {
-        ["namespaces", ns, plural] => match lookup(plural) {
-            Some(r) if r.namespaced() => Route::Collection {
-                resource: r,
-                namespace: Some((*ns).to_owned()),
-            },
-            _ => Route::Unknown,
+    let (namespace, plural, name) = match rest {
+        ["namespaces", ns, plural] => (Some(*ns), *plural, None),
+        ["namespaces", ns, plural, name] => (Some(*ns), *plural, Some(*name)),
+        [plural] => (None, *plural, None),
+        [plural, name] => (None, *plural, Some(*name)),
+        _ => return Route::Unknown,
+    };
+    let Some(resource) = Resource::lookup(group, version, plural) else {
+        return not_served(group, plural);
+    };
+    match (namespace, name) {
+        (namespace, None) if namespace.is_none() || resource.namespaced() => Route::Collection {
+            resource,
+            namespace: namespace.map(str::to_owned),
         },
-        ["namespaces", ns, plural, name] => match lookup(plural) {
-            Some(r) if r.namespaced() => Route::Object {
-                resource: r,
-                namespace: (*ns).to_owned(),
-                name: (*name).to_owned(),
-            },
-            _ => Route::Unknown,
-        },
-        [plural] => match lookup(plural) {
-            Some(r) => Route::Collection {
-                resource: r,
-                namespace: None,
-            },
-            None => Route::Unknown,
-        },
-        [plural, name] => match lookup(plural) {
-            Some(r) if !r.namespaced() => Route::Object {
-                resource: r,
-                namespace: String::new(),
-                name: (*name).to_owned(),
-            },
-            _ => Route::Unknown,
+        (namespace, Some(name)) if namespace.is_some() == resource.namespaced() => Route::Object {
+            resource,
+            namespace: namespace.unwrap_or_default().to_owned(),
+            name: name.to_owned(),
         },
         _ => Route::Unknown,
-    };
-    if routed != Route::Unknown {
-        return routed;
     }
-    let plural = match rest {
-        ["namespaces", _, plural] | ["namespaces", _, plural, _] | [plural] | [plural, _] => plural,
-        _ => return routed,
-    };
-    unserved::kind(group, version, plural).map_or(routed, Route::Unserved)
+}
+
+fn not_served(group: &str, plural: &str) -> Route {
+    Route::NotServed {
+        group: group.to_owned(),
+        plural: plural.to_owned(),
+    }
 }
 
 /// The content type (without parameters) and the body as JSON.
@@ -681,7 +638,7 @@ fn execute(
     watch_faults: Vec<Fault>,
     stale_read: bool,
 ) -> Outcome {
-    let now = Timestamp::from_system(SystemTime::now());
+    let now = Timestamp::now();
     let ns = namespace.clone().unwrap_or_default();
     let selectors =
         match Selectors::parse(param(pairs, "fieldSelector"), param(pairs, "labelSelector")) {
@@ -970,8 +927,10 @@ mod tests {
         );
         assert!(truthy(param(&pairs, "watch")));
         assert_eq!(param(&pairs, "x"), Some(""));
+        assert_eq!(param(&query_pairs(Some("a=b+c%2B")), "a"), Some("b c+"));
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz"), "%zz");
+        assert_eq!(percent_decode("a+b%3A"), "a+b:");
     }
 
     #[test]
@@ -1004,35 +963,31 @@ mod tests {
             }
         );
         assert_eq!(
-            route("/apis/coordination.k8s.io/v1/namespaces", &shared),
+            route("/api/v1/namespaces/default/namespaces/x", &shared),
             Route::Unknown
         );
-        {
-            let deployments = unserved::kind("apps", "v1", "deployments").expect("left out");
-            for path in [
-                "/apis/apps/v1/namespaces/default/deployments",
-                "/apis/apps/v1/namespaces/default/deployments/d",
-                "/apis/apps/v1/deployments",
-            ] {
-                assert_eq!(route(path, &shared), Route::Unserved(deployments), "{path}");
-            }
-            assert_eq!(
-                route("/apis/apps/v1", &shared),
-                Route::UnservedGroup(deployments)
-            );
-            assert_eq!(
-                route("/apis/apps", &shared),
-                Route::UnservedGroup(deployments)
-            );
-            assert!(matches!(
-                route("/api/v1/namespaces/default/serviceaccounts/sa", &shared),
-                Route::Unserved(u) if u.plural == "serviceaccounts"
-            ));
-        }
         assert_eq!(
-            route("/apis/batch/v1/namespaces/default/jobs", &shared),
-            Route::Unknown
+            route("/apis/coordination.k8s.io/v1/namespaces", &shared),
+            not_served("coordination.k8s.io", "namespaces")
         );
+        for path in [
+            "/apis/apps/v1/namespaces/default/deployments",
+            "/apis/apps/v1/namespaces/default/deployments/d",
+            "/apis/apps/v1/deployments",
+        ] {
+            assert_eq!(
+                route(path, &shared),
+                not_served("apps", "deployments"),
+                "{path}"
+            );
+        }
+        assert_eq!(route("/apis/apps/v1", &shared), not_served("apps", ""));
+        assert_eq!(route("/apis/apps", &shared), not_served("apps", ""));
+        assert_eq!(
+            route("/api/v1/namespaces/default/serviceaccounts/sa", &shared),
+            not_served("", "serviceaccounts")
+        );
+        assert_eq!(route("/openapi/v3", &shared), Route::Unknown);
         assert!(matches!(route("/version", &shared), Route::Discovery(_)));
     }
 }

@@ -199,15 +199,19 @@ impl ApiError {
         )
     }
 
-    /// 404 for a path of a kind (`what`: `deployments.apps`) or API group
-    /// the emulator does not serve, which a controller's tests may well ask
-    /// for: the server's words for a path it does not know, then where to
-    /// test such code.
-    pub(crate) fn not_served(what: &str, group: &str, plural: &str) -> Self {
+    /// 404 for a path of a kind (`plural` of `group`) or, with no plural, of
+    /// an API group that the emulator does not serve: the server's words for
+    /// a path it does not know, then where to test such code.
+    pub(crate) fn not_served(group: &str, plural: &str) -> Self {
         let mut details = serde_json::Map::new();
         if !group.is_empty() {
             details.insert("group".into(), json!(group));
         }
+        let what = match (group, plural) {
+            (group, "") => format!("the API group {group:?}"),
+            ("", plural) => plural.to_owned(),
+            (group, plural) => format!("{plural}.{group}"),
+        };
         if !plural.is_empty() {
             details.insert("kind".into(), json!(plural));
         }

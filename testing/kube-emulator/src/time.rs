@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Seconds and nanoseconds since the Unix epoch (may be negative for old dates).
+/// Seconds and nanoseconds since the Unix epoch (negative for a date before it).
 /// Ordered in time (by `secs`, then `nanos`, which is below a second).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Timestamp {
@@ -16,7 +16,13 @@ impl Timestamp {
     /// The wall clock, which is the emulator's clock: it stamps writes and
     /// decides whether a Lease has expired.
     pub(crate) fn now() -> Self {
-        Self::from_system(SystemTime::now())
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp {
+            secs: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            nanos: d.subsec_nanos(),
+        }
     }
 
     /// `d` later (saturating far in the future).
@@ -34,17 +40,12 @@ impl Timestamp {
 
     /// How long after `earlier` this is; zero when it is not after it.
     pub(crate) fn since(self, earlier: Timestamp) -> Duration {
-        if self <= earlier {
-            return Duration::ZERO;
-        }
-        let (mut secs, nanos) = (self.secs - earlier.secs, self.nanos);
-        let nanos = if nanos >= earlier.nanos {
-            nanos - earlier.nanos
-        } else {
-            secs -= 1;
-            nanos + 1_000_000_000 - earlier.nanos
-        };
-        Duration::new(u64::try_from(secs).unwrap_or(0), nanos)
+        let nanos = |t: Timestamp| i128::from(t.secs) * 1_000_000_000 + i128::from(t.nanos);
+        let apart = (nanos(self) - nanos(earlier)).max(0);
+        Duration::new(
+            u64::try_from(apart / 1_000_000_000).unwrap_or(u64::MAX),
+            (apart % 1_000_000_000) as u32,
+        )
     }
 
     /// The same instant at the microsecond a `MicroTime` keeps.
@@ -52,25 +53,6 @@ impl Timestamp {
         Timestamp {
             secs: self.secs,
             nanos: self.nanos / 1000 * 1000,
-        }
-    }
-
-    pub(crate) fn from_system(t: SystemTime) -> Self {
-        match t.duration_since(UNIX_EPOCH) {
-            Ok(d) => Timestamp {
-                secs: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-                nanos: d.subsec_nanos(),
-            },
-            Err(e) => {
-                let d: Duration = e.duration();
-                let mut secs = -i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-                let mut nanos = d.subsec_nanos();
-                if nanos > 0 {
-                    secs -= 1;
-                    nanos = 1_000_000_000 - nanos;
-                }
-                Timestamp { secs, nanos }
-            }
         }
     }
 }
@@ -166,11 +148,10 @@ pub(crate) fn parse_rfc3339(text: &str) -> Option<Timestamp> {
             return None;
         }
         let digits = &text[start..i];
-        let mut scaled = String::from(&digits[..digits.len().min(9)]);
-        while scaled.len() < 9 {
-            scaled.push('0');
-        }
-        nanos = scaled.parse().ok()?;
+        // Nanoseconds: the first nine digits, padded with zeros.
+        nanos = format!("{:0<9}", &digits[..digits.len().min(9)])
+            .parse()
+            .ok()?;
     }
     let offset_secs: i64 = match b.get(i)? {
         b'Z' | b'z' if i + 1 == b.len() => 0,

@@ -204,74 +204,33 @@ pub(crate) fn validate_name(resource: Resource, name: &str) -> Vec<FieldError> {
         return errs;
     }
     let quoted = format!("{name:?}");
-    match resource {
-        // `ValidatePathSegmentName`: RBAC names may be anything a URL path
-        // segment can hold (`system:controller:x` is a Role's name).
-        // `ValidLeaseCandidateName` is `IsConfigMapKey`: letters of either
-        // case, digits, '-', '_' and '.'.
-        Resource::LeaseCandidate => {
-            if name.len() > 253 {
-                errs.push(FieldError::invalid(
-                    "metadata.name",
-                    &quoted,
-                    "must be no more than 253 characters",
-                ));
-            }
-            if !name
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-            {
-                errs.push(FieldError::invalid(
-                    "metadata.name",
-                    &quoted,
-                    CONFIG_KEY_MSG,
-                ));
-            }
-            if name == "." || name == ".." {
-                errs.push(FieldError::invalid(
-                    "metadata.name",
-                    &quoted,
-                    &format!("must not be '{name}'"),
-                ));
-            } else if name.starts_with("..") {
-                errs.push(FieldError::invalid(
-                    "metadata.name",
-                    &quoted,
-                    "must not start with '..'",
-                ));
-            }
-        }
-        Resource::Namespace => {
-            if name.len() > 63 {
-                errs.push(FieldError::invalid(
-                    "metadata.name",
-                    &quoted,
-                    "must be no more than 63 characters",
-                ));
-            }
-            if !is_dns_label(name) {
-                errs.push(FieldError::invalid(
-                    "metadata.name",
-                    &quoted,
-                    DNS1123_LABEL_MSG,
-                ));
-            }
-        }
-        _ => {
-            if name.len() > 253 {
-                errs.push(FieldError::invalid(
-                    "metadata.name",
-                    &quoted,
-                    "must be no more than 253 characters",
-                ));
-            }
-            if !is_dns_subdomain(name) {
-                errs.push(FieldError::invalid(
-                    "metadata.name",
-                    &quoted,
-                    DNS1123_SUBDOMAIN_MSG,
-                ));
-            }
+    let mut invalid = |detail: &str| {
+        errs.push(FieldError::invalid("metadata.name", &quoted, detail));
+    };
+    // `ValidLeaseCandidateName` is `IsConfigMapKey`: letters of either case,
+    // digits, '-', '_' and '.'; a Namespace's name is a DNS label, any other
+    // a DNS subdomain.
+    let (limit, fits, rule) = match resource {
+        Resource::LeaseCandidate => (
+            253,
+            name.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')),
+            CONFIG_KEY_MSG,
+        ),
+        Resource::Namespace => (63, is_dns_label(name), DNS1123_LABEL_MSG),
+        _ => (253, is_dns_subdomain(name), DNS1123_SUBDOMAIN_MSG),
+    };
+    if name.len() > limit {
+        invalid(&format!("must be no more than {limit} characters"));
+    }
+    if !fits {
+        invalid(rule);
+    }
+    if resource == Resource::LeaseCandidate {
+        if name == "." || name == ".." {
+            invalid(&format!("must not be '{name}'"));
+        } else if name.starts_with("..") {
+            invalid("must not start with '..'");
         }
     }
     errs

@@ -344,7 +344,7 @@ pub async fn a_parameter_selector_is_taken_or_refused_saying_so(server: &dyn Ser
     );
     let admin = compat(async { server.client(ADMIN) }).await;
     let taken = compat(create_all(&admin, &[&policy, &binding])).await;
-    if server.name() == "emulator" {
+    if server.is_emulator() {
         match taken {
             Err(kube::Error::Api(s)) => {
                 assert_eq!(s.code, 422, "{s:?}");

@@ -171,6 +171,14 @@ pub trait Server: Send + Sync {
     /// Which server: `emulator` or `kube-apiserver v1.36.3`, for messages.
     fn name(&self) -> String;
 
+    /// Whether this is the emulator, which serves the kinds of leader
+    /// election only: no OpenAPI documents (kubectl's validation needs
+    /// `--validate=false`), no Roles and no RBAC enforced, and no parameter
+    /// selectors in admission bindings.
+    fn is_emulator(&self) -> bool {
+        false
+    }
+
     /// A `kube` configuration authenticating as `identity`, default namespace
     /// `default`.
     fn kube_config(&self, identity: &str) -> kube::Config;
@@ -214,6 +222,9 @@ pub trait Server: Send + Sync {
 impl Server for Emulator {
     fn name(&self) -> String {
         "emulator".to_owned()
+    }
+    fn is_emulator(&self) -> bool {
+        true
     }
     fn kube_config(&self, identity: &str) -> kube::Config {
         Emulator::kube_config(self, identity)

@@ -55,7 +55,7 @@ pub fn apply_policy(site: &Site<'_>, lease: &str, flags: &[&str]) {
     assert!(printed.status.success(), "{printed:?}");
     let yaml = String::from_utf8(printed.stdout).expect("UTF-8");
     // The emulator serves no OpenAPI documents for kubectl's validation.
-    let validate = if site.server.name() == "emulator" {
+    let validate = if site.server.is_emulator() {
         "--validate=false"
     } else {
         "--validate=strict"

@@ -47,7 +47,7 @@ static MATCH_RESOURCES: Schema = Schema {
 static VALIDATION: Schema = Schema {
     name: "Validation",
     fields: &[
-        ("expression", Shape::StrKept),
+        ("expression", Shape::Str),
         ("message", Shape::Str),
         ("messageExpression", Shape::Str),
         ("reason", Shape::Str),
@@ -57,19 +57,19 @@ static VALIDATION: Schema = Schema {
 /// `AuditAnnotation`.
 static AUDIT_ANNOTATION: Schema = Schema {
     name: "AuditAnnotation",
-    fields: &[("key", Shape::StrKept), ("valueExpression", Shape::StrKept)],
+    fields: &[("key", Shape::Str), ("valueExpression", Shape::Str)],
 };
 
 /// `MatchCondition`.
 static MATCH_CONDITION: Schema = Schema {
     name: "MatchCondition",
-    fields: &[("expression", Shape::StrKept), ("name", Shape::StrKept)],
+    fields: &[("expression", Shape::Str), ("name", Shape::Str)],
 };
 
 /// `Variable`.
 static VARIABLE: Schema = Schema {
     name: "Variable",
-    fields: &[("expression", Shape::StrKept), ("name", Shape::StrKept)],
+    fields: &[("expression", Shape::Str), ("name", Shape::Str)],
 };
 
 /// `ValidatingAdmissionPolicySpec`.

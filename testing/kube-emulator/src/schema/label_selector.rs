@@ -19,8 +19,8 @@ pub(crate) static LABEL_SELECTOR: Schema = Schema {
 static LABEL_SELECTOR_REQUIREMENT: Schema = Schema {
     name: "LabelSelectorRequirement",
     fields: &[
-        ("key", Shape::StrKept),
-        ("operator", Shape::StrKept),
+        ("key", Shape::Str),
+        ("operator", Shape::Str),
         ("values", Shape::Strings),
     ],
 };

@@ -9,10 +9,10 @@ use super::{OBJECT_META, Schema, Shape};
 static LEASE_CANDIDATE_SPEC: Schema = Schema {
     name: "LeaseCandidateSpec",
     fields: &[
-        ("leaseName", Shape::StrKept),
+        ("leaseName", Shape::Str),
         ("pingTime", Shape::MicroTime),
         ("renewTime", Shape::MicroTime),
-        ("binaryVersion", Shape::StrKept),
+        ("binaryVersion", Shape::Str),
         ("emulationVersion", Shape::Str),
         ("strategy", Shape::Str),
     ],

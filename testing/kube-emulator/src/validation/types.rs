@@ -41,12 +41,10 @@ fn check(
 ) -> Result<(), ApiError> {
     let fits = match (shape, value) {
         (_, Value::Null) | (Shape::Opaque, _) => true,
-        (Shape::Str | Shape::StrKept | Shape::Base64 | Shape::MicroTime, Value::String(_)) => true,
-        (Shape::Int32 | Shape::Int32Kept, Value::Number(n)) => {
-            n.as_i64().is_some_and(|n| i32::try_from(n).is_ok())
-        }
+        (Shape::Str | Shape::Base64 | Shape::MicroTime, Value::String(_)) => true,
+        (Shape::Int32, Value::Number(n)) => n.as_i64().is_some_and(|n| i32::try_from(n).is_ok()),
         (Shape::Int64, Value::Number(n)) => n.as_i64().is_some(),
-        (Shape::Bool | Shape::BoolKept, Value::Bool(_)) => true,
+        (Shape::Bool, Value::Bool(_)) => true,
         (Shape::Strings, Value::Array(items)) => items
             .iter()
             .all(|item| matches!(item, Value::String(_) | Value::Null)),
@@ -101,10 +99,10 @@ fn check(
 /// The Go type of a shape, as the decoder names it in its error.
 fn go_type(shape: Shape) -> String {
     match shape {
-        Shape::Str | Shape::StrKept => "string".into(),
-        Shape::Int32 | Shape::Int32Kept => "int32".into(),
+        Shape::Str => "string".into(),
+        Shape::Int32 => "int32".into(),
         Shape::Int64 => "int64".into(),
-        Shape::Bool | Shape::BoolKept => "bool".into(),
+        Shape::Bool => "bool".into(),
         Shape::Base64 => "[]uint8".into(),
         Shape::Strings => "[]string".into(),
         Shape::Map(_) => "map[string]string".into(),
