@@ -31,28 +31,26 @@ struct PrintDrainer {
     start: Instant,
 }
 
-impl Drainer for PrintDrainer {
-    fn start<'a>(
-        &'a self,
-        node: &'a str,
-    ) -> BoxFuture<'a, Result<(), Box<dyn StdError + Send + Sync>>> {
+impl PrintDrainer {
+    /// Prints what happened to the drain of `node`; nothing can fail.
+    fn say(&self, node: &str, what: &str) -> BoxFuture<'static, DrainResult> {
         line(
             self.start,
             self.identity,
-            &format!("  drain {node}: started"),
+            &format!("  drain {node}: {what}"),
         );
         Box::pin(async { Ok(()) })
     }
-    fn cancel<'a>(
-        &'a self,
-        node: &'a str,
-    ) -> BoxFuture<'a, Result<(), Box<dyn StdError + Send + Sync>>> {
-        line(
-            self.start,
-            self.identity,
-            &format!("  drain {node}: cancelled"),
-        );
-        Box::pin(async { Ok(()) })
+}
+
+type DrainResult = Result<(), Box<dyn StdError + Send + Sync>>;
+
+impl Drainer for PrintDrainer {
+    fn start<'a>(&'a self, node: &'a str) -> BoxFuture<'a, DrainResult> {
+        self.say(node, "started")
+    }
+    fn cancel<'a>(&'a self, node: &'a str) -> BoxFuture<'a, DrainResult> {
+        self.say(node, "cancelled")
     }
 }
 
