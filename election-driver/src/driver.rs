@@ -23,7 +23,7 @@ use tracing::{debug, info, warn};
 use crate::handle::{Command, Companion, Handle};
 use crate::runtime::{BoxFuture, Runtime};
 use crate::shared::{Shared, StateHook};
-use crate::signal::CancelSignal;
+use crate::signal::{CancelSignal, Cancelled};
 use crate::state::{Change, DriverError, LeadershipState};
 use crate::watch::{StartFrom, Watch};
 use crate::work::{LeaderWork, SignalWork, WorkEnd, WorkRunner};
@@ -148,10 +148,11 @@ impl<L: Lock> Builder<L> {
 
     /// A task that runs beside the election for its whole life, started on the
     /// driver's runtime when the driver is built ([`Builder::spawn`] or
-    /// [`Builder::build`]), and stopped first: [`Handle::shutdown`] fires its
-    /// [`CancelSignal`] and awaits its end before the election drains and
-    /// releases. When the driver ends otherwise (an abort, a loss with
-    /// [`OnLoss::Exit`], every handle dropped) the signal fires too, unawaited.
+    /// [`Builder::build`]), and stopped first: [`Handle::shutdown`] (or the
+    /// driver, when every handle is dropped) fires its [`CancelSignal`] and
+    /// awaits its end before the election drains and releases. When the driver
+    /// ends otherwise (an abort, a loss with [`OnLoss::Exit`]) the signal fires
+    /// too, unawaited.
     ///
     /// For coordinated election's candidacy (`LeaseCandidate::run`), which must be
     /// withdrawn before the release, or the coordinator hands the released Lease
@@ -218,7 +219,9 @@ impl<L: Lock> Builder<L> {
             }));
             Companion { stop, ended }
         });
-        let companion_stop = companion.as_ref().map(|c| StopOnDrop(c.stop.clone()));
+        let companion_stop = companion
+            .as_ref()
+            .map(|c| (StopOnDrop(c.stop.clone()), c.ended.clone()));
         let handle = Handle::new(shared.clone(), tx, identity, companion);
         let driver = Driver {
             lock: Arc::new(self.lock),
@@ -233,7 +236,8 @@ impl<L: Lock> Builder<L> {
             on_loss: self.on_loss,
             step_down_waiters: Vec::new(),
             shutdown_waiters: Vec::new(),
-            _companion_stop: companion_stop,
+            companion: companion_stop,
+            companion_ending: None,
         };
         Ok((driver, handle))
     }
@@ -262,6 +266,8 @@ enum Wake {
     Answer(OpId, Result<Observation, LockError>),
     Watch(Option<Result<WatchEvent, LockError>>),
     WorkEnded(election_core::Term, WorkEnd),
+    /// The companion ended after every handle was dropped.
+    CompanionEnded,
     Timer,
 }
 
@@ -279,8 +285,12 @@ pub struct Driver<L, R> {
     on_loss: OnLoss,
     step_down_waiters: Vec<oneshot::Sender<()>>,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
-    /// Stops the [`Builder::companion`] when the driver ends, however it ends.
-    _companion_stop: Option<StopOnDrop>,
+    /// Stops the [`Builder::companion`] when the driver ends, however it ends;
+    /// and the signal that it has ended.
+    companion: Option<(StopOnDrop, CancelSignal)>,
+    /// Every handle dropped: the companion's end, awaited before the shutdown
+    /// (as [`Handle::shutdown`] awaits it), so that it ends before the release.
+    companion_ending: Option<Cancelled>,
 }
 
 impl<L: Lock, R: Runtime> Driver<L, R> {
@@ -530,6 +540,12 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
         if let Poll::Ready((term, end)) = self.work.poll_end(cx) {
             return Poll::Ready(Wake::WorkEnded(term, end));
         }
+        if let Some(ending) = &mut self.companion_ending
+            && ending.poll_unpin(cx).is_ready()
+        {
+            self.companion_ending = None;
+            return Poll::Ready(Wake::CompanionEnded);
+        }
         if let Some((_, timer)) = &mut self.timer
             && timer.poll_unpin(cx).is_ready()
         {
@@ -543,11 +559,22 @@ impl<L: Lock, R: Runtime> Driver<L, R> {
     fn on_wake(&mut self, wake: Wake, now: Instant) -> core::ops::ControlFlow<()> {
         match wake {
             Wake::Command(None) => {
-                // Every handle is gone: shut down (drain, release best effort).
-                debug!("handle dropped; shutting down");
+                // Every handle is gone: shut down (drain, release best effort),
+                // the companion stopped and ended first, as `Handle::shutdown` does.
                 self.commands = None;
-                self.elector.shutdown(now);
+                match &self.companion {
+                    Some((stop, ended)) if !ended.is_cancelled() => {
+                        debug!("handle dropped; stopping the companion, then shutting down");
+                        stop.0.cancel();
+                        self.companion_ending = Some(ended.cancelled());
+                    }
+                    _ => {
+                        debug!("handle dropped; shutting down");
+                        self.elector.shutdown(now);
+                    }
+                }
             }
+            Wake::CompanionEnded => self.elector.shutdown(now),
             Wake::Command(Some(Command::StepDown(reply))) => {
                 self.step_down_waiters.push(reply);
                 self.elector.step_down(now);

@@ -718,9 +718,10 @@ pub async fn work_is_cancelled_and_awaited_before_release<R: Runtime>(rt: R) {
     assert!(notes.iter().any(|x| matches!(x, Note::Cancelled(_))));
 }
 
-/// A companion (coordinated election's candidacy) is stopped on shutdown and has
-/// ended before the release is written, even when it takes a while to end; and
-/// a driver that ends otherwise (an abort) stops its companion too.
+/// A companion (coordinated election's candidacy) is stopped on shutdown, or
+/// when every handle is dropped, and has ended before the release is written,
+/// even when it takes a while to end; and a driver that ends otherwise (an
+/// abort) stops its companion too.
 pub async fn companion_ends_before_the_release_and_with_the_driver<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
     let ended_at = Arc::new(Mutex::new(None::<u64>));
@@ -747,6 +748,35 @@ pub async fn companion_ends_before_the_release_and_with_the_driver<R: Runtime>(r
         releases[0].seq > ended,
         "release (log #{}) before the companion ended (log #{ended})",
         releases[0].seq
+    );
+
+    // Every handle dropped, without a shutdown: the same order.
+    let ended_at = Arc::new(Mutex::new(None::<u64>));
+    let (at, store, clock) = (ended_at.clone(), c.store.clone(), c.rt.clone());
+    let (b, _, _) = c.builder("node-c", None, OnLoss::Campaign);
+    let dropped = b
+        .companion(move |stop| async move {
+            stop.cancelled().await;
+            clock.sleep(ms(100)).await;
+            *at.lock().unwrap() = Some(log_position(&store));
+        })
+        .spawn(c.rt.clone())
+        .expect("valid configuration");
+    c.until(FIRST_ELECTION, "node-c leads", || dropped.is_leader())
+        .await;
+    drop(dropped);
+    c.until(ms(1_000), "node-c released", || {
+        !c.releases_by("node-c").is_empty()
+    })
+    .await;
+    let ended = ended_at
+        .lock()
+        .unwrap()
+        .expect("the companion ended before the release");
+    let release = c.releases_by("node-c")[0].seq;
+    assert!(
+        release > ended,
+        "release (log #{release}) before the companion ended (log #{ended})"
     );
 
     let stopped = CancelSignal::new();
