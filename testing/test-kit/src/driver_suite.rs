@@ -724,60 +724,44 @@ pub async fn work_is_cancelled_and_awaited_before_release<R: Runtime>(rt: R) {
 /// abort) stops its companion too.
 pub async fn companion_ends_before_the_release_and_with_the_driver<R: Runtime>(rt: R) {
     let c = Cluster::new(rt);
-    let ended_at = Arc::new(Mutex::new(None::<u64>));
-    let (at, store, clock) = (ended_at.clone(), c.store.clone(), c.rt.clone());
-    let (b, _, _) = c.builder("node-a", None, OnLoss::Campaign);
-    let a = b
-        .companion(move |stop| async move {
-            stop.cancelled().await;
-            clock.sleep(ms(100)).await; // a withdrawal takes a request or two
-            *at.lock().unwrap() = Some(log_position(&store));
-        })
-        .spawn(c.rt.clone())
-        .expect("valid configuration");
-    c.until(FIRST_ELECTION, "node-a leads", || a.is_leader())
-        .await;
-    a.shutdown().await;
-    let ended = ended_at
-        .lock()
-        .unwrap()
-        .expect("the companion ended before the shutdown resolved");
-    let releases = c.releases_by("node-a");
-    assert_eq!(releases.len(), 1, "one release");
-    assert!(
-        releases[0].seq > ended,
-        "release (log #{}) before the companion ended (log #{ended})",
-        releases[0].seq
-    );
-
-    // Every handle dropped, without a shutdown: the same order.
-    let ended_at = Arc::new(Mutex::new(None::<u64>));
-    let (at, store, clock) = (ended_at.clone(), c.store.clone(), c.rt.clone());
-    let (b, _, _) = c.builder("node-c", None, OnLoss::Campaign);
-    let dropped = b
-        .companion(move |stop| async move {
-            stop.cancelled().await;
-            clock.sleep(ms(100)).await;
-            *at.lock().unwrap() = Some(log_position(&store));
-        })
-        .spawn(c.rt.clone())
-        .expect("valid configuration");
-    c.until(FIRST_ELECTION, "node-c leads", || dropped.is_leader())
-        .await;
-    drop(dropped);
-    c.until(ms(1_000), "node-c released", || {
-        !c.releases_by("node-c").is_empty()
-    })
-    .await;
-    let ended = ended_at
-        .lock()
-        .unwrap()
-        .expect("the companion ended before the release");
-    let release = c.releases_by("node-c")[0].seq;
-    assert!(
-        release > ended,
-        "release (log #{release}) before the companion ended (log #{ended})"
-    );
+    // Shut down (node-a), then every handle dropped without a shutdown (node-c).
+    for (id, shut_down) in [("node-a", true), ("node-c", false)] {
+        let ended_at = Arc::new(Mutex::new(None::<u64>));
+        let (at, store, clock) = (ended_at.clone(), c.store.clone(), c.rt.clone());
+        let (b, _, _) = c.builder(id, None, OnLoss::Campaign);
+        let handle = b
+            .companion(move |stop| async move {
+                stop.cancelled().await;
+                clock.sleep(ms(100)).await; // a withdrawal takes a request or two
+                *at.lock().unwrap() = Some(log_position(&store));
+            })
+            .spawn(c.rt.clone())
+            .expect("valid configuration");
+        c.until(FIRST_ELECTION, "it leads", || handle.is_leader())
+            .await;
+        if shut_down {
+            handle.shutdown().await;
+            assert!(
+                ended_at.lock().unwrap().is_some(),
+                "{id}: the companion ended before the shutdown resolved"
+            );
+        } else {
+            drop(handle);
+        }
+        c.until(ms(1_000), "it released", || !c.releases_by(id).is_empty())
+            .await;
+        let ended = ended_at
+            .lock()
+            .unwrap()
+            .expect("the companion ended before the release");
+        let releases = c.releases_by(id);
+        assert_eq!(releases.len(), 1, "{id}: one release");
+        assert!(
+            releases[0].seq > ended,
+            "{id}: release (log #{}) before the companion ended (log #{ended})",
+            releases[0].seq
+        );
+    }
 
     let stopped = CancelSignal::new();
     let seen = stopped.clone();
