@@ -1,6 +1,7 @@
 //! A small HTTP/1 endpoint (feature `http`, hyper 1 on tokio): `GET /healthz`
 //! (liveness), `GET /readyz` (readiness), `GET /status` (JSON) and, with feature
-//! `metrics` and a registry, `GET /metrics`. Answers 200 `ok`, or 503 with the
+//! `metrics` and a registry, `GET /metrics` (with `leader_election_healthy` set
+//! from the liveness check at each scrape). Answers 200 `ok`, or 503 with the
 //! reason; anything else is 404.
 
 use std::convert::Infallible;
@@ -143,6 +144,8 @@ impl<V: LeadershipView + Clone> Endpoint<V> {
             #[cfg(feature = "metrics")]
             "/metrics" => match &self.metrics {
                 Some((monitor, registry)) => {
+                    let healthy = self.health.liveness().is_ok();
+                    monitor.metrics().set_healthy(monitor.name(), healthy);
                     match monitor.encode_metrics(&self.health_view(), registry) {
                         Ok(text) => (
                             200,

@@ -9,6 +9,7 @@
 //! | `leader_election_seconds_to_deadline` | gauge | `name` | time left before the leadership deadline (0 when not leading), refreshed at scrape |
 //! | `leader_election_lock_errors_total` | counter | `name`, `class` | failed lock calls by class (`conflict`, `transient`, `forbidden`, `invalid`, `unknown`, `timeout`, …) |
 //! | `leader_election_stops_total` | counter | `name`, `reason` | leaderships ended, by reason (`deadline_exceeded`, `stepped_down`, …) |
+//! | `leader_election_healthy` | gauge | `name` | 1 while `/healthz` passes, 0 while it fails (a leader wedged past its deadline, or its work stalled): set at each scrape by the [`Endpoint`](crate::http::Endpoint) that serves both (feature `http`), absent without one |
 //!
 //! `name` is the election's name ([`MonitorBuilder::name`](crate::monitor::MonitorBuilder::name),
 //! by default the lock's object name, e.g. the Lease's name, as client-go uses).
@@ -60,6 +61,7 @@ pub struct Metrics {
     to_deadline: Family<Labels, Gauge<f64, AtomicU64>>,
     errors: Family<Labels, Counter>,
     stops: Family<Labels, Counter>,
+    healthy: Family<Labels, Gauge>,
 }
 
 fn renew_histogram() -> Histogram {
@@ -95,6 +97,7 @@ impl Metrics {
             to_deadline: Family::default(),
             errors: Family::default(),
             stops: Family::default(),
+            healthy: Family::default(),
         }
     }
 
@@ -134,6 +137,14 @@ impl Metrics {
         self.renew_latency
             .get_or_create(&named(name))
             .observe(took.as_secs_f64());
+    }
+
+    /// Whether election `name`'s liveness check passes, as read at a scrape.
+    #[cfg(feature = "http")]
+    pub(crate) fn set_healthy(&self, name: &str, healthy: bool) {
+        self.healthy
+            .get_or_create(&named(name))
+            .set(i64::from(healthy));
     }
 
     /// The gauges read from the view: seconds to deadline, and master status by
@@ -185,6 +196,11 @@ impl Metrics {
             "leader_election_stops",
             "Leaderships ended, by reason",
             self.stops.clone(),
+        );
+        registry.register(
+            "leader_election_healthy",
+            "1 while the health check (/healthz) passes, 0 while it fails",
+            self.healthy.clone(),
         );
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use adapter_tokio::TokioRuntime;
-use common::{LEASE, candidate, wait_until};
+use common::{LEASE, candidate, get, value, wait_until};
 use election_core::{Config, Layer, Layered, Lock, LockError, LockRecord, Observation, Version};
 use election_driver::Builder;
 use election_ops::health::{Health, Heartbeat, ReadyWhen, Unhealthy};
@@ -17,31 +17,6 @@ use election_ops::http::Endpoint;
 use election_ops::{LeadershipView, Monitor};
 use kube_emulator::{Emulator, Match, Resource, Verb};
 use lock_lease::LeaseLock;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// `GET path` on 127.0.0.1:`addr`; the status code and body.
-async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .expect("send");
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.expect("read");
-    let code = out[9..12].parse().expect("status code");
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (code, body)
-}
-
-/// The value of `series` (its name and labels, as printed) in a scrape.
-fn value(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
-}
 
 /// A lock whose updates block the calling thread while `wedged` is set (up to 10 s):
 /// a hung call the driver cannot time out. `blocked` is set once one does.
@@ -110,13 +85,21 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
     let health = Health::new(Arc::clone(&handle))
         .tolerance(Duration::from_millis(200))
         .monitor(Arc::clone(&monitor));
+    let mut registry = prometheus_client::registry::Registry::default();
+    monitor.register_metrics(&mut registry);
     let addr = Endpoint::new(health)
+        .metrics(Arc::clone(&monitor), registry)
         .spawn("127.0.0.1:0".parse().unwrap())
         .await
         .expect("bind");
 
     assert!(wait_until(Duration::from_secs(10), || handle.is_leader()).await);
     assert_eq!(get(addr, "/healthz").await.0, 200);
+    let healthy_series = r#"leader_election_healthy{name="ops-lease"}"#;
+    assert_eq!(
+        value(&get(addr, "/metrics").await.1, healthy_series),
+        Some(1.0)
+    );
     assert!(
         wait_until(Duration::from_secs(5), || monitor
             .snapshot()
@@ -147,6 +130,9 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
     let (code, body) = get(addr, "/healthz").await;
     assert_eq!(code, 503, "{body}");
     assert!(body.contains("has not renewed"), "{body}");
+    // The alert on a leader whose healthz fails reads this gauge.
+    let text = get(addr, "/metrics").await.1;
+    assert_eq!(value(&text, healthy_series), Some(0.0), "{text}");
     let (_, status) = get(addr, "/status").await;
     let status: serde_json::Value = serde_json::from_str(&status).expect("json");
     assert_eq!(status["healthy"], false);
@@ -186,6 +172,8 @@ async fn a14_hung_renew_that_wedges_the_driver_fails_liveness() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(healthy, "healthy once the driver runs again");
+    let text = get(addr, "/metrics").await.1;
+    assert_eq!(value(&text, healthy_series), Some(1.0), "{text}");
     let _ = stop_tx.send(());
     driver_thread.join().expect("driver thread");
 }

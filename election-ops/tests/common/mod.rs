@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use kube_emulator::Emulator;
 use lock_lease::LeaseLock;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The lease every test elects on.
 pub const LEASE: &str = "ops-lease";
@@ -175,4 +176,28 @@ pub fn refusal<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> Box<kube::
         Err(kube::Error::Api(status)) => status,
         other => panic!("expected a refusal, got {other:?}"),
     }
+}
+
+/// `GET path` on 127.0.0.1:`addr`; the status code and body.
+pub async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("send");
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("read");
+    let code = out[9..12].parse().expect("status code");
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (code, body)
+}
+
+/// The value of `series` (its name and labels, as printed) in a scrape.
+pub fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
 }
