@@ -168,6 +168,45 @@ impl LockRecord {
         !self.is_held() && matches!(self.lease_duration_secs, None | Some(1))
     }
 
+    /// The record a holder's release writes over `self`: an empty holder,
+    /// `leaseDurationSeconds: 1` (never 0, which the API rejects), acquire and
+    /// renew times stamped by the backend at the write ([`Stamp::Now`]),
+    /// transitions kept (the next holder counts one more), a pending handover
+    /// kept so that only its target may take the lock for one lease duration,
+    /// and the priority dropped (nobody holds it).
+    ///
+    /// It has the shape [`LockRecord::is_released`] recognises, so followers
+    /// take it at once (docs/faults.md R2). The elector writes it when it
+    /// releases; a tool that releases on a holder's behalf writes the same.
+    ///
+    /// ```
+    /// use election_core::{LockRecord, Stamp};
+    /// let held = LockRecord {
+    ///     holder: "node-a".into(),
+    ///     lease_duration_secs: Some(15),
+    ///     transitions: 3,
+    ///     priority: Some(7),
+    ///     ..LockRecord::default()
+    /// };
+    /// let released = held.released();
+    /// assert!(released.is_released());
+    /// assert_eq!(released.transitions, 3);
+    /// assert_eq!(released.lease_duration_secs, Some(1));
+    /// assert_eq!(released.renew_time, Stamp::Now);
+    /// assert_eq!(released.priority, None);
+    /// ```
+    #[must_use]
+    pub fn released(&self) -> LockRecord {
+        LockRecord {
+            holder: "".into(),
+            lease_duration_secs: Some(1),
+            acquire_time: Stamp::Now,
+            renew_time: Stamp::Now,
+            priority: None,
+            ..self.clone()
+        }
+    }
+
     /// The record's lease duration if it is usable (positive), else `None`.
     pub fn lease_duration(&self) -> Option<Duration> {
         match self.lease_duration_secs {

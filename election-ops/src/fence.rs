@@ -714,7 +714,7 @@ impl FencePolicy {
         let mut out = String::new();
         for doc in [self.policy()?, self.binding()?] {
             out.push_str("---\n");
-            yaml(&doc, 0, &mut out);
+            out.push_str(&crate::yaml::to_yaml(&doc));
         }
         Ok(out)
     }
@@ -727,75 +727,4 @@ fn cel_string(s: &str) -> String {
         .replace('\'', "\\'")
         .replace('\n', "\\n");
     format!("'{escaped}'")
-}
-
-/// `value` as block YAML at `indent`, strings quoted as JSON strings (which YAML
-/// reads as double-quoted scalars) unless they are plain words.
-fn yaml(value: &Value, indent: usize, out: &mut String) {
-    let pad = " ".repeat(indent);
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                out.push_str(&format!("{pad}{k}:"));
-                inline_or_block(v, indent + 2, out);
-            }
-        }
-        Value::Array(items) => {
-            for v in items {
-                out.push_str(&format!("{pad}-"));
-                match v {
-                    Value::Object(map) if !map.is_empty() => {
-                        // The first key on the dash's line, the rest below it.
-                        let mut first = String::new();
-                        yaml(v, indent + 2, &mut first);
-                        out.push(' ');
-                        out.push_str(first.trim_start());
-                    }
-                    _ => inline_or_block(v, indent + 2, out),
-                }
-            }
-        }
-        scalar => {
-            out.push_str(&pad);
-            out.push_str(&yaml_scalar(scalar));
-            out.push('\n');
-        }
-    }
-}
-
-fn inline_or_block(v: &Value, indent: usize, out: &mut String) {
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            out.push('\n');
-            yaml(v, indent, out);
-        }
-        Value::Array(a) if !a.is_empty() => {
-            out.push('\n');
-            yaml(v, indent, out);
-        }
-        Value::Object(_) => out.push_str(" {}\n"),
-        Value::Array(_) => out.push_str(" []\n"),
-        scalar => {
-            out.push(' ');
-            out.push_str(&yaml_scalar(scalar));
-            out.push('\n');
-        }
-    }
-}
-
-fn yaml_scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) => {
-            let plain = !s.is_empty()
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '/' | '_'))
-                && s.starts_with(|c: char| c.is_ascii_alphabetic())
-                && !matches!(
-                    s.to_ascii_lowercase().as_str(),
-                    "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n"
-                );
-            if plain { s.clone() } else { v.to_string() }
-        }
-        other => other.to_string(),
-    }
 }

@@ -11,6 +11,7 @@
 //! | `shared` | `guard` | a service made cloneable without a worker task, for the layers that send more than once |
 //! | `stamp` | `guard` | a tower layer that stamps every write (create, update, each patch type, delete) with the current term, for the fence |
 //! | `fence` | `fence` | server-side fencing: the ValidatingAdmissionPolicy (and binding) that makes the API server refuse writes not stamped with the Lease's current term |
+//! | `yaml` | `fence` | the block-YAML emitter of the fence's documents (and of `kubectl elector get -o yaml`): `to_yaml(&serde_json::Value)` |
 //! | `health` | `health` | liveness with client-go's healthz meaning, readiness per role, JSON status |
 //! | `proxy` | `proxy` | the Kubernetes API served on loopback through a guarded, stamped client: a program in any language has its writes fenced with no code |
 //! | `http` | `http` | `/healthz`, `/readyz`, `/status` (and `/metrics`) on hyper 1 |
@@ -62,6 +63,8 @@ pub mod proxy;
 pub mod shared;
 #[cfg(feature = "guard")]
 pub mod stamp;
+#[cfg(feature = "fence")]
+pub mod yaml;
 
 pub use monitor::{Monitor, MonitorBuilder, Observed, ObservedLock, Snapshot};
 pub use view::LeadershipView;

@@ -9,7 +9,7 @@
 //! | `leader_election_seconds_to_deadline` | gauge | `name` | time left before the leadership deadline (0 when not leading), refreshed at scrape |
 //! | `leader_election_lock_errors_total` | counter | `name`, `class` | failed lock calls by class (`conflict`, `transient`, `forbidden`, `invalid`, `unknown`, `timeout`, …) |
 //! | `leader_election_stops_total` | counter | `name`, `reason` | leaderships ended, by reason (`deadline_exceeded`, `stepped_down`, …) |
-//! | `leader_election_healthy` | gauge | `name` | 1 while `/healthz` passes, 0 while it fails (a leader wedged past its deadline, or its work stalled): set at each scrape by the [`Endpoint`](crate::http::Endpoint) that serves both (feature `http`), absent without one |
+//! | `leader_election_healthy` | gauge | `name` | 1 while `/healthz` passes, 0 while it fails (a leader wedged past its deadline, or its work stalled): set at each scrape by the `http::Endpoint` that serves both (feature `http`), absent without one |
 //!
 //! `name` is the election's name ([`MonitorBuilder::name`](crate::monitor::MonitorBuilder::name),
 //! by default the lock's object name, e.g. the Lease's name, as client-go uses).

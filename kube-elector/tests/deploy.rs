@@ -109,10 +109,7 @@ fn on_apiserver(test: &str) -> Target {
 fn every_manifest_passes_a_server_dry_run(at: &Target) {
     let deploy = deploy_dir();
     let deploy = deploy.to_str().expect("a UTF-8 path");
-    let out = kubectl(
-        &at.kubeconfig,
-        &["apply", "--dry-run=server", "-f", deploy],
-    );
+    let out = kubectl(&at.kubeconfig, &["apply", "--dry-run=server", "-f", deploy]);
     let stdout = text(&out.stdout);
     assert!(
         out.status.success(),

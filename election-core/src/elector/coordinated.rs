@@ -49,7 +49,7 @@ impl Elector {
             // led on, the mark never erased. Given back at once by a release
             // that keeps the mark, so the coordinator moves on without waiting
             // for the lease to run out.
-            let record = self.released_record(rec);
+            let record = rec.released();
             return Move::Write(Purpose::Release, seen.obs.version.clone(), record);
         }
         if ours || self.is_assignment(rec) {

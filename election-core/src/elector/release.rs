@@ -12,7 +12,7 @@ use super::{Campaign, Elector, InFlight, Lead, Phase, Purpose};
 use crate::config::LockDelay;
 use crate::event::{Event, StopReason, Warning};
 use crate::lock::LockError;
-use crate::record::{LockRecord, Observation, Stamp};
+use crate::record::Observation;
 use crate::time::Instant;
 use crate::timer::Timer;
 
@@ -100,21 +100,10 @@ impl Elector {
             return;
         }
         let expected = seen.obs.version.clone();
-        let record = self.released_record(&seen.obs.record);
+        // An empty holder, `leaseDurationSeconds: 1`, transitions and a pending
+        // handover kept ([`LockRecord::released`](crate::LockRecord::released)).
+        let record = seen.obs.record.released();
         self.send_update(Purpose::Release, expected, record, now);
-    }
-
-    /// An empty holder, `leaseDurationSeconds: 1` (never 0, which the API rejects),
-    /// transitions kept, a pending handover kept so that only its target may take
-    /// the lock for one lease duration.
-    pub(super) fn released_record(&self, held: &LockRecord) -> LockRecord {
-        let mut rec = held.clone();
-        rec.holder = "".into();
-        rec.lease_duration_secs = Some(1);
-        rec.acquire_time = Stamp::Now;
-        rec.renew_time = Stamp::Now;
-        rec.priority = None;
-        rec
     }
 
     /// The answer to the release write `call`.
