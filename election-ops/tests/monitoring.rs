@@ -252,6 +252,27 @@ fn misfits(
     why
 }
 
+fn dashboard() -> Value {
+    serde_json::from_str(&read("grafana-dashboard.json")).expect("JSON")
+}
+
+/// Every panel's queries, with their legends; each panel has one at least.
+fn panel_queries(dashboard: &Value) -> Vec<(String, String)> {
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 6, "{}", panels.len());
+    let mut queries = Vec::new();
+    for panel in panels {
+        let targets = panel["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{}: no query", panel["title"]);
+        for target in targets {
+            let expr = target["expr"].as_str().expect("expr");
+            let legend = target["legendFormat"].as_str().unwrap_or("");
+            queries.push((expr.to_owned(), legend.to_owned()));
+        }
+    }
+    queries
+}
+
 /// The recording rules of the PrometheusRule, with the labels they keep.
 fn recorded(rules: &Value) -> BTreeMap<String, BTreeSet<String>> {
     let mut out = BTreeMap::new();
@@ -292,19 +313,16 @@ async fn dashboard_rules_and_their_tests_use_only_what_a_running_election_export
     let mut why = Vec::new();
 
     // The dashboard: every query, every variable.
-    let dashboard: Value = serde_json::from_str(&read("grafana-dashboard.json")).expect("JSON");
+    let dashboard = dashboard();
     let mut shown = BTreeSet::new();
-    let panels = dashboard["panels"].as_array().expect("panels");
-    assert!(panels.len() >= 6, "{}", panels.len());
-    for panel in panels {
-        let targets = panel["targets"].as_array().expect("targets");
-        assert!(!targets.is_empty(), "{}: no query", panel["title"]);
-        for target in targets {
-            let expr = target["expr"].as_str().expect("expr");
-            let legend = legend_labels(target["legendFormat"].as_str().unwrap_or(""));
-            why.extend(misfits(expr, &legend, &exported, &BTreeMap::new()));
-            shown.extend(uses(expr).metrics);
-        }
+    for (expr, legend) in panel_queries(&dashboard) {
+        why.extend(misfits(
+            &expr,
+            &legend_labels(&legend),
+            &exported,
+            &BTreeMap::new(),
+        ));
+        shown.extend(uses(&expr).metrics);
     }
     for variable in dashboard["templating"]["list"]
         .as_array()
@@ -434,7 +452,9 @@ fn the_promql_reading_finds_metrics_and_labels() {
 }
 
 /// `promtool check rules` and `promtool test rules` on the PrometheusRule's
-/// `spec`, with deploy/monitoring/rules-test.yaml.
+/// `spec`, with deploy/monitoring/rules-test.yaml; and `promtool check rules`
+/// on the dashboard's queries, each as a recording rule with Grafana's
+/// variables set, so that a query Prometheus cannot parse fails here.
 #[test]
 #[ignore = "needs promtool (Debian's prometheus package: bash .ci/install); CI runs it"]
 fn promtool_tests_the_alerts_and_recording_rules() {
@@ -443,9 +463,24 @@ fn promtool_tests_the_alerts_and_recording_rules() {
     // JSON is YAML: the spec as promtool's rules file.
     std::fs::write(dir.join("rules.yaml"), rules().to_string()).expect("write rules");
     std::fs::write(dir.join("rules-test.yaml"), read("rules-test.yaml")).expect("write tests");
+    let queries: Vec<Value> = panel_queries(&dashboard())
+        .into_iter()
+        .enumerate()
+        .map(|(i, (expr, _))| {
+            let expr = expr
+                .replace("$namespace", ".*")
+                .replace("$election", ".*")
+                .replace("$__rate_interval", "1m")
+                .replace("$__range", "1h");
+            serde_json::json!({ "record": format!("dashboard:query_{i}"), "expr": expr })
+        })
+        .collect();
+    let panels = serde_json::json!({ "groups": [{ "name": "dashboard", "rules": queries }] });
+    std::fs::write(dir.join("dashboard.yaml"), panels.to_string()).expect("write queries");
     for args in [
         ["check", "rules", "rules.yaml"],
         ["test", "rules", "rules-test.yaml"],
+        ["check", "rules", "dashboard.yaml"],
     ] {
         let out = std::process::Command::new("promtool")
             .args(args)

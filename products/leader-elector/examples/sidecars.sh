@@ -6,9 +6,12 @@
 # gracefully (SIGTERM: it releases the Lease). Exits 0 when both happened.
 #
 # From the repository root: bash products/leader-elector/examples/sidecars.sh
+# (`--build-only`: builds the two binaries it runs, and stops there).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-cargo build -q -p leader-elector -p kube-emulator
+# Those two binaries only (the package's kubectl plugin is not needed here).
+cargo build -q -p leader-elector --bin leader-elector -p kube-emulator --bin kube-emulator
+[ "${1:-}" = --build-only ] && exit 0
 bin=${CARGO_TARGET_DIR:-target}/debug
 dir=$(mktemp -d)
 pids=()
