@@ -31,6 +31,9 @@ use std::time::{Duration, Instant};
 use adapter_tokio::TokioRuntime;
 use election_core::{Config, Event, StopReason};
 use election_driver::{Builder, Change, Handle};
+use fleet::harness::client_go_peer;
+use fleet::line::{Event as PeerEvent, mono_now};
+use fleet::peer::{Library, Log, Peer, Spec};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::coordination::v1beta1::{LeaseCandidate, LeaseCandidateSpec};
@@ -72,7 +75,8 @@ impl Plugin {
     }
 
     /// `kubectl ARGS --kubeconfig KUBECONFIG`, with the plugin on `PATH` and
-    /// no `KUBECONFIG` in the environment.
+    /// no `KUBECONFIG` in the environment. Not `kube_emulator::kubectl`, which
+    /// puts its flags first: kubectl refuses flags before a plugin's name.
     async fn kubectl(&self, kubeconfig: &Path, args: &[&str]) -> Output {
         let out = tokio::process::Command::new("kubectl")
             .args(args)
@@ -746,49 +750,28 @@ async fn release_of_a_client_go_leader_is_taken_back_as_a_new_term_without_a_sto
     let ns = namespace(server);
     let kubeconfig = operator(server, &plugin.dir, &ns);
     let admin = server.client(ADMIN);
-    let peer = test_kit::apiserver::bin_dir().join("client-go-peer");
-    assert!(
-        peer.is_file(),
-        "no client-go peer at {}: run bash testing/k8s-server/build.sh",
-        peer.display()
-    );
-    let mut child = tokio::process::Command::new(&peer)
-        .args(["--id", "cg-a", "--lease", "cg", "--namespace", &ns])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--lease-duration-ms", "4000", "--renew-deadline-ms", "3000"])
-        .args(["--retry-period-ms", "500"])
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the client-go peer");
-    // Its event lines: `<mono_ns> <wall> <identity> <event>[ <arg>]`.
-    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let stdout = child.stdout.take().expect("piped");
-    let reader = {
-        let events = std::sync::Arc::clone(&events);
-        tokio::spawn(async move {
-            use tokio::io::AsyncBufReadExt;
-            let mut lines = tokio::io::BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let event: Vec<&str> = line.splitn(4, ' ').collect();
-                events
-                    .lock()
-                    .unwrap()
-                    .push(event.get(3).copied().unwrap_or("").to_owned());
-            }
-        })
+    // client-go's candidate as the mixed-fleet tests run it, its event lines
+    // (`started`, `leading`, `tick`, `stopped`, …) read into `log`.
+    let log = Log::default();
+    let spec = Spec {
+        library: Library::ClientGo,
+        id: "cg-a".to_owned(),
+        lease: "cg".to_owned(),
+        namespace: ns.clone(),
+        kubeconfig: kubeconfig.clone(),
+        timings_ms: (4000, 3000, 500),
+        tick_ms: 100,
+        coordinated: None,
     };
-    let seen = |event: &str| events.lock().unwrap().iter().any(|e| e == event);
-    let start = Instant::now();
-    while !seen("leading") {
-        assert!(
-            start.elapsed() < Duration::from_secs(15),
-            "the client-go peer does not lead: {:?}",
-            events.lock().unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let _peer = Peer::spawn(&client_go_peer(), spec, &log).expect("start the client-go peer");
+    let leading = log.wait_for(0, Duration::from_secs(15), |l| {
+        l.event == PeerEvent::Leading
+    });
+    assert!(
+        leading.await.is_some(),
+        "the client-go peer does not lead: {:?}",
+        log.lines()
+    );
     let before = read_lease(&admin, &ns, "cg").await;
     assert_eq!(before.holder_identity.as_deref(), Some("cg-a"));
     let term = before.lease_transitions.unwrap_or(0);
@@ -816,22 +799,22 @@ async fn release_of_a_client_go_leader_is_taken_back_as_a_new_term_without_a_sto
         assert!(
             start.elapsed() < Duration::from_secs(5),
             "not taken back: {now:?}; {:?}",
-            events.lock().unwrap()
+            log.lines()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // A second after, its leader work still ticks, never having stopped.
-    let ticks = |lines: &[String]| lines.iter().filter(|e| *e == "tick").count();
-    let ticked = ticks(&events.lock().unwrap());
+    let ticked = mono_now();
+    let tick = log.wait_for(ticked, Duration::from_secs(1), |l| {
+        l.event == PeerEvent::Tick
+    });
+    assert!(tick.await.is_some(), "{:?}", log.lines());
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let lines = events.lock().unwrap().clone();
-    assert!(!lines.iter().any(|e| e == "stopped"), "{lines:?}");
-    assert!(ticks(&lines) > ticked, "{lines:?}");
+    let events: Vec<PeerEvent> = log.lines().into_iter().map(|l| l.event).collect();
+    assert!(!events.contains(&PeerEvent::Stopped), "{events:?}");
     assert_eq!(
-        lines.iter().filter(|e| *e == "leading").count(),
+        events.iter().filter(|e| **e == PeerEvent::Leading).count(),
         1,
-        "{lines:?}"
+        "{events:?}"
     );
-    child.kill().await.expect("stop the peer");
-    reader.abort();
 }
